@@ -1,0 +1,170 @@
+"""agentweb settings: one module, driven by the environment (a `.env` file is optional).
+
+Every setting is documented in the README. With nothing set, agentweb runs on one
+machine with SQLite and an embedded Redis under `AGENTWEB_VAR`.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def _load_dotenv(path: Path) -> None:
+    """Read KEY=VALUE lines from `.env` without overriding the real environment."""
+    if not path.is_file():
+        return
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        os.environ.setdefault(key.strip(), value.strip().strip("'\""))
+
+
+_load_dotenv(BASE_DIR / ".env")
+
+
+def envbool(name: str, default: bool = False) -> bool:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def envint(name: str, default: int) -> int:
+    value = os.environ.get(name, "")
+    return int(value) if value.strip() else default
+
+
+def envlist(name: str, default: str) -> list[str]:
+    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+
+
+AGENTWEB_VAR = Path(os.environ.get("AGENTWEB_VAR") or BASE_DIR / "var").resolve()
+AGENTWEB_WORKSPACES = Path(
+    os.environ.get("AGENTWEB_WORKSPACES") or AGENTWEB_VAR / "workspaces"
+).resolve()
+AGENTWEB_VAR.mkdir(parents=True, exist_ok=True)
+
+
+def _secret_key() -> str:
+    """DJANGO_SECRET_KEY, else a key generated once and kept under AGENTWEB_VAR."""
+    if os.environ.get("DJANGO_SECRET_KEY"):
+        return os.environ["DJANGO_SECRET_KEY"]
+    key_file = AGENTWEB_VAR / "secret_key"
+    if not key_file.exists():
+        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_urlsafe(50))
+    return key_file.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+DEBUG = envbool("DJANGO_DEBUG", False)
+ALLOWED_HOSTS = envlist("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1")
+# Cookies are Secure only when the deployment says it serves HTTPS.
+AGENTWEB_HTTPS = envbool("AGENTWEB_HTTPS", False)
+SESSION_COOKIE_SECURE = AGENTWEB_HTTPS
+CSRF_COOKIE_SECURE = AGENTWEB_HTTPS
+CSRF_TRUSTED_ORIGINS = envlist("DJANGO_CSRF_TRUSTED_ORIGINS", "")
+if AGENTWEB_HTTPS:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "tools_app",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "agentweb.urls"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+WSGI_APPLICATION = "agentweb.wsgi.application"
+ASGI_APPLICATION = "agentweb.asgi.application"
+
+
+def _database() -> dict[str, object]:
+    url = os.environ.get("DATABASE_URL", "")
+    if url:
+        return dict(dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True))
+    # SQLite tuned for a web process and workers sharing one file.
+    return {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": AGENTWEB_VAR / "agentweb.sqlite3",
+        "OPTIONS": {
+            "timeout": 20,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": (
+                "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=20000;"
+            ),
+        },
+    }
+
+
+DATABASES = {"default": _database()}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = AGENTWEB_VAR / "static"
+LOGIN_URL = "/admin/login/"
+
+# Redis: REDIS_URL, else the embedded server that `manage.py up` starts on a unix socket.
+REDIS_SOCKET = AGENTWEB_VAR / "redis.sock"
+REDIS_URL = os.environ.get("REDIS_URL") or f"unix://{REDIS_SOCKET}"
+
+DATA_UPLOAD_MAX_MEMORY_SIZE = envint("AGENTWEB_MAX_BODY_BYTES", 10 * 1024 * 1024)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "loggers": {
+        "tools_app": {"handlers": ["console"], "level": os.environ.get("AGENTWEB_LOG_LEVEL", "INFO")},
+    },
+}

@@ -1,0 +1,10 @@
+"""URL routes: admin now; the API and dashboard pages are mounted by later work."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import path
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+]

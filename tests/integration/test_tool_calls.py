@@ -1,0 +1,137 @@
+"""Tool calls through the services: records, cache, changed-line totals, fail-closed policy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tools_app import services
+from tools_app.models import AgentSession, CachedResult, Policy, PolicyRule, ToolCall
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def session(workspace: Path) -> AgentSession:
+    return AgentSession.objects.create(
+        task="tidy up", repo=str(workspace), workspace=str(workspace),
+        status=AgentSession.Status.RUNNING, policy=Policy.objects.get(name="default"),
+    )
+
+
+def submit(session: AgentSession, tool: str, **args: object) -> ToolCall:
+    return services.tool_call_submit(session=session, tool=tool, args=args)
+
+
+def test_a_second_read_is_answered_from_the_cache(session: AgentSession) -> None:
+    first = submit(session, "read_file", path="README.md")
+    second = submit(session, "read_file", path="README.md")
+    assert (first.from_cache, second.from_cache) == (False, True)
+    assert second.result == first.result
+
+
+def test_writing_a_file_makes_its_reads_and_enclosing_listings_stale(
+    session: AgentSession, workspace: Path
+) -> None:
+    submit(session, "read_file", path="src/app.py")
+    submit(session, "read_file", path="README.md")
+    submit(session, "list_files", path="src")
+    submit(session, "list_files", path=".", recursive=True)
+    submit(session, "write_file", path="src/new.py", content="x = 1\n")
+    assert set(CachedResult.objects.values_list("tool", "scope")) == {
+        ("read_file", "src/app.py"),
+        ("read_file", "README.md"),
+    }
+    listing = submit(session, "list_files", path="src")
+    assert not listing.from_cache
+    assert "new.py" in listing.result
+
+
+def test_an_edit_is_seen_by_the_next_read(session: AgentSession) -> None:
+    submit(session, "read_file", path="src/app.py")
+    edit = submit(session, "edit_file", path="src/app.py", old_string="hello", new_string="hi")
+    assert edit.status == "succeeded"
+    again = submit(session, "read_file", path="src/app.py")
+    assert not again.from_cache
+    assert "hi {name}" in again.result
+
+
+def test_a_command_makes_the_whole_cache_stale(session: AgentSession) -> None:
+    submit(session, "read_file", path="README.md")
+    command = submit(session, "run_command", command="echo changed > README.md")
+    assert command.status == "succeeded", command.result
+    assert not CachedResult.objects.exists()
+    assert "changed" in submit(session, "read_file", path="README.md").result
+
+
+def test_changed_lines_add_up_and_a_write_over_the_total_is_denied(
+    session: AgentSession, workspace: Path
+) -> None:
+    Policy.objects.filter(name="default").update(max_diff_lines=10, require_approval_above=100)
+    session.refresh_from_db()
+    submit(session, "write_file", path="a.txt", content="1\n2\n3\n4\n5\n6\n")
+    session.refresh_from_db()
+    assert session.total_changed_lines == 6
+    denied = submit(session, "write_file", path="b.txt", content="1\n2\n3\n4\n5\n")
+    assert denied.status == "denied"
+    assert denied.rule == "builtin:max-diff-lines"
+    assert not (workspace / "b.txt").exists()
+
+
+def test_lines_since_the_last_approval_over_the_threshold_need_approval(
+    session: AgentSession, workspace: Path
+) -> None:
+    Policy.objects.filter(name="default").update(require_approval_above=5)
+    session.refresh_from_db()
+    assert submit(session, "write_file", path="a.txt", content="1\n2\n3\n").status == "succeeded"
+    waiting = submit(session, "write_file", path="b.txt", content="1\n2\n3\n")
+    assert waiting.status == "awaiting_approval"
+    assert waiting.rule == "builtin:require-approval-above"
+    assert not (workspace / "b.txt").exists()
+    session.refresh_from_db()
+    assert session.status == AgentSession.Status.WAITING
+
+
+def test_a_policy_that_cannot_load_denies_everything(session: AgentSession) -> None:
+    PolicyRule.objects.create(
+        policy=session.policy, tool="read_file", args={"path": "re:("}, decision="allow"
+    )
+    call = submit(session, "read_file", path="README.md")
+    assert call.status == "denied"
+    assert call.rule == "policy-error"
+    assert "cannot be loaded" in call.reason
+
+
+def test_execution_refuses_arguments_that_changed_after_approval(
+    session: AgentSession, workspace: Path
+) -> None:
+    call = submit(session, "write_file", path=".env", content="A=1\n")
+    assert call.status == "awaiting_approval"
+    ToolCall.objects.filter(pk=call.pk).update(
+        status="approved", args={"path": ".env", "content": "A=2\n"}
+    )
+    ran = services.tool_call_execute(tool_call_id=call.pk)
+    assert ran.status == "failed"
+    assert "changed after they were approved" in ran.result
+    assert (workspace / ".env").read_text() == "SECRET=shh\n"
+
+
+def test_an_approved_call_runs_exactly_once(session: AgentSession, workspace: Path) -> None:
+    call = submit(session, "write_file", path=".env", content="A=1\n")
+    ToolCall.objects.filter(pk=call.pk).update(status="approved")
+    first = services.tool_call_execute(tool_call_id=call.pk)
+    (workspace / ".env").write_text("changed by hand\n")
+    second = services.tool_call_execute(tool_call_id=call.pk)
+    assert first.status == second.status == "succeeded"
+    assert (workspace / ".env").read_text() == "changed by hand\n"
+    session.refresh_from_db()
+    assert session.changed_since_approval == 0
+    assert session.total_changed_lines == 2
+
+
+def test_invalid_arguments_are_recorded_as_failed(session: AgentSession) -> None:
+    call = submit(session, "read_file", path="README.md", offset=0)
+    assert call.status == "failed"
+    assert "offset" in call.result
+    assert call.rule == "validation"

@@ -1,0 +1,208 @@
+"""One tool call end to end, without Django: validate → policy → preview → run.
+
+`services.py` stores what this module decides; nothing here touches the database,
+so the whole path can be tested and benchmarked without one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import posixpath
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tools_app import sandbox
+from tools_app.policy import CallFacts, Decision, PolicySpec, SessionCounters, evaluate
+from tools_app.policy import analyse_command
+from tools_app.tools import files, get_tool, git, validate_args
+from tools_app.tools.base import SandboxOptions, ToolContext, ToolError
+
+logger = logging.getLogger(__name__)
+
+FILE_WRITE_TOOLS = frozenset({"write_file", "edit_file"})
+# Read-only tools whose results may be answered from the session's cache.
+CACHEABLE_TOOLS = frozenset(
+    {"read_file", "search_codebase", "list_files", "git_status", "git_diff", "git_log"}
+)
+GIT_STATE_TOOLS = frozenset({"git_status", "git_diff"})
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What the engine concluded before running anything.
+
+    `status` is "failed" (bad arguments), "denied", "awaiting_approval" or
+    "approved" (allowed: ready to run).
+    """
+
+    status: str
+    args: dict[str, Any]
+    decision: Decision | None = None
+    preview: dict[str, Any] | None = None
+    changed_lines: int | None = None
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: str  # "succeeded" or "failed"
+    result: str
+
+
+@dataclass(frozen=True)
+class Invalidation:
+    """Which cached results a call makes stale (see `invalidation_for`)."""
+
+    everything: bool = False
+    paths: tuple[str, ...] = ()
+    git_state: bool = False
+    git_log: bool = False
+
+
+@dataclass(frozen=True)
+class CacheKey:
+    key: str
+    scope: str
+
+
+@dataclass
+class _Plan:
+    preview: dict[str, Any] | None = None
+    changed_lines: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def args_hash(tool: str, args: Mapping[str, Any]) -> str:
+    """SHA-256 of the canonical JSON of a call: what an approval is bound to."""
+    canonical = json.dumps({"tool": tool, "args": args}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def prepare(
+    policy: PolicySpec, tool: str, raw_args: object, workspace: Path, counters: SessionCounters
+) -> Prepared:
+    """Validate the arguments, compute what the call would change, and ask the policy."""
+    try:
+        args = validate_args(tool, raw_args).model_dump(exclude_none=True)
+    except ToolError as exc:
+        return Prepared(status="failed", args=_as_dict(raw_args), error=str(exc))
+    try:
+        plan = _plan(tool, args, workspace)
+    except sandbox.PathOutsideWorkspace:
+        plan = _Plan()  # the policy's invariant check denies it with its own reason
+    except ToolError as exc:
+        return Prepared(status="failed", args=args, error=str(exc))
+    facts = CallFacts(tool, args, workspace, plan.changed_lines, plan.extra)
+    decision = evaluate(policy, facts, counters)
+    status = {"allow": "approved", "deny": "denied", "require_approval": "awaiting_approval"}
+    return Prepared(
+        status=status[decision.decision],
+        args=args,
+        decision=decision,
+        preview=plan.preview,
+        changed_lines=plan.changed_lines,
+    )
+
+
+def _plan(tool: str, args: dict[str, Any], workspace: Path) -> _Plan:
+    """The preview a reviewer would see and the lines the call would change."""
+    if tool in FILE_WRITE_TOOLS:
+        change = files.plan_file_change(ToolContext(workspace=workspace), tool, args)
+        preview = {"path": change.path, "diff": change.diff, "changed_lines": change.changed_lines}
+        return _Plan(preview=preview, changed_lines=change.changed_lines)
+    if tool == "run_command":
+        analysis = analyse_command(str(args["command"]))
+        preview = {
+            "command": args["command"],
+            "timeout": args.get("timeout", 120),
+            "parts": analysis.parts_for_preview(),
+            "opaque": list(analysis.opaque),
+        }
+        return _Plan(preview=preview)
+    if tool == "git_commit":
+        commit = git.commit_preview(workspace, args.get("files"))
+        preview = {
+            "message": args["message"],
+            "files": commit.files,
+            "stat": commit.stat,
+            "diff": commit.diff,
+            "changed_lines": commit.changed_lines,
+        }
+        return _Plan(preview=preview, changed_lines=commit.changed_lines)
+    return _Plan()
+
+
+def execute(
+    tool: str, args: Mapping[str, Any], workspace: Path, options: SandboxOptions
+) -> Outcome:
+    """Run a validated, allowed call. Tool errors are results the agent reads."""
+    spec = get_tool(tool)
+    context = ToolContext(workspace=workspace, sandbox=options)
+    try:
+        result = spec.run(context, spec.args_model.model_validate(dict(args)))
+    except ToolError as exc:
+        return Outcome(status="failed", result=str(exc))
+    except Exception:
+        logger.exception("tool %s crashed", tool)
+        return Outcome(
+            status="failed",
+            result=f"{tool} failed with an internal error; the server log has the details.",
+        )
+    return Outcome(status="succeeded", result=result)
+
+
+def cache_key(tool: str, args: Mapping[str, Any], workspace: Path) -> CacheKey | None:
+    """The cache entry a read-only call would use, or None when it is not cacheable."""
+    if tool not in CACHEABLE_TOOLS:
+        return None
+    scope = "."
+    if tool in {"read_file", "list_files", "search_codebase"} and args.get("path"):
+        try:
+            resolved = sandbox.resolve_path(workspace, str(args["path"]))
+        except ToolError:
+            return None
+        scope = sandbox.relative_to_workspace(workspace, resolved)
+    return CacheKey(key=args_hash(tool, args), scope=scope)
+
+
+def invalidation_for(tool: str, args: Mapping[str, Any], workspace: Path) -> Invalidation:
+    """What a call that ran makes stale: a write its file's reads and enclosing listings."""
+    if tool in FILE_WRITE_TOOLS:
+        resolved = sandbox.resolve_path(workspace, str(args["path"]))
+        rel = sandbox.relative_to_workspace(workspace, resolved)
+        return Invalidation(paths=(rel,), git_state=True)
+    if tool in {"git_commit", "git_branch", "create_pull_request"}:
+        return Invalidation(everything=True)
+    if tool in CACHEABLE_TOOLS or tool in {"task_done", "spawn_subagent", "web_fetch"}:
+        return Invalidation()
+    # run_command and skill tools may change anything.
+    return Invalidation(everything=True)
+
+
+def parent_dirs(path: str) -> list[str]:
+    """Every directory that contains `path`, nearest first, ending with '.'."""
+    dirs = []
+    current = posixpath.dirname(path)
+    while current:
+        dirs.append(current)
+        current = posixpath.dirname(current)
+    dirs.append(".")
+    return dirs
+
+
+def _as_dict(raw: object) -> dict[str, Any]:
+    return dict(raw) if isinstance(raw, dict) else {"_raw": repr(raw)[:1000]}
+
+
+def dry_run(
+    policy: PolicySpec, tool: str, raw_args: object, workspace: Path, counters: SessionCounters
+) -> Decision:
+    """What the policy would decide, without running anything; bad arguments are denied."""
+    prepared = prepare(policy, tool, raw_args, workspace, counters)
+    if prepared.decision is None:
+        return Decision("deny", prepared.error, "invariant:invalid-arguments")
+    return prepared.decision

@@ -1,0 +1,37 @@
+"""Print what a policy would decide for one tool call, as one JSON line."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from tools_app import engine
+from tools_app.management.commands._common import (
+    existing_directory,
+    existing_policy,
+    load_json_argument,
+    print_json_line,
+)
+from tools_app.policy import SessionCounters
+from tools_app.services import load_policy_or_denial
+
+
+class Command(BaseCommand):
+    help = 'Dry-run the policy on TOOL ARGS_JSON; prints {"decision", "reason", "rule"}.'
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("tool")
+        parser.add_argument("args_json", metavar="ARGS_JSON")
+        parser.add_argument("--policy", default="default")
+        parser.add_argument("--workspace", default=".")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        tool_args = load_json_argument(options["args_json"], name="ARGS_JSON")
+        workspace = existing_directory(options["workspace"])
+        spec = load_policy_or_denial(existing_policy(options["policy"]))
+        if isinstance(spec, engine.Decision):
+            decision = spec
+        else:
+            decision = engine.dry_run(spec, options["tool"], tool_args, workspace, SessionCounters())
+        print_json_line(self, decision.as_dict())

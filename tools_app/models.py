@@ -1,0 +1,259 @@
+"""Sessions, tool calls, decisions, policies with rules, skills and API tokens."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Policy(models.Model):
+    """What agents may do; see DESIGN.md "Policy" for the order of evaluation."""
+
+    name = models.SlugField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    protected_paths = models.JSONField(default=list, blank=True)
+    blocked_commands = models.JSONField(default=list, blank=True)
+    approval_commands = models.JSONField(default=list, blank=True)
+    max_diff_lines = models.PositiveIntegerField(default=500)
+    require_approval_above = models.PositiveIntegerField(default=200)
+    web_allow_hosts = models.JSONField(default=list, blank=True)
+    command_network = models.BooleanField(
+        default=False, help_text="Give every command the network, not only approved ones."
+    )
+    require_distinct_reviewer = models.BooleanField(
+        default=False, help_text="A session's creator may deny but not approve its calls."
+    )
+    approval_timeout_seconds = models.PositiveIntegerField(default=3600)
+    version = models.PositiveIntegerField(default=1, editable=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name_plural = "policies"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class PolicyRule(models.Model):
+    """`{tool, args: {NAME: PATTERN}, decision, reason}`, applied in `position` order."""
+
+    class Verdict(models.TextChoices):
+        ALLOW = "allow"
+        DENY = "deny"
+        REQUIRE_APPROVAL = "require_approval"
+
+    policy = models.ForeignKey(Policy, on_delete=models.CASCADE, related_name="rules")
+    position = models.PositiveIntegerField(default=0)
+    tool = models.CharField(max_length=200, help_text="A tool name or a glob such as `*`.")
+    args = models.JSONField(
+        default=dict, blank=True, help_text='{"NAME": "glob" or "re:regex"}, all must match.'
+    )
+    decision = models.CharField(max_length=20, choices=Verdict.choices)
+    reason = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["policy", "position", "id"]
+
+    def __str__(self) -> str:
+        return f"rule {self.pk}: {self.decision} {self.tool} {self.args}"
+
+
+class AgentSession(models.Model):
+    """One agent's work on a repository, in its own workspace clone."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        WAITING = "waiting"
+        DONE = "done"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    class Kind(models.TextChoices):
+        AGENT = "agent", "agent session"
+        CLI = "cli", "command line call"
+
+    task = models.TextField()
+    repo = models.CharField(max_length=1000)
+    workspace = models.CharField(max_length=1000)
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.AGENT)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
+    policy = models.ForeignKey(Policy, on_delete=models.PROTECT, related_name="sessions")
+    model = models.CharField(max_length=200, blank=True)
+    creator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="children"
+    )
+    total_changed_lines = models.PositiveIntegerField(default=0)
+    changed_since_approval = models.PositiveIntegerField(default=0)
+    tokens_in = models.PositiveIntegerField(default=0)
+    tokens_out = models.PositiveIntegerField(default=0)
+    summary = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"session {self.pk}: {self.task[:60]}"
+
+
+class ToolCall(models.Model):
+    """One tool call and everything that was decided and done about it (an audit row)."""
+
+    class Status(models.TextChoices):
+        AWAITING_APPROVAL = "awaiting_approval"
+        APPROVED = "approved"
+        DENIED = "denied"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        EXPIRED = "expired"
+        CANCELLED = "cancelled"
+
+    FINAL_STATUSES = frozenset(
+        {Status.SUCCEEDED, Status.FAILED, Status.DENIED, Status.EXPIRED, Status.CANCELLED}
+    )
+
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="tool_calls")
+    tool = models.CharField(max_length=200)
+    args = models.JSONField(default=dict, blank=True)
+    args_hash = models.CharField(max_length=64, blank=True)
+    status = models.CharField(max_length=20, choices=Status.choices)
+    decision = models.CharField(max_length=20, blank=True)
+    reason = models.TextField(blank=True)
+    rule = models.CharField(max_length=200, blank=True)
+    policy_version = models.PositiveIntegerField(null=True, blank=True)
+    preview = models.JSONField(null=True, blank=True)
+    result = models.TextField(blank=True)
+    changed_lines = models.PositiveIntegerField(null=True, blank=True)
+    from_cache = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["status", "expires_at"])]
+
+    def __str__(self) -> str:
+        return f"tool call {self.pk}: {self.tool} ({self.status})"
+
+    @property
+    def is_final(self) -> bool:
+        return self.status in self.FINAL_STATUSES
+
+
+class Decision(models.Model):
+    """A person's decision on a tool call awaiting approval: who, what, why, when."""
+
+    class Verdict(models.TextChoices):
+        APPROVE = "approve"
+        DENY = "deny"
+
+    tool_call = models.OneToOneField(ToolCall, on_delete=models.CASCADE, related_name="human")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    decision = models.CharField(max_length=10, choices=Verdict.choices)
+    reason = models.TextField(blank=True)
+    edited_args = models.JSONField(null=True, blank=True)
+    remember = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.decision} on tool call {self.tool_call_id}"
+
+
+class CachedResult(models.Model):
+    """A read-only tool's result, kept per session until a write makes it stale.
+
+    `scope` is the workspace-relative path the result depends on: a file for
+    read_file, a directory for listings and searches, "." for the whole tree.
+    """
+
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="cache")
+    tool = models.CharField(max_length=200)
+    key = models.CharField(max_length=64)
+    scope = models.CharField(max_length=1000)
+    result = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "key"], name="cache_entry_per_session_key")
+        ]
+
+    def __str__(self) -> str:
+        return f"cached {self.tool} {self.scope}"
+
+
+class Skill(models.Model):
+    """A skill injects tools (and instructions) when a task matches one of its triggers."""
+
+    name = models.SlugField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    triggers = models.JSONField(default=list, blank=True)
+    instructions = models.TextField(blank=True)
+    enabled = models.BooleanField(default=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class SkillTool(models.Model):
+    """A tool a skill injects, with its JSON Schema and how it runs."""
+
+    skill = models.ForeignKey(Skill, on_delete=models.CASCADE, related_name="tools")
+    name = models.CharField(max_length=100)
+    description = models.TextField(blank=True)
+    input_schema = models.JSONField(default=dict, blank=True)
+    executor = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["skill", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["skill", "name"], name="skill_tool_name_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.skill.name}.{self.name}"
+
+
+class ApiToken(models.Model):
+    """A bearer token; only its SHA-256 is stored."""
+
+    class Scope(models.TextChoices):
+        AGENT = "agent"
+        REVIEW = "review"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    scope = models.CharField(max_length=10, choices=Scope.choices, default=Scope.AGENT)
+    token_hash = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=12)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked = models.BooleanField(default=False)
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.scope}) for {self.user}"

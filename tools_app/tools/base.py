@@ -1,0 +1,61 @@
+"""The shape every tool shares: an args model, one function, one error type."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class ToolError(Exception):
+    """An error an agent should read: the message says what went wrong and what to do."""
+
+
+class ToolArgs(BaseModel):
+    """Base for every tool's arguments: unknown keys and wrong types are refused."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+@dataclass(frozen=True)
+class SandboxOptions:
+    """What a command may touch.
+
+    By default a command gets no network and may not write `.git` or protected paths.
+    A command a reviewer approved runs with `approved=True`: the workspace fully
+    writable and the network on.
+    """
+
+    network: bool = False
+    approved: bool = False
+    protected_paths: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """Where a tool runs and with what limits."""
+
+    workspace: Path
+    sandbox: SandboxOptions = field(default_factory=SandboxOptions)
+    # Called with the process group id of a started command, so that a cancel can kill it.
+    on_process_start: Callable[[int], None] | None = None
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A registered tool: its name, what the model reads, how to run it."""
+
+    name: str
+    description: str
+    args_model: type[ToolArgs]
+    run: Callable[[ToolContext, Any], str]
+    read_only: bool = False
+    cacheable: bool = False
+
+    def json_schema(self) -> dict[str, Any]:
+        schema = self.args_model.model_json_schema()
+        schema.pop("title", None)
+        return schema
