@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import socket
 from pathlib import Path
 
 import dj_database_url
@@ -90,6 +91,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "tools_app.middleware.body_size_limit",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -168,3 +170,50 @@ LOGGING = {
         "tools_app": {"handlers": ["console"], "level": os.environ.get("AGENTWEB_LOG_LEVEL", "INFO")},
     },
 }
+
+
+def kombu_url(redis_url: str) -> str:
+    """Kombu spells a unix-socket Redis `redis+socket://PATH`; redis-py spells it `unix://PATH`."""
+    if redis_url.startswith("unix://"):
+        return "redis+socket://" + redis_url.removeprefix("unix://")
+    return redis_url
+
+
+# Celery: the agent runtime and tool execution run in workers, never in a web request.
+AGENTWEB_WORKER_QUEUE = os.environ.get("AGENTWEB_WORKER_QUEUE") or f"host.{socket.gethostname()}"
+CELERY_BROKER_URL = kombu_url(REDIS_URL)
+CELERY_BROKER_CONNECTION_TIMEOUT = 3
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 4 * 3600, "socket_timeout": 5}
+CELERY_TASK_DEFAULT_QUEUE = "agentweb"
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SOFT_TIME_LIMIT = 2 * 3600
+CELERY_TASK_TIME_LIMIT = 2 * 3600 + 60
+CELERY_TASK_PUBLISH_RETRY = True
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0.2, "interval_step": 0.3}
+CELERY_TASK_ALWAYS_EAGER = envbool("AGENTWEB_TASKS_EAGER", False)
+CELERY_BEAT_SCHEDULE = {
+    "sweep": {"task": "tools_app.tasks.sweep", "schedule": 5.0},
+}
+CELERY_BEAT_SCHEDULE_FILENAME = str(AGENTWEB_VAR / "celerybeat-schedule")
+
+CHANNEL_LAYERS = {
+    "default": (
+        {"BACKEND": "channels.layers.InMemoryChannelLayer"}
+        if os.environ.get("AGENTWEB_CHANNEL_LAYER") == "memory"
+        else {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    )
+}
+
+# Commits made by agents carry this identity, never the server user's git config.
+AGENTWEB_GIT_AUTHOR_NAME = os.environ.get("AGENTWEB_GIT_AUTHOR_NAME", "agentweb")
+AGENTWEB_GIT_AUTHOR_EMAIL = os.environ.get("AGENTWEB_GIT_AUTHOR_EMAIL", "agentweb@localhost")

@@ -10,7 +10,7 @@ import hashlib
 import json
 import logging
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -137,11 +137,15 @@ def _plan(tool: str, args: dict[str, Any], workspace: Path) -> _Plan:
 
 
 def execute(
-    tool: str, args: Mapping[str, Any], workspace: Path, options: SandboxOptions
+    tool: str,
+    args: Mapping[str, Any],
+    workspace: Path,
+    options: SandboxOptions,
+    on_process_start: Callable[[int], None] | None = None,
 ) -> Outcome:
     """Run a validated, allowed call. Tool errors are results the agent reads."""
     spec = get_tool(tool)
-    context = ToolContext(workspace=workspace, sandbox=options)
+    context = ToolContext(workspace=workspace, sandbox=options, on_process_start=on_process_start)
     try:
         result = spec.run(context, spec.args_model.model_validate(dict(args)))
     except ToolError as exc:

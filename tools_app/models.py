@@ -96,6 +96,9 @@ class AgentSession(models.Model):
     tokens_in = models.PositiveIntegerField(default=0)
     tokens_out = models.PositiveIntegerField(default=0)
     summary = models.TextField(blank=True)
+    # The Celery queue of the worker host that holds the workspace.
+    worker_queue = models.CharField(max_length=200, blank=True)
+    last_event_seq = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -111,6 +114,7 @@ class ToolCall(models.Model):
     """One tool call and everything that was decided and done about it (an audit row)."""
 
     class Status(models.TextChoices):
+        PENDING = "pending"  # received; the policy has not decided yet
         AWAITING_APPROVAL = "awaiting_approval"
         APPROVED = "approved"
         DENIED = "denied"
@@ -137,6 +141,9 @@ class ToolCall(models.Model):
     result = models.TextField(blank=True)
     changed_lines = models.PositiveIntegerField(null=True, blank=True)
     from_cache = models.BooleanField(default=False)
+    # "host:pid" of the process running the call, to tell a crash from a long run.
+    runner = models.CharField(max_length=300, blank=True)
+    process_group = models.IntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     decided_at = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
@@ -146,6 +153,7 @@ class ToolCall(models.Model):
     class Meta:
         ordering = ["id"]
         indexes = [models.Index(fields=["status", "expires_at"])]
+        permissions = [("decide_toolcall", "Can approve or deny tool calls")]
 
     def __str__(self) -> str:
         return f"tool call {self.pk}: {self.tool} ({self.status})"
@@ -174,6 +182,25 @@ class Decision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.decision} on tool call {self.tool_call_id}"
+
+
+class Event(models.Model):
+    """A session's event log: every state change, in `seq` order, replayed to reconnecting clients."""
+
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()
+    type = models.CharField(max_length=50)
+    data = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["session", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "seq"], name="event_seq_per_session")
+        ]
+
+    def __str__(self) -> str:
+        return f"session {self.session_id} #{self.seq} {self.type}"
 
 
 class CachedResult(models.Model):

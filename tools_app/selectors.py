@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from tools_app.models import Policy, PolicyRule
+from django.db.models import QuerySet
+
+from tools_app.models import AgentSession, Decision, Policy, PolicyRule, ToolCall
 from tools_app.policy import PolicySpec, policy_from_dict
 
 
@@ -33,7 +35,9 @@ def rule_as_dict(rule: PolicyRule) -> dict[str, Any]:
 
 def policy_spec(policy: Policy) -> PolicySpec:
     """The engine's view of a stored policy; raises PolicyInvalid if it cannot load."""
-    spec = policy_from_dict(policy_as_dict(policy))
+    data = policy_as_dict(policy)
+    data.pop("description")
+    spec = policy_from_dict(data)
     rule_ids = [str(rule.pk) for rule in policy.rules.all()]
     rules = tuple(replace(rule, id=rule_id) for rule, rule_id in zip(spec.rules, rule_ids, strict=True))
     return replace(spec, version=policy.version, rules=rules)
@@ -41,3 +45,63 @@ def policy_spec(policy: Policy) -> PolicySpec:
 
 def policy_by_name(name: str) -> Policy | None:
     return Policy.objects.filter(name=name).prefetch_related("rules").first()
+
+
+def session_as_dict(session: AgentSession) -> dict[str, Any]:
+    return {
+        "id": session.pk,
+        "status": session.status,
+        "task": session.task,
+        "repo": session.repo,
+        "workspace": session.workspace,
+        "policy": session.policy.name,
+        "model": session.model,
+        "kind": session.kind,
+        "parent": session.parent_id,
+        "children": list(session.children.values_list("pk", flat=True)),
+        "tokens": {"input": session.tokens_in, "output": session.tokens_out},
+        "summary": session.summary,
+        "total_changed_lines": session.total_changed_lines,
+        "changed_since_approval": session.changed_since_approval,
+        "created_at": session.created_at,
+        "finished_at": session.finished_at,
+    }
+
+
+def tool_call_as_dict(call: ToolCall) -> dict[str, Any]:
+    human = Decision.objects.filter(tool_call=call).select_related("user").first()
+    return {
+        "id": call.pk,
+        "session": call.session_id,
+        "tool": call.tool,
+        "args": call.args,
+        "status": call.status,
+        "decision": call.decision,
+        "reason": call.reason,
+        "rule": call.rule,
+        "result": call.result,
+        "preview": call.preview,
+        "decided_by": human.user.get_username() if human and human.user else None,
+        "from_cache": call.from_cache,
+        "policy_version": call.policy_version,
+        "created_at": call.created_at,
+        "decided_at": call.decided_at,
+        "expires_at": call.expires_at,
+        "finished_at": call.finished_at,
+    }
+
+
+def session_get(session_id: int) -> AgentSession | None:
+    return AgentSession.objects.select_related("policy").filter(pk=session_id).first()
+
+
+def tool_call_get(tool_call_id: int) -> ToolCall | None:
+    return (
+        ToolCall.objects.select_related("session__policy").filter(pk=tool_call_id).first()
+    )
+
+
+def approvals_awaiting() -> QuerySet[ToolCall]:
+    return ToolCall.objects.select_related("session__policy").filter(
+        status=ToolCall.Status.AWAITING_APPROVAL
+    )

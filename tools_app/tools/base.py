@@ -32,6 +32,7 @@ class SandboxOptions:
     network: bool = False
     approved: bool = False
     protected_paths: tuple[str, ...] = ()
+    web_allow_hosts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

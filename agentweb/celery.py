@@ -1,0 +1,13 @@
+"""The Celery app: settings from Django's CELERY_ namespace, tasks from tools_app."""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentweb.settings")
+
+app = Celery("agentweb")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks(["tools_app"])

@@ -1,0 +1,64 @@
+"""Helpers for the tool tests (imported explicitly; tests/conftest.py is not ours)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tools_app.sandbox import bwrap_available
+from tools_app.tools import get_tool, validate_args
+from tools_app.tools.base import SandboxOptions, ToolContext
+
+requires_bwrap = pytest.mark.skipif(
+    not bwrap_available(),
+    reason="bubblewrap is not installed or cannot create namespaces here "
+    "(apt-get install bubblewrap; user namespaces must be allowed)",
+)
+
+
+def make_workspace(tmp_path: Path) -> Path:
+    """A workspace `ws` with a sibling `ws-evil`, so prefix tricks can be tried."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (tmp_path / "ws-evil").mkdir()
+    (tmp_path / "ws-evil" / "secret.txt").write_text("evil\n")
+    return workspace
+
+
+def make_ctx(workspace: Path, **sandbox: Any) -> ToolContext:
+    return ToolContext(workspace=workspace, sandbox=SandboxOptions(**sandbox))
+
+
+def call(ctx: ToolContext, name: str, args: dict[str, Any]) -> str:
+    """Validate and run one call, as the engine does."""
+    return get_tool(name).run(ctx, validate_args(name, args))
+
+
+def snapshot(path: Path) -> tuple[bytes, int]:
+    """Bytes and mtime: what must not change when a write is refused."""
+    return path.read_bytes(), os.stat(path).st_mtime_ns
+
+
+def git(workspace: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.name=T", "-c", "user.email=t@example.com", *args],
+        cwd=workspace,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout
+
+
+def git_repo(tmp_path: Path) -> Path:
+    """A workspace that is a git repository with one commit."""
+    workspace = make_workspace(tmp_path)
+    git(workspace, "init", "-q", "-b", "main")
+    (workspace / "README.md").write_text("hello\n")
+    git(workspace, "add", "README.md")
+    git(workspace, "commit", "-q", "-m", "init")
+    return workspace

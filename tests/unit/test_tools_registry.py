@@ -1,0 +1,120 @@
+"""The registry: names, argument validation a model can act on, JSON Schemas."""
+
+from __future__ import annotations
+
+import pytest
+
+from tools_app.tools import REGISTRY, core_tool_schemas, get_tool, validate_args
+from tools_app.tools.base import ToolError
+from tools_app.tools.files import ReadFileArgs
+from tools_app.tools.shell import RunCommandArgs
+
+CORE = {
+    "read_file",
+    "write_file",
+    "edit_file",
+    "run_command",
+    "search_codebase",
+    "list_files",
+    "task_done",
+}
+
+
+def test_registry_holds_the_core_file_shell_search_and_completion_tools() -> None:
+    assert set(REGISTRY) == CORE
+
+
+def test_unknown_tool_lists_the_available_ones() -> None:
+    with pytest.raises(ToolError, match=r"Unknown tool 'x'\. Available tools: read_file"):
+        get_tool("x")
+
+
+def test_valid_arguments_give_the_model() -> None:
+    args = validate_args("read_file", {"path": "a.txt", "offset": 3})
+    assert isinstance(args, ReadFileArgs)
+    assert (args.path, args.offset, args.limit) == ("a.txt", 3, None)
+
+
+def test_a_bad_type_names_the_argument_and_the_value() -> None:
+    with pytest.raises(ToolError, match=r"`offset` must be a positive integer \(got 'abc'\)"):
+        validate_args("read_file", {"path": "a", "offset": "abc"})
+
+
+def test_zero_offset_is_not_a_positive_integer() -> None:
+    with pytest.raises(ToolError, match=r"`offset` must be a positive integer \(got 0\)"):
+        validate_args("read_file", {"path": "a", "offset": 0})
+
+
+def test_missing_argument_is_named() -> None:
+    with pytest.raises(ToolError, match="missing required argument `path`"):
+        validate_args("read_file", {})
+
+
+def test_unexpected_argument_lists_the_accepted_ones() -> None:
+    with pytest.raises(
+        ToolError, match="unexpected argument `foo`; read_file accepts: path, offset, limit"
+    ):
+        validate_args("read_file", {"path": "a", "foo": 1})
+
+
+def test_every_bad_argument_is_reported_at_once() -> None:
+    with pytest.raises(ToolError) as caught:
+        validate_args("search_codebase", {"pattern": 3, "max_results": -1})
+    assert "`pattern` must be a non-empty string (got 3)" in str(caught.value)
+    assert "`max_results` must be a positive integer (got -1)" in str(caught.value)
+
+
+def test_arguments_that_are_not_an_object_are_refused() -> None:
+    with pytest.raises(ToolError, match="must be a JSON object"):
+        validate_args("read_file", ["a.txt"])
+
+
+def test_list_items_are_checked_one_by_one() -> None:
+    with pytest.raises(ToolError, match=r"`files_changed\[1\]` input should be a valid string"):
+        validate_args("task_done", {"summary": "ok", "files_changed": ["a", 3]})
+
+
+def test_timeout_accepts_integers_but_not_booleans_or_huge_values() -> None:
+    args = validate_args("run_command", {"command": "true", "timeout": 5})
+    assert isinstance(args, RunCommandArgs) and args.timeout == 5.0
+    with pytest.raises(ToolError, match="`timeout` must be a positive number, at most 3600"):
+        validate_args("run_command", {"command": "true", "timeout": True})
+    with pytest.raises(ToolError, match="at most 3600"):
+        validate_args("run_command", {"command": "true", "timeout": 4000})
+
+
+def test_schemas_use_the_reference_parameter_names_with_descriptions() -> None:
+    schemas = {s["name"]: s for s in core_tool_schemas()}
+    assert set(schemas) == CORE
+    expected = {
+        "read_file": ({"path", "offset", "limit"}, ["path"]),
+        "write_file": ({"path", "content"}, ["path", "content"]),
+        "edit_file": ({"path", "old_string", "new_string"}, ["path", "old_string", "new_string"]),
+        "run_command": ({"command", "timeout"}, ["command"]),
+        "search_codebase": ({"pattern", "path", "include", "max_results"}, ["pattern"]),
+        "list_files": ({"path", "recursive", "pattern"}, ["path"]),
+        "task_done": ({"summary", "files_changed"}, ["summary"]),
+    }
+    for name, (props, required) in expected.items():
+        schema = schemas[name]["input_schema"]
+        assert set(schema["properties"]) == props, name
+        assert schema.get("required", []) == required, name
+        assert schema["additionalProperties"] is False
+        assert all(p.get("description") for p in schema["properties"].values()), name
+        assert schemas[name]["description"]
+
+
+def test_optional_arguments_have_a_plain_type_in_the_schema() -> None:
+    props = REGISTRY["read_file"].json_schema()["properties"]
+    assert props["offset"] == {
+        "description": props["offset"]["description"],
+        "minimum": 1,
+        "title": "Offset",
+        "type": "integer",
+    }
+    assert REGISTRY["run_command"].json_schema()["properties"]["timeout"]["default"] == 120
+
+
+def test_read_only_tools_are_flagged() -> None:
+    read_only = {name for name, spec in REGISTRY.items() if spec.read_only}
+    assert read_only == {"read_file", "search_codebase", "list_files", "task_done"}

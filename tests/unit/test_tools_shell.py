@@ -1,0 +1,133 @@
+"""run_command: exit codes, output, timeouts that kill the whole group, a scrubbed env."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.unit.conftest_tools import call, make_ctx, make_workspace
+from tools_app.sandbox import OUTPUT_LIMIT, SandboxOptions, bwrap_available, run_sandboxed
+from tools_app.tools.base import ToolContext
+from tools_app.tools.shell import format_result
+
+MODES = [
+    pytest.param(False, id="plain"),
+    pytest.param(
+        True,
+        id="bwrap",
+        marks=[
+            pytest.mark.sandbox,
+            pytest.mark.skipif(not bwrap_available(), reason="bubblewrap unavailable"),
+        ],
+    ),
+]
+
+
+def _run(ws: Path, command: str, sandboxed: bool, timeout: float = 30) -> str:
+    result = run_sandboxed(
+        ws, ["bash", "-c", command], SandboxOptions(), timeout=timeout, use_sandbox=sandboxed
+    )
+    return format_result(result, timeout, approved=False)
+
+
+def _alive(marker: str) -> bool:
+    """True while any process has `marker` in its command line."""
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and marker in (proc / "cmdline").read_bytes().decode():
+                return True
+        except OSError:
+            continue
+    return False
+
+
+@pytest.mark.parametrize("sandboxed", MODES)
+def test_exit_code_and_output(tmp_path: Path, sandboxed: bool) -> None:
+    ws = make_workspace(tmp_path)
+    assert _run(ws, "echo hello", sandboxed) == "exit code: 0\nhello"
+    assert _run(ws, "echo oops >&2; exit 3", sandboxed) == "exit code: 3\noops"
+
+
+@pytest.mark.parametrize("sandboxed", MODES)
+def test_runs_in_the_workspace_with_stdin_closed(tmp_path: Path, sandboxed: bool) -> None:
+    ws = make_workspace(tmp_path)
+    out = _run(ws, "pwd; cat; echo done", sandboxed)
+    assert out == f"exit code: 0\n{os.path.realpath(ws)}\ndone"
+
+
+def test_run_command_through_the_registry(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    out = call(make_ctx(ws), "run_command", {"command": "echo a; echo b >&2; false"})
+    assert out == "exit code: 1\na\nb"
+
+
+def test_process_group_is_reported_to_the_context(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    started: list[int] = []
+    ctx = ToolContext(workspace=ws, on_process_start=started.append)
+    call(ctx, "run_command", {"command": "true"})
+    assert len(started) == 1 and started[0] > 1
+
+
+@pytest.mark.parametrize("sandboxed", MODES)
+def test_timeout_kills_a_group_that_ignores_sigterm(tmp_path: Path, sandboxed: bool) -> None:
+    ws = make_workspace(tmp_path)
+    marker = f"1000{os.getpid()}{int(sandboxed)}"
+    command = f'sleep {marker}1 & trap "" TERM; echo started; sleep {marker}2'
+    began = time.monotonic()
+    out = _run(ws, command, sandboxed, timeout=1)
+    elapsed = time.monotonic() - began
+    assert out.startswith("timed out after 1 s; process group killed\nstarted")
+    assert elapsed < 1 + 5 + 3
+    time.sleep(0.2)
+    assert not _alive(f"{marker}1"), "the background grandchild survived"
+    assert not _alive(f"{marker}2"), "the child that ignores SIGTERM survived"
+
+
+@pytest.mark.parametrize("sandboxed", MODES)
+def test_background_leftovers_do_not_outlive_the_command(tmp_path: Path, sandboxed: bool) -> None:
+    ws = make_workspace(tmp_path)
+    marker = f"2000{os.getpid()}{int(sandboxed)}"
+    began = time.monotonic()
+    out = _run(ws, f"sleep {marker} & echo bye", sandboxed)
+    assert out == "exit code: 0\nbye"
+    assert time.monotonic() - began < 10
+    time.sleep(0.2)
+    assert not _alive(marker)
+
+
+def test_output_is_truncated_at_10_mb(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    out = call(make_ctx(ws), "run_command", {"command": "yes | head -c 20000000"})
+    assert out.startswith("exit code: 0\ny\ny\n")
+    assert len(out) < OUTPUT_LIMIT + 1000
+    assert out.endswith(
+        "[output truncated at 10 MB of 20000000 bytes; redirect it to a file and read that "
+        "with read_file or search_codebase]"
+    )
+
+
+def test_environment_is_scrubbed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("FAKE_API_KEY", "DJANGO_SECRET_KEY", "GITHUB_TOKEN", "DATABASE_URL"):
+        monkeypatch.setenv(name, "leak-me-" + name)
+    monkeypatch.setenv("GIT_DIR", "/elsewhere")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "leak-me-aws")
+    ws = make_workspace(tmp_path)
+    out = call(make_ctx(ws), "run_command", {"command": "env"})
+    assert "leak-me" not in out and "GIT_DIR" not in out
+    assert "CI=1" in out and "PATH=" in out and "HOME=" in out
+
+
+def test_home_is_not_the_workers_home(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    out = call(make_ctx(ws), "run_command", {"command": 'echo "$HOME"'})
+    assert out.splitlines()[1] != os.environ.get("HOME")
+
+
+def test_killed_by_a_signal_is_described(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    out = _run(ws, "kill -9 $$", False)
+    assert out.startswith("exit code: -9 (killed by SIGKILL)")

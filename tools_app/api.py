@@ -1,0 +1,254 @@
+"""The REST API under /api/ (django-ninja; OpenAPI at /api/docs).
+
+Views are thin: look up, check access, call one service, answer. Errors are JSON
+with a `detail`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponse
+from ninja import NinjaAPI, Query, Schema
+from ninja.errors import AuthenticationError
+from ninja.security import HttpBearer, SessionAuth
+from pydantic import Field
+
+from tools_app import access, engine, selectors, services, tool_schemas
+from tools_app.models import AgentSession, ToolCall
+from tools_app.policy import SessionCounters
+from tools_app.schemas import (
+    DecisionIn,
+    DecisionOut,
+    ErrorOut,
+    EvaluateIn,
+    SessionIn,
+    SessionOut,
+    ToolCallIn,
+    ToolCallOut,
+)
+
+MAX_WAIT_SECONDS = 300.0
+
+
+class BearerToken(HttpBearer):
+    """`Authorization: Bearer TOKEN`; the token's scope limits what the user may do."""
+
+    def authenticate(self, request: HttpRequest, token: str) -> Any:
+        found = services.api_token_authenticate(token=token)
+        if found is None:
+            return None
+        request.agentweb_scope = found.scope  # type: ignore[attr-defined]
+        request.user = found.user
+        return found.user
+
+
+api = NinjaAPI(
+    title="agentweb",
+    version="1",
+    description="Sessions, tool calls, approvals and policies.",
+    auth=[BearerToken(), SessionAuth()],
+    urls_namespace="api",
+)
+
+
+def scope(request: HttpRequest) -> str:
+    return getattr(request, "agentweb_scope", "session")
+
+
+@api.exception_handler(services.ServiceError)
+def service_error(request: HttpRequest, exc: services.ServiceError) -> HttpResponse:
+    return api.create_response(request, {"detail": str(exc)}, status=exc.status)
+
+
+@api.exception_handler(RequestDataTooBig)
+def too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return api.create_response(
+        request, {"detail": f"The request body is larger than {limit} bytes."}, status=413
+    )
+
+
+@api.exception_handler(AuthenticationError)
+def unauthorized(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    detail = "Authentication required: send `Authorization: Bearer TOKEN` or log in."
+    return api.create_response(request, {"detail": detail}, status=401)
+
+
+# --- sessions ---------------------------------------------------------------------------
+
+
+def _session_for(request: HttpRequest, session_id: int) -> AgentSession:
+    session = selectors.session_get(session_id)
+    if session is None or not access.may_see_session(request.user, session):
+        raise services.NotFound(f"There is no session {session_id}.")
+    return session
+
+
+def _session_to_act_on(request: HttpRequest, session_id: int) -> AgentSession:
+    session = _session_for(request, session_id)
+    if not access.may_act_on_session(request.user, session):
+        raise services.Forbidden("Only the session's creator may send calls to it or cancel it.")
+    return session
+
+
+@api.post("/sessions", response={201: SessionOut, 400: ErrorOut, 503: ErrorOut})
+def session_create(request: HttpRequest, body: SessionIn) -> tuple[int, dict[str, Any]]:
+    session = services.session_start(
+        user=request.user, task=body.task, repo=body.repo, model=body.model, policy_name=body.policy
+    )
+    return 201, selectors.session_as_dict(session)
+
+
+@api.get("/sessions", response=list[SessionOut])
+def session_list(request: HttpRequest, status: str | None = None) -> list[dict[str, Any]]:
+    sessions = access.visible_sessions(request.user).select_related("policy").order_by("-id")
+    if status:
+        sessions = sessions.filter(status=status)
+    return [selectors.session_as_dict(session) for session in sessions[:500]]
+
+
+@api.get("/sessions/{session_id}", response={200: SessionOut, 404: ErrorOut})
+def session_detail(request: HttpRequest, session_id: int) -> dict[str, Any]:
+    return selectors.session_as_dict(_session_for(request, session_id))
+
+
+@api.post("/sessions/{session_id}/cancel", response={200: SessionOut, 403: ErrorOut, 404: ErrorOut})
+def session_cancel(request: HttpRequest, session_id: int) -> dict[str, Any]:
+    session = services.session_cancel(session=_session_to_act_on(request, session_id))
+    return selectors.session_as_dict(session)
+
+
+@api.get("/sessions/{session_id}/tool-calls", response={200: list[ToolCallOut], 404: ErrorOut})
+def session_tool_calls(request: HttpRequest, session_id: int) -> list[dict[str, Any]]:
+    session = _session_for(request, session_id)
+    return [selectors.tool_call_as_dict(call) for call in session.tool_calls.order_by("id")]
+
+
+@api.get("/sessions/{session_id}/tools", response={200: list[dict[str, Any]], 404: ErrorOut})
+def session_tools(
+    request: HttpRequest, session_id: int, format: Literal["json", "openai", "anthropic"] = "json"
+) -> list[dict[str, Any]]:
+    _session_for(request, session_id)
+    return tool_schemas.in_format(tool_schemas.core_tools(), format)
+
+
+# --- tool calls -------------------------------------------------------------------------
+
+
+class WaitQuery(Schema):
+    wait: float = Field(default=0, ge=0, le=MAX_WAIT_SECONDS, description="Seconds to hold the answer until the call is final.")
+
+
+def _receive(request: HttpRequest, session_id: int, body: ToolCallIn) -> int:
+    session = _session_to_act_on(request, session_id)
+    if session.status in {AgentSession.Status.DONE, AgentSession.Status.FAILED, AgentSession.Status.CANCELLED}:
+        raise services.Conflict(f"Session {session_id} is {session.status}; it takes no more calls.")
+    return services.tool_call_receive(session=session, tool=body.tool, args=body.args).pk
+
+
+@api.post(
+    "/sessions/{session_id}/tool-calls",
+    response={201: ToolCallOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut, 503: ErrorOut},
+)
+async def tool_call_create(
+    request: HttpRequest, session_id: int, body: ToolCallIn, query: Query[WaitQuery]
+) -> tuple[int, dict[str, Any]]:
+    call_id = await sync_to_async(_receive)(request, session_id, body)
+    return 201, await _answer_when_final(call_id, query.wait)
+
+
+def _visible_call(request: HttpRequest, tool_call_id: int) -> ToolCall:
+    call = selectors.tool_call_get(tool_call_id)
+    if call is None or not access.may_see_session(request.user, call.session):
+        raise services.NotFound(f"There is no tool call {tool_call_id}.")
+    return call
+
+
+@api.get("/tool-calls/{tool_call_id}", response={200: ToolCallOut, 404: ErrorOut})
+async def tool_call_detail(
+    request: HttpRequest, tool_call_id: int, query: Query[WaitQuery]
+) -> dict[str, Any]:
+    call = await sync_to_async(_visible_call)(request, tool_call_id)
+    return await _answer_when_final(call.pk, query.wait)
+
+
+async def _answer_when_final(call_id: int, wait: float) -> dict[str, Any]:
+    """The call as it is once final, or when `wait` runs out; polled, no thread held."""
+    deadline = time.monotonic() + wait
+    delay = 0.01
+    while True:
+        answer = await sync_to_async(_current)(call_id)
+        remaining = deadline - time.monotonic()
+        if answer["status"] in ToolCall.FINAL_STATUSES or remaining <= 0:
+            return answer
+        await asyncio.sleep(min(delay, remaining))
+        delay = min(delay * 1.5, 0.2)
+
+
+def _current(call_id: int) -> dict[str, Any]:
+    call = ToolCall.objects.get(pk=call_id)
+    if call.status == ToolCall.Status.AWAITING_APPROVAL and call.expires_at and call.expires_at <= _now():
+        services.tool_call_expire_overdue()
+        call.refresh_from_db()
+    return selectors.tool_call_as_dict(call)
+
+
+def _now() -> Any:
+    from django.utils import timezone
+
+    return timezone.now()
+
+
+@api.get("/approvals", response=list[ToolCallOut])
+def approvals(request: HttpRequest) -> list[dict[str, Any]]:
+    if not access.may_review(request.user, scope(request)):
+        return []
+    services.tool_call_expire_overdue()
+    return [selectors.tool_call_as_dict(call) for call in selectors.approvals_awaiting()]
+
+
+@api.post(
+    "/tool-calls/{tool_call_id}/decision",
+    response={200: ToolCallOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut, 503: ErrorOut},
+)
+def tool_call_decision(request: HttpRequest, tool_call_id: int, body: DecisionIn) -> dict[str, Any]:
+    call = _visible_call(request, tool_call_id)
+    decided = services.tool_call_decide(
+        call=call, user=request.user, scope=scope(request), decision=body.decision,
+        reason=body.reason, args=body.args, remember=body.remember,
+    )  # fmt: skip
+    return selectors.tool_call_as_dict(decided)
+
+
+# --- policies ---------------------------------------------------------------------------
+
+
+@api.get("/policies/{name}", response={200: dict[str, Any], 404: ErrorOut})
+def policy_detail(request: HttpRequest, name: str) -> dict[str, Any]:
+    policy = selectors.policy_by_name(name)
+    if policy is None:
+        raise services.NotFound(f"There is no policy named {name!r}.")
+    return {**selectors.policy_as_dict(policy), "version": policy.version}
+
+
+@api.post("/policies/{name}/evaluate", response={200: DecisionOut, 404: ErrorOut})
+def policy_evaluate(request: HttpRequest, name: str, body: EvaluateIn) -> dict[str, str]:
+    """A dry run: what the policy would decide; nothing is stored or run."""
+    policy = selectors.policy_by_name(name)
+    if policy is None:
+        raise services.NotFound(f"There is no policy named {name!r}.")
+    spec = services.load_policy_or_denial(policy)
+    if isinstance(spec, engine.Decision):
+        return spec.as_dict()
+    workspace, counters = Path(settings.AGENTWEB_WORKSPACES) / "dry-run", SessionCounters()
+    if body.session is not None:
+        session = _session_for(request, body.session)
+        workspace, counters = Path(session.workspace), services.session_counters(session)
+    return engine.dry_run(spec, body.tool, body.args, workspace, counters).as_dict()

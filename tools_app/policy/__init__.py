@@ -1,0 +1,53 @@
+"""The policy engine: pure Python, no Django. See engine.py for the order of checks."""
+
+from __future__ import annotations
+
+from tools_app.policy.commands import CommandAnalysis, Redirect, SimpleCommand, analyse_command
+from tools_app.policy.context import FILE_WRITE_TOOLS, READ_ONLY_TOOLS, is_read_only
+from tools_app.policy.defaults import DEFAULT_POLICY, DEFAULT_PROTECTED_PATHS
+from tools_app.policy.engine import evaluate
+from tools_app.policy.loader import (
+    PolicyInvalid,
+    PolicyProblem,
+    policy_from_dict,
+    policy_to_dict,
+    validate_policy_dict,
+)
+from tools_app.policy.paths import protected_match
+from tools_app.policy.rules import exact_pattern
+from tools_app.policy.types import (
+    VERDICTS,
+    CallFacts,
+    Decision,
+    PolicySpec,
+    Rule,
+    SessionCounters,
+    Verdict,
+)
+
+__all__ = [
+    "DEFAULT_POLICY",
+    "DEFAULT_PROTECTED_PATHS",
+    "FILE_WRITE_TOOLS",
+    "READ_ONLY_TOOLS",
+    "VERDICTS",
+    "CallFacts",
+    "CommandAnalysis",
+    "Decision",
+    "PolicyInvalid",
+    "PolicyProblem",
+    "PolicySpec",
+    "Redirect",
+    "Rule",
+    "SessionCounters",
+    "SimpleCommand",
+    "Verdict",
+    "analyse_command",
+    "evaluate",
+    "exact_pattern",
+    "is_read_only",
+    "policy_from_dict",
+    "policy_to_dict",
+    "protected_match",
+    "validate_policy_dict",
+]

@@ -1,0 +1,261 @@
+"""The built-in checks, one small class each, like Django's password validators.
+
+Each has a `name` (the decision's `rule`) and `evaluate(context) -> Decision | None`;
+None means "not my concern". engine.py applies them in the documented order.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+from urllib.parse import urlsplit
+
+from tools_app.policy.approvals import builtin_approval_reason, policy_approval_reason
+from tools_app.policy.context import FILE_WRITE_TOOLS, CallContext
+from tools_app.policy.dangerous import dangerous_reason
+from tools_app.policy.paths import in_git_dir, protected_match
+from tools_app.policy.patterns import compile_pattern, first_match
+from tools_app.policy.targets import write_targets
+from tools_app.policy.types import Decision, Verdict
+from tools_app.tools.base import ToolError
+
+APPROVE = "; a person must approve it"
+
+
+class Check:
+    """A built-in check; subclasses set `name`, `verdict` and implement `reason`."""
+
+    name: ClassVar[str] = ""
+    verdict: ClassVar[Verdict] = "deny"
+
+    def reason(self, context: CallContext) -> str | None:
+        raise NotImplementedError
+
+    def evaluate(self, context: CallContext) -> Decision | None:
+        reason = self.reason(context)
+        return Decision(self.verdict, reason, self.name) if reason else None
+
+
+# --- 1. invariants ---------------------------------------------------------------------
+
+
+class BadArguments(Check):
+    name = "invariant:bad-arguments"
+
+    def reason(self, context: CallContext) -> str | None:
+        if context.tool == "run_command" and context.command is None:
+            return "run_command needs `command` as a string"
+        if context.tool in FILE_WRITE_TOOLS and not isinstance(context.args.get("path"), str):
+            return f"{context.tool} needs `path` as a string"
+        return None
+
+
+class OutsideWorkspace(Check):
+    name = "invariant:outside-workspace"
+
+    def reason(self, context: CallContext) -> str | None:
+        try:
+            context.paths  # noqa: B018 - resolving is the check
+        except ToolError as exc:
+            return str(exc)
+        except (TypeError, ValueError, OSError) as exc:
+            return f"a path argument cannot be resolved ({exc}); pass a path inside the workspace"
+        return None
+
+
+class GitDirWrite(Check):
+    name = "invariant:git-dir"
+
+    def reason(self, context: CallContext) -> str | None:
+        if context.tool not in FILE_WRITE_TOOLS:
+            return None
+        path = context.paths.get("path", ("",))[0]
+        if in_git_dir(path):
+            return f"{context.tool} may not write inside a .git directory ({path})"
+        return None
+
+
+# --- 3. built-in denies ----------------------------------------------------------------
+
+
+class BlockedCommand(Check):
+    name = "builtin:blocked-command"
+
+    def reason(self, context: CallContext) -> str | None:
+        analysis, command = context.analysis, context.command
+        if analysis is None or command is None:
+            return None
+        hit = first_match(context.policy.blocked_commands, analysis)
+        if hit:
+            return f"`{hit[1]}` matches the blocked command `{hit[0]}`"
+        for pattern in context.policy.blocked_commands:
+            if compile_pattern(pattern) is None and pattern.strip() and pattern in command:
+                return f"contains the blocked command `{pattern}`"
+        return None
+
+
+class DangerousCommand(Check):
+    name = "builtin:dangerous-command"
+
+    def reason(self, context: CallContext) -> str | None:
+        if context.analysis is None:
+            return None
+        reason = dangerous_reason(context.analysis)
+        return f"{reason}; this command is never run" if reason else None
+
+
+class MaxDiffLines(Check):
+    name = "builtin:max-diff-lines"
+
+    def reason(self, context: CallContext) -> str | None:
+        lines = context.call.changed_lines
+        if context.tool not in FILE_WRITE_TOOLS or lines is None:
+            return None
+        total = context.counters.total_changed_lines + lines
+        limit = context.policy.max_diff_lines
+        if total > limit:
+            return (
+                f"this change of {lines} lines would bring the session to {total} changed "
+                f"lines, over the limit of {limit} (max_diff_lines)"
+            )
+        return None
+
+
+def web_target_problem(url: str) -> str | None:
+    """Why a web_fetch target may not be fetched, or None (the SSRF checks go here)."""
+    scheme = urlsplit(url).scheme.lower()
+    if scheme not in {"http", "https"}:
+        return f"web_fetch only fetches http:// and https:// URLs, not {scheme or 'this'}:"
+    return None
+
+
+class WebTarget(Check):
+    name = "builtin:web-target"
+
+    def reason(self, context: CallContext) -> str | None:
+        if context.tool != "web_fetch":
+            return None
+        url = context.args.get("url")
+        return web_target_problem(url) if isinstance(url, str) else "web_fetch needs a URL"
+
+
+# --- 5. built-in approvals ---------------------------------------------------------------
+
+
+class ApprovalCheck(Check):
+    verdict = "require_approval"
+
+
+class ProtectedPath(ApprovalCheck):
+    name = "builtin:protected-path"
+
+    def reason(self, context: CallContext) -> str | None:
+        if context.tool not in FILE_WRITE_TOOLS:
+            return None
+        path = context.paths.get("path", ("",))[0]
+        pattern = protected_match(context.policy.protected_paths, path)
+        if pattern:
+            return (
+                f"{context.tool} changes the protected path {path} (pattern `{pattern}`){APPROVE}"
+            )
+        return None
+
+
+class CommandWritesProtected(ApprovalCheck):
+    name = "builtin:protected-path"
+
+    def reason(self, context: CallContext) -> str | None:
+        if context.analysis is None:
+            return None
+        protected = context.policy.protected_paths
+        for text, path in write_targets(context.analysis, context.call.workspace):
+            if in_git_dir(path):
+                return f"`{text}` writes into .git ({path}){APPROVE}"
+            pattern = protected_match(protected, path)
+            if pattern:
+                return (
+                    f"`{text}` writes to the protected path {path} (pattern `{pattern}`){APPROVE}"
+                )
+        return None
+
+
+class ApprovalCommand(ApprovalCheck):
+    name = "builtin:approval-command"
+
+    def reason(self, context: CallContext) -> str | None:
+        if context.analysis is None:
+            return None
+        return builtin_approval_reason(context.analysis) or policy_approval_reason(
+            context.policy.approval_commands, context.analysis
+        )
+
+
+class OpaqueCommand(ApprovalCheck):
+    name = "builtin:opaque-command"
+
+    def reason(self, context: CallContext) -> str | None:
+        if context.analysis is None or not context.analysis.opaque:
+            return None
+        return f"the command {'; '.join(context.analysis.opaque)}{APPROVE}"
+
+
+class RequireApprovalAbove(ApprovalCheck):
+    name = "builtin:require-approval-above"
+
+    def reason(self, context: CallContext) -> str | None:
+        if context.tool not in FILE_WRITE_TOOLS:
+            return None
+        lines = context.call.changed_lines
+        if lines is None:
+            return f"the lines this {context.tool} changes could not be counted{APPROVE}"
+        since = context.counters.changed_since_approval + lines
+        limit = context.policy.require_approval_above
+        if since > limit:
+            return (
+                f"{since} lines changed since the last approval, including this change of "
+                f"{lines}, is over {limit} (require_approval_above){APPROVE}"
+            )
+        return None
+
+
+class CommitSize(ApprovalCheck):
+    name = "builtin:require-approval-above"
+
+    def reason(self, context: CallContext) -> str | None:
+        if context.tool != "git_commit":
+            return None
+        lines = context.call.changed_lines
+        limit = context.policy.require_approval_above
+        if lines is None:
+            return f"the size of this commit could not be computed{APPROVE}"
+        if lines > limit:
+            return (
+                f"this commit changes {lines} lines, over {limit} (require_approval_above){APPROVE}"
+            )
+        return None
+
+
+class PullRequest(ApprovalCheck):
+    name = "builtin:pull-request"
+
+    def reason(self, context: CallContext) -> str | None:
+        if context.tool == "create_pull_request":
+            return f"a pull request changes remote state{APPROVE}"
+        return None
+
+
+INVARIANTS: tuple[Check, ...] = (BadArguments(), OutsideWorkspace(), GitDirWrite())
+BUILTIN_DENIES: tuple[Check, ...] = (
+    BlockedCommand(),
+    DangerousCommand(),
+    MaxDiffLines(),
+    WebTarget(),
+)
+BUILTIN_APPROVALS: tuple[Check, ...] = (
+    ProtectedPath(),
+    CommandWritesProtected(),
+    ApprovalCommand(),
+    RequireApprovalAbove(),
+    CommitSize(),
+    PullRequest(),
+    OpaqueCommand(),
+)

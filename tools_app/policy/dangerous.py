@@ -1,0 +1,170 @@
+"""Commands that are never run, whatever the policy says.
+
+Each check looks at the analysed command (wrappers already peeled off, every simple
+command found) and returns a sentence naming the part that is dangerous, or None.
+They are the built-in deny checks for `run_command`, applied before any allow rule.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from tools_app.policy.commands import (
+    CommandAnalysis,
+    SimpleCommand,
+    is_interpreter,
+    reads_code_from_stdin,
+)
+from tools_app.policy.patterns import normalise_word, shape_of
+from tools_app.policy.wrappers import SHELLS
+
+_FORK_BOMB = re.compile(r"([\w:.\-]+)\s*\(\s*\)\s*\{[^}]*\1\s*\|\s*\1\s*&")
+_PERL_FORK = re.compile(r"\bfork\s+while\s+fork\b")
+_DEV_SOCKET = re.compile(r"/dev/(tcp|udp)/")
+BLOCK_DEVICE = re.compile(
+    r"^/dev/(?:sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|r?disk\d|mapper/|dm-\d"
+    r"|md\d|loop\d|sr\d|fd\d|mem$|kmem$|port$)"
+)
+_SYSTEM_DIRS = frozenset(
+    {"/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/opt"}
+    | {"/proc", "/root", "/sbin", "/srv", "/sys", "/usr", "/var", "~", "$HOME", "${HOME}"}
+)
+DOWNLOADERS = frozenset({"curl", "wget", "fetch", "aria2c", "http", "https", "lwp-download"})
+_DECODE_FLAGS = {"base64": "d", "base32": "d", "basenc": "d", "xxd": "r", "uudecode": ""}
+
+
+def is_root_like(word: str) -> bool:
+    """`/`, `/*`, `//`, `~/`, `$HOME/.`, and top-level system directories."""
+    trimmed = word
+    while True:
+        stripped = re.sub(r"(/\*|/\.|/)$", "", trimmed)
+        if stripped == trimmed:
+            break
+        trimmed = stripped
+    return (normalise_word(trimmed) if trimmed else "/") in _SYSTEM_DIRS
+
+
+def _raw_text(analysis: CommandAnalysis) -> str | None:
+    if _FORK_BOMB.search(analysis.text) or _PERL_FORK.search(analysis.text):
+        return "is a fork bomb"
+    socket = _DEV_SOCKET.search(analysis.text)
+    if socket:
+        return f"opens a raw network socket ({socket.group(0)}), as reverse shells do"
+    return None
+
+
+def _recursive_delete(command: SimpleCommand) -> str | None:
+    shape = shape_of(command)
+    program = command.program
+    if program == "rm" and "r" in shape.flags:
+        targets = [t for t in shape.positionals if is_root_like(t)]
+        if targets:
+            return f"`{command.text}` deletes {targets[0]} recursively"
+    if _find_deletes_root(command, shape.positionals):
+        return f"`{command.text}` deletes files from {shape.positionals[0]}"
+    if program in {"chmod", "chown", "chgrp"} and "R" in shape.flags:
+        targets = [t for t in shape.positionals[1:] if is_root_like(t)]
+        if targets:
+            return f"`{command.text}` changes {targets[0]} recursively"
+    return None
+
+
+def _find_deletes_root(command: SimpleCommand, positionals: tuple[str, ...]) -> bool:
+    if command.program != "find" or not positionals or not is_root_like(positionals[0]):
+        return False
+    args = command.args
+    return "-delete" in args or any(
+        arg in {"-exec", "-execdir", "-ok"} and i + 1 < len(args) and args[i + 1].endswith("rm")
+        for i, arg in enumerate(args)
+    )
+
+
+def _disk_writes(command: SimpleCommand) -> str | None:
+    program = command.program
+    if program.startswith("mkfs") or program in {"wipefs", "mke2fs", "mkswap"}:
+        return f"`{command.text}` formats or wipes a disk"
+    devices = [a for a in command.args if BLOCK_DEVICE.match(a.removeprefix("of="))]
+    if program == "dd" and any(a.startswith("of=") for a in devices):
+        return f"`{command.text}` writes to a block device"
+    if devices and program in {"shred", "fdisk", "sfdisk", "parted", "blkdiscard", "cp", "tee"}:
+        return f"`{command.text}` writes to a block device ({devices[0]})"
+    for redirect in command.redirects:
+        if redirect.writes and BLOCK_DEVICE.match(redirect.target):
+            return f"`{command.text}` redirects output onto the block device {redirect.target}"
+    return None
+
+
+def _remote_shell(command: SimpleCommand) -> str | None:
+    if command.program in {"nc", "ncat", "netcat", "nc.traditional", "nc.openbsd"}:
+        for arg in command.args:
+            if arg.startswith("-") and not arg.startswith("--") and set(arg[1:]) & {"e", "c"}:
+                return f"`{command.text}` hands a shell to a network connection ({arg})"
+    if command.program == "socat" and any(
+        re.match(r"^(exec|system):", a, re.IGNORECASE) for a in command.args
+    ):
+        return f"`{command.text}` connects a program to a network socket"
+    return None
+
+
+def produces_code(command: SimpleCommand) -> bool:
+    """Downloads and decoders: their output is code nobody has read."""
+    program = command.program
+    if program in DOWNLOADERS:
+        return True
+    if program in _DECODE_FLAGS:
+        flag = _DECODE_FLAGS[program]
+        shape = shape_of(command)
+        return not flag or flag in shape.flags or "--decode" in shape.flags
+    if program == "openssl":
+        return bool({"enc", "base64"} & set(command.args)) and "-d" in command.args
+    return False
+
+
+def _runs_fetched_code(analysis: CommandAnalysis) -> str | None:
+    commands = analysis.commands
+    for i, source in enumerate(commands):
+        if not produces_code(source):
+            continue
+        for j, sink in enumerate(commands):
+            fed = analysis.pipes_into(i, j) and _takes_code(sink)
+            if fed or (source.parent == j and _runs_substitution(sink)):
+                return (
+                    f"`{source.text}` output is run by {sink.program or 'the shell'}: "
+                    "downloaded or decoded code would run unchecked"
+                )
+    return None
+
+
+def _takes_code(command: SimpleCommand) -> bool:
+    return command.program in SHELLS or reads_code_from_stdin(command)
+
+
+def _runs_substitution(command: SimpleCommand) -> bool:
+    program = command.program
+    return (
+        is_interpreter(program)
+        or program in {"eval", "source", "."}
+        or 0 in command.dynamic
+        or "eval" in command.wrappers
+    )
+
+
+_PER_COMMAND: tuple[Callable[[SimpleCommand], str | None], ...] = (
+    _recursive_delete,
+    _disk_writes,
+    _remote_shell,
+)
+
+
+def dangerous_reason(analysis: CommandAnalysis) -> str | None:
+    """Why this command must never run, or None."""
+    reason = _raw_text(analysis)
+    if reason:
+        return reason
+    for command in analysis.commands:
+        for check in _PER_COMMAND:
+            reason = check(command)
+            if reason:
+                return reason
+    return _runs_fetched_code(analysis)

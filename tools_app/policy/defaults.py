@@ -1,0 +1,45 @@
+"""The `default` policy: what a new policy starts with and what a migration creates.
+
+Protected paths are the files that change what code runs or what it may reach:
+secrets, CI, dependency manifests and lock files, container builds, keys.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+DEFAULT_PROTECTED_PATHS: tuple[str, ...] = (
+    ".env",
+    ".env.*",
+    ".github/**",
+    "package.json",
+    "package-lock.json",
+    "yarn.lock",
+    "pnpm-lock.yaml",
+    "pyproject.toml",
+    "requirements*.txt",
+    "poetry.lock",
+    "uv.lock",
+    "Cargo.toml",
+    "Cargo.lock",
+    "go.mod",
+    "go.sum",
+    "Dockerfile",
+    "*.pem",
+    "*.key",
+)
+
+DEFAULT_POLICY: dict[str, Any] = {
+    "name": "default",
+    "version": 1,
+    "protected_paths": list(DEFAULT_PROTECTED_PATHS),
+    "blocked_commands": ["rm -rf /", "curl | sh"],
+    "approval_commands": [],
+    "max_diff_lines": 500,
+    "require_approval_above": 200,
+    "web_allow_hosts": [],
+    "command_network": False,
+    "require_distinct_reviewer": False,
+    "approval_timeout_seconds": 3600,
+    "rules": [],
+}

@@ -1,0 +1,76 @@
+"""`evaluate`: one function that walks the checks in the documented order.
+
+1. invariants → deny            2. first explicit deny rule → deny
+3. built-in denies → deny       4. first explicit allow / require_approval rule
+5. built-in approvals           6. otherwise allow (read-only tools: "only reads")
+
+The first decisive step wins, and its Decision names the rule and a reason a person can
+read. Anything unexpected inside fails closed: a deny with rule "engine-error".
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+
+from tools_app.policy.checks import BUILTIN_APPROVALS, BUILTIN_DENIES, INVARIANTS, Check
+from tools_app.policy.context import CallContext, is_read_only
+from tools_app.policy.rules import first_matching_rule
+from tools_app.policy.types import CallFacts, Decision, PolicySpec, Rule, SessionCounters
+
+logger = logging.getLogger(__name__)
+
+
+def evaluate(policy: PolicySpec, call: CallFacts, counters: SessionCounters) -> Decision:
+    """Decide one tool call (never raises)."""
+    try:
+        return _evaluate(CallContext(policy, call, counters))
+    except Exception as exc:
+        logger.exception("policy engine failed on %s", getattr(call, "tool", "?"))
+        return Decision(
+            "deny",
+            f"the policy engine could not judge this call ({type(exc).__name__}: {exc}); "
+            "it is denied to be safe",
+            "engine-error",
+        )
+
+
+def _evaluate(context: CallContext) -> Decision:
+    rules = context.policy.rules
+    return (
+        _first(INVARIANTS, context)
+        or _rule_decision(first_matching_rule(rules, context, deny=True))
+        or _first(BUILTIN_DENIES, context)
+        or _rule_decision(first_matching_rule(rules, context, deny=False))
+        or _first(BUILTIN_APPROVALS, context)
+        or _fallthrough(context)
+    )
+
+
+def _first(checks: Iterable[Check], context: CallContext) -> Decision | None:
+    for check in checks:
+        decision = check.evaluate(context)
+        if decision is not None:
+            return decision
+    return None
+
+
+def _rule_decision(rule: Rule | None) -> Decision | None:
+    if rule is None:
+        return None
+    return Decision(rule.decision, rule.reason or _generated_reason(rule), f"rule {rule.id}")
+
+
+_VERBS = {"deny": "denies", "allow": "allows", "require_approval": "asks a person to approve"}
+
+
+def _generated_reason(rule: Rule) -> str:
+    args = json.dumps(dict(rule.args), sort_keys=True) if rule.args else "any arguments"
+    return f"rule {rule.id} {_VERBS[rule.decision]} {rule.tool} with {args}"
+
+
+def _fallthrough(context: CallContext) -> Decision:
+    if is_read_only(context.tool, context.args):
+        return Decision("allow", f"{context.tool} only reads", "builtin:read-only")
+    return Decision("allow", "nothing in the policy objects to this call", "builtin:default-allow")

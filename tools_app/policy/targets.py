@@ -1,0 +1,61 @@
+"""Where a shell command writes: redirections, `tee`, and the usual file movers.
+
+The sandbox also stops unapproved commands from writing `.git` and protected paths;
+this lets the policy ask a person first, with the path named, instead of letting the
+command fail half-way.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterator
+from pathlib import Path
+
+from tools_app.policy.commands import CommandAnalysis, SimpleCommand
+from tools_app.policy.paths import command_target
+from tools_app.policy.patterns import shape_of
+
+_ALL_POSITIONALS = frozenset(
+    {"tee", "rm", "rmdir", "unlink", "shred", "truncate", "touch", "mkdir", "sed", "perl"}
+)
+_LAST_POSITIONAL = frozenset({"cp", "mv", "ln", "install", "rsync"})
+
+
+def _named_targets(command: SimpleCommand) -> list[str]:
+    program = command.program
+    if program in {"sed", "perl"} and not any(a.startswith("-i") for a in command.args):
+        return []
+    positionals = list(shape_of(command).positionals)
+    if program in _ALL_POSITIONALS:
+        return positionals
+    if program in _LAST_POSITIONAL and len(positionals) > 1:
+        return positionals[-1:]
+    if program == "dd":
+        return [a[3:] for a in command.args if a.startswith("of=")]
+    return []
+
+
+def _raw_targets(command: SimpleCommand) -> list[str]:
+    found = [r.target for r in command.redirects if r.writes]
+    return found + _named_targets(command)
+
+
+def _next_cwd(cwd: str | None, command: SimpleCommand, workspace: Path) -> str | None:
+    """Follow `cd DIR` so that `cd .git && echo x > config` is seen for what it is."""
+    if command.program not in {"cd", "pushd"}:
+        return cwd
+    args = [a for a in command.args if not a.startswith("-")]
+    if len(args) != 1 or command.dynamic:
+        return None
+    return command_target(workspace, cwd or ".", args[0])
+
+
+def write_targets(analysis: CommandAnalysis, workspace: Path) -> Iterator[tuple[str, str]]:
+    """(command text, workspace-relative path) for each write inside the workspace."""
+    cwd: str | None = "."
+    for command in analysis.commands:
+        cwd = _next_cwd(cwd, command, workspace)
+        for raw in _raw_targets(command):
+            path = command_target(workspace, cwd or ".", raw)
+            if path is not None:
+                yield command.source or command.text, posixpath.normpath(path)

@@ -1,0 +1,89 @@
+"""API shapes (pydantic via django-ninja)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from ninja import Schema
+from pydantic import ConfigDict, Field
+
+
+class StrictIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SessionIn(StrictIn):
+    task: str = Field(min_length=1, max_length=20000)
+    repo: str = Field(min_length=1, max_length=1000)
+    model: str = Field(default="", max_length=200)
+    policy: str = Field(default="default", max_length=100)
+
+
+class SessionOut(Schema):
+    id: int
+    status: str
+    task: str
+    repo: str
+    workspace: str
+    policy: str
+    model: str
+    kind: str
+    parent: int | None
+    children: list[int]
+    tokens: dict[str, int]
+    summary: str
+    total_changed_lines: int
+    changed_since_approval: int
+    created_at: datetime
+    finished_at: datetime | None
+
+
+class ToolCallIn(StrictIn):
+    tool: str = Field(min_length=1, max_length=200)
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolCallOut(Schema):
+    id: int
+    session: int
+    tool: str
+    args: dict[str, Any]
+    status: str
+    decision: str
+    reason: str
+    rule: str
+    result: str
+    preview: dict[str, Any] | None
+    decided_by: str | None
+    from_cache: bool
+    policy_version: int | None
+    created_at: datetime
+    decided_at: datetime | None
+    expires_at: datetime | None
+    finished_at: datetime | None
+
+
+class DecisionIn(StrictIn):
+    decision: Literal["approve", "deny"]
+    reason: str = Field(default="", max_length=5000)
+    args: dict[str, Any] | None = None
+    remember: bool = False
+
+
+class EvaluateIn(StrictIn):
+    tool: str = Field(min_length=1, max_length=200)
+    args: dict[str, Any] = Field(default_factory=dict)
+    session: int | None = Field(
+        default=None, description="Judge against this session's workspace and counters."
+    )
+
+
+class DecisionOut(Schema):
+    decision: str
+    reason: str
+    rule: str
+
+
+class ErrorOut(Schema):
+    detail: Any

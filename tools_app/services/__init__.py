@@ -1,0 +1,70 @@
+"""Every state change, named <entity>_<action>. Views, API, tasks and commands call these."""
+
+from __future__ import annotations
+
+from tools_app.services.decisions import tool_call_decide
+from tools_app.services.errors import (
+    Conflict,
+    Forbidden,
+    Invalid,
+    NotFound,
+    ServiceError,
+    Unavailable,
+)
+from tools_app.services.maintenance import (
+    tool_call_expire_overdue,
+    tool_call_recover_interrupted,
+    tool_call_requeue_orphans,
+)
+from tools_app.services.policies import (
+    load_policy_or_denial,
+    policy_bump_version,
+    policy_import,
+    policy_rule_remember,
+)
+from tools_app.services.sessions import (
+    kill_process_groups,
+    session_cancel,
+    session_close_cli,
+    session_open_for_workspace,
+    session_prepare,
+    session_start,
+)
+from tools_app.services.tokens import api_token_authenticate, api_token_create
+from tools_app.services.tool_calls import (
+    tool_call_evaluate,
+    tool_call_execute,
+    tool_call_receive,
+    tool_call_submit,
+    session_counters,
+)
+
+__all__ = [
+    "Conflict",
+    "Forbidden",
+    "Invalid",
+    "NotFound",
+    "ServiceError",
+    "Unavailable",
+    "api_token_authenticate",
+    "api_token_create",
+    "kill_process_groups",
+    "load_policy_or_denial",
+    "policy_bump_version",
+    "policy_import",
+    "policy_rule_remember",
+    "session_cancel",
+    "session_close_cli",
+    "session_counters",
+    "session_open_for_workspace",
+    "session_prepare",
+    "session_start",
+    "tool_call_decide",
+    "tool_call_evaluate",
+    "tool_call_execute",
+    "tool_call_expire_overdue",
+    "tool_call_receive",
+    "tool_call_recover_interrupted",
+    "tool_call_requeue_orphans",
+    "tool_call_submit",
+]

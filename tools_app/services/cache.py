@@ -1,0 +1,56 @@
+"""The per-session cache of read-only results, and what a change makes stale."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.db import transaction
+from django.db.models import Q
+
+from tools_app import engine
+from tools_app.models import CachedResult, ToolCall
+from tools_app.services.sessions import session_count_lines
+
+
+def lookup(call: ToolCall) -> str | None:
+    key = engine.cache_key(call.tool, call.args, Path(call.session.workspace))
+    if key is None:
+        return None
+    entry = CachedResult.objects.filter(session_id=call.session_id, key=key.key).first()
+    return entry.result if entry else None
+
+
+@transaction.atomic
+def after_success(call: ToolCall, result: str, *, approved_by_human: bool) -> None:
+    """Store a cacheable result, or drop what a change made stale and count its lines."""
+    workspace = Path(call.session.workspace)
+    key = engine.cache_key(call.tool, call.args, workspace)
+    if key is not None:
+        CachedResult.objects.update_or_create(
+            session_id=call.session_id,
+            key=key.key,
+            defaults={"tool": call.tool, "scope": key.scope, "result": result},
+        )
+        return
+    invalidate(call.session_id, engine.invalidation_for(call.tool, call.args, workspace))
+    if call.changed_lines and call.tool in engine.FILE_WRITE_TOOLS:
+        session_count_lines(
+            session_id=call.session_id, lines=call.changed_lines, approved_by_human=approved_by_human
+        )
+
+
+def invalidate(session_id: int, stale: engine.Invalidation) -> None:
+    entries = CachedResult.objects.filter(session_id=session_id)
+    if stale.everything:
+        entries.delete()
+        return
+    condition = Q(pk__in=[])
+    for path in stale.paths:
+        condition |= Q(tool="read_file", scope=path)
+        listings = [path, *engine.parent_dirs(path)]
+        condition |= Q(tool__in=["list_files", "search_codebase"], scope__in=listings)
+    if stale.git_state:
+        condition |= Q(tool__in=sorted(engine.GIT_STATE_TOOLS))
+    if stale.git_log:
+        condition |= Q(tool="git_log")
+    entries.filter(condition).delete()

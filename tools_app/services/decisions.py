@@ -1,0 +1,107 @@
+"""A person's decision on a tool call: the one function every entry point uses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from tools_app import access, dispatch, engine, events
+from tools_app.models import Decision, ToolCall
+from tools_app.policy import PolicySpec
+from tools_app.services.errors import Conflict, Forbidden, Invalid
+from tools_app.services.policies import load_policy_or_denial, policy_rule_remember
+from tools_app.services.sessions import session_refresh_status
+from tools_app.services.tool_calls import session_counters
+
+Status = ToolCall.Status
+
+
+def tool_call_decide(
+    *,
+    call: ToolCall,
+    user: Any,
+    scope: str,
+    decision: str,
+    reason: str = "",
+    args: dict[str, Any] | None = None,
+    remember: bool = False,
+) -> ToolCall:
+    """Approve (maybe with edited arguments, maybe remembered) or deny, exactly once.
+
+    The claim is one conditional update from `awaiting_approval`: a second decision
+    finds nothing to update and gets Conflict (409).
+    """
+    if decision not in Decision.Verdict.values:
+        raise Invalid("`decision` must be 'approve' or 'deny'.")
+    approve = decision == Decision.Verdict.APPROVE
+    if not access.may_decide(user, scope, call, approve=approve):
+        raise Forbidden(_forbidden_reason(user, scope, call))
+    if call.status != Status.AWAITING_APPROVAL:
+        raise Conflict(f"Tool call {call.pk} is {call.status}, not awaiting a decision.")
+    outcome = _outcome(call, approve=approve, reason=reason, args=args)
+    with transaction.atomic():
+        claimed = ToolCall.objects.filter(pk=call.pk, status=Status.AWAITING_APPROVAL).update(
+            decided_at=timezone.now(), **outcome
+        )
+        if not claimed:
+            raise Conflict(f"Tool call {call.pk} was decided by someone else a moment ago.")
+        Decision.objects.create(
+            tool_call=call, user=user, decision=decision, reason=reason,
+            edited_args=args, remember=remember and approve,
+        )  # fmt: skip
+        call.refresh_from_db()
+        if remember and call.status == Status.APPROVED:
+            policy_rule_remember(policy=call.session.policy, tool=call.tool, args=call.args, user=user)
+        events.tool_call_event(call, f"tool_call.{call.status}")
+        session_refresh_status(session_id=call.session_id)
+    if call.status == Status.APPROVED:
+        queue = call.session.worker_queue or None
+        dispatch.enqueue("tools_app.tasks.execute_tool_call", call.pk, queue=queue)
+    return call
+
+
+def _outcome(
+    call: ToolCall, *, approve: bool, reason: str, args: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The fields a decision sets. Edited arguments are validated and judged again."""
+    if not approve:
+        text = f"Denied by a reviewer: {reason}" if reason else "Denied by a reviewer."
+        return {"status": Status.DENIED, "result": text, "finished_at": timezone.now()}
+    if args is None:
+        return {"status": Status.APPROVED}
+    return _outcome_for_edit(call, args)
+
+
+def _outcome_for_edit(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
+    spec = load_policy_or_denial(call.session.policy)
+    if not isinstance(spec, PolicySpec):
+        return {"status": Status.DENIED, "reason": spec.reason, "result": spec.reason,
+                "rule": spec.rule, "finished_at": timezone.now()}  # fmt: skip
+    workspace = Path(call.session.workspace)
+    prepared = engine.prepare(spec, call.tool, args, workspace, session_counters(call.session))
+    if prepared.decision is None:
+        raise Invalid(f"The edited arguments are not valid: {prepared.error}")
+    fields: dict[str, Any] = {
+        "args": prepared.args,
+        "args_hash": engine.args_hash(call.tool, prepared.args),
+        "preview": prepared.preview,
+        "changed_lines": prepared.changed_lines,
+        "reason": prepared.decision.reason,
+        "rule": prepared.decision.rule,
+        "policy_version": spec.version,
+    }
+    if prepared.decision.decision == "deny":
+        reason = f"The edited arguments are denied by the policy: {prepared.decision.reason}"
+        return {**fields, "status": Status.DENIED, "result": reason, "finished_at": timezone.now()}
+    return {**fields, "status": Status.APPROVED}
+
+
+def _forbidden_reason(user: Any, scope: str, call: ToolCall) -> str:
+    if scope == "agent":
+        return "Agent tokens cannot decide tool calls; use a review token or the browser."
+    if not access.is_reviewer(user):
+        return "You are not a reviewer; ask an admin to add you to the 'reviewers' group."
+    return "This policy requires a reviewer other than the session's creator to approve."

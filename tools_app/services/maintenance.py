@@ -1,0 +1,120 @@
+"""Keeping promises across time and crashes: expiry, orphans, interrupted runs."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from datetime import timedelta
+
+from django.db import transaction
+from django.utils import timezone
+
+from tools_app import dispatch, events
+from tools_app.models import ToolCall
+from tools_app.services.errors import Unavailable
+from tools_app.services.sessions import session_refresh_status
+
+logger = logging.getLogger(__name__)
+
+Status = ToolCall.Status
+ORPHAN_AFTER = timedelta(seconds=30)
+# Calls that give the same result when run twice; anything else is never re-run.
+RERUNNABLE_TOOLS = frozenset(
+    {"read_file", "list_files", "search_codebase", "git_status", "git_diff", "git_log", "write_file"}
+)
+
+
+def tool_call_expire_overdue() -> int:
+    """Pending approvals past their deadline become `expired`; they never run later."""
+    now = timezone.now()
+    overdue = ToolCall.objects.filter(status=Status.AWAITING_APPROVAL, expires_at__lte=now)
+    count = 0
+    for call_id in overdue.values_list("pk", flat=True):
+        count += _expire(call_id, now)
+    return count
+
+
+def _expire(call_id: int, now: object) -> int:
+    note = "No reviewer decided before the approval deadline; the call did not run."
+    with transaction.atomic():
+        expired = ToolCall.objects.filter(pk=call_id, status=Status.AWAITING_APPROVAL).update(
+            status=Status.EXPIRED, result=note, finished_at=now
+        )
+        if expired:
+            call = ToolCall.objects.get(pk=call_id)
+            events.tool_call_event(call, "tool_call.expired")
+            session_refresh_status(session_id=call.session_id)
+    return expired
+
+
+def tool_call_requeue_orphans() -> int:
+    """Calls whose task message was lost (Redis down, a crash before sending) are sent again."""
+    cutoff = timezone.now() - ORPHAN_AFTER
+    pending = ToolCall.objects.filter(status=Status.PENDING, created_at__lte=cutoff).exclude(
+        session__worker_queue=""
+    )
+    approved = ToolCall.objects.filter(status=Status.APPROVED, decided_at__lte=cutoff)
+    sent = 0
+    try:
+        for call in pending.select_related("session"):
+            dispatch.enqueue("tools_app.tasks.evaluate_tool_call", call.pk, queue=call.session.worker_queue)
+            sent += 1
+        for call in approved.select_related("session"):
+            queue = call.session.worker_queue or None
+            dispatch.enqueue("tools_app.tasks.execute_tool_call", call.pk, queue=queue)
+            sent += 1
+    except Unavailable:
+        logger.warning("broker unavailable; orphaned calls are retried on the next sweep")
+    return sent
+
+
+def tool_call_recover_interrupted(*, host: str | None = None) -> int:
+    """Calls left `running` by a dead process on this host.
+
+    Read-only calls are simply run again; a call that may have changed something
+    (a command, a commit, a pull request) is marked failed for a person to check.
+    """
+    host = host or socket.gethostname()
+    recovered = 0
+    for call in ToolCall.objects.filter(status=Status.RUNNING, runner__startswith=f"{host}:"):
+        if _runner_alive(call.runner):
+            continue
+        recovered += _recover(call)
+    return recovered
+
+
+def _recover(call: ToolCall) -> int:
+    if call.tool not in RERUNNABLE_TOOLS:
+        note = (
+            f"The worker running this {call.tool} stopped before it finished. It may have "
+            "partly run, so it was not run again: check the workspace before retrying."
+        )
+        status, result = Status.FAILED, note
+    else:
+        status, result = Status.APPROVED, ""
+    with transaction.atomic():
+        moved = ToolCall.objects.filter(pk=call.pk, status=Status.RUNNING, runner=call.runner).update(
+            status=status, result=result, runner="", finished_at=timezone.now() if status == Status.FAILED else None
+        )
+        if moved:
+            call.refresh_from_db()
+            events.tool_call_event(call, f"tool_call.{status}")
+    if moved and status == Status.APPROVED:
+        dispatch.enqueue("tools_app.tasks.execute_tool_call", call.pk, queue=call.session.worker_queue or None)
+    return moved
+
+
+
+
+def _runner_alive(runner: str) -> bool:
+    _, _, pid = runner.partition(":")
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # alive, owned by another user
+    return True

@@ -1,0 +1,102 @@
+"""Policy writes: import, version bumps, remembered rules; and the fail-closed loader."""
+
+from __future__ import annotations
+
+import glob
+import logging
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F, Max
+
+from tools_app import selectors
+from tools_app.models import Policy, PolicyRule
+from tools_app.policy import Decision, PolicyInvalid, PolicySpec, policy_from_dict
+from tools_app.services.errors import ServiceError
+
+logger = logging.getLogger(__name__)
+
+
+@transaction.atomic
+def policy_import(*, data: object) -> Policy:
+    """Create or replace a policy from its JSON form; refuses an invalid one whole."""
+    if not isinstance(data, dict):
+        raise ServiceError("A policy file holds one JSON object with a `name`.")
+    # Raises PolicyInvalid naming each bad field; the description is ours, not the engine's.
+    spec = policy_from_dict({key: value for key, value in data.items() if key != "description"})
+    policy, created = Policy.objects.get_or_create(name=spec.name)
+    _policy_apply(policy, spec, description=str(data.get("description", "")))
+    if not created:
+        policy.version = F("version") + 1
+    policy.save()
+    policy.rules.all().delete()
+    PolicyRule.objects.bulk_create(
+        PolicyRule(
+            policy=policy,
+            position=index,
+            tool=rule.tool,
+            args=dict(rule.args),
+            decision=rule.decision,
+            reason=rule.reason,
+        )
+        for index, rule in enumerate(spec.rules)
+    )
+    policy.refresh_from_db()
+    return policy
+
+
+def _policy_apply(policy: Policy, spec: PolicySpec, *, description: str) -> None:
+    policy.description = description
+    policy.protected_paths = list(spec.protected_paths)
+    policy.blocked_commands = list(spec.blocked_commands)
+    policy.approval_commands = list(spec.approval_commands)
+    policy.max_diff_lines = spec.max_diff_lines
+    policy.require_approval_above = spec.require_approval_above
+    policy.web_allow_hosts = list(spec.web_allow_hosts)
+    policy.command_network = spec.command_network
+    policy.require_distinct_reviewer = spec.require_distinct_reviewer
+    policy.approval_timeout_seconds = spec.approval_timeout_seconds
+
+
+def policy_bump_version(*, policy: Policy) -> None:
+    """Mark a policy changed (admin edits), so tool calls record which version decided."""
+    Policy.objects.filter(pk=policy.pk).update(version=F("version") + 1)
+
+
+def policy_rule_remember(*, policy: Policy, tool: str, args: dict[str, Any], user: Any) -> PolicyRule:
+    """An allow rule for exactly this tool and these arguments ("approve & remember")."""
+    patterns = {name: _exact_pattern(value) for name, value in args.items()}
+    last = policy.rules.aggregate(last=Max("position"))["last"]
+    rule = PolicyRule.objects.create(
+        policy=policy,
+        position=(last or 0) + 1,
+        tool=tool,
+        args=patterns,
+        decision=PolicyRule.Verdict.ALLOW,
+        reason=f"remembered by {user.get_username()}",
+        created_by=user,
+    )
+    policy_bump_version(policy=policy)
+    return rule
+
+
+def _exact_pattern(value: Any) -> str:
+    """A glob that matches only `value` (glob.escape turns `*?[` into literal classes)."""
+    text = value if isinstance(value, str) else _json(value)
+    return glob.escape(text)
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value, sort_keys=True)
+
+
+def load_policy_or_denial(policy: Policy) -> PolicySpec | Decision:
+    """The policy's spec, or a deny when it cannot load: fail closed, loudly."""
+    try:
+        return selectors.policy_spec(policy)
+    except PolicyInvalid as exc:
+        logger.error("policy %r cannot be loaded, denying every call: %s", policy.name, exc)
+        reason = f"Policy {policy.name!r} cannot be loaded ({exc}); an admin must fix it."
+        return Decision("deny", reason, "policy-error")

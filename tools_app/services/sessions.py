@@ -1,0 +1,150 @@
+"""Sessions: start (a fresh clone on a worker host), status, counters, cancel."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from tools_app import dispatch, events, workspaces
+from tools_app.models import AgentSession, Policy, ToolCall
+from tools_app.services.errors import ServiceError
+
+logger = logging.getLogger(__name__)
+
+SessionStatus = AgentSession.Status
+OPEN_CALL_STATUSES = (
+    ToolCall.Status.PENDING,
+    ToolCall.Status.AWAITING_APPROVAL,
+    ToolCall.Status.APPROVED,
+    ToolCall.Status.RUNNING,
+)
+
+
+def session_start(
+    *, user: Any, task: str, repo: str, model: str = "", policy_name: str = "default"
+) -> AgentSession:
+    """Create a session and queue its clone on a worker; bad input changes nothing."""
+    if not task.strip():
+        raise ServiceError("`task` must not be empty.")
+    policy = Policy.objects.filter(name=policy_name).first()
+    if policy is None:
+        raise ServiceError(f"There is no policy named {policy_name!r}.")
+    try:
+        repo = workspaces.check_repo(repo)
+    except workspaces.WorkspaceError as exc:
+        raise ServiceError(str(exc)) from exc
+    with transaction.atomic():
+        session = AgentSession.objects.create(
+            task=task, repo=repo, workspace="", policy=policy, model=model, creator=user
+        )
+        workspace = Path(settings.AGENTWEB_WORKSPACES) / f"session-{session.pk}"
+        AgentSession.objects.filter(pk=session.pk).update(workspace=str(workspace))
+        session.workspace = str(workspace)
+        events.event_append(session_id=session.pk, type="session.created", data=_payload(session))
+    dispatch.enqueue("tools_app.tasks.prepare_session", session.pk)
+    return session
+
+
+def session_prepare(*, session_id: int, queue: str) -> AgentSession:
+    """On the worker host that picked it up: clone the repository, then take its calls."""
+    session = AgentSession.objects.get(pk=session_id)
+    if session.status != SessionStatus.QUEUED or session.worker_queue:
+        return session
+    workspace = Path(session.workspace)
+    try:
+        if not workspace.exists():
+            workspaces.clone(session.repo, workspace)
+    except workspaces.WorkspaceError as exc:
+        return session_finish(session_id=session.pk, status=SessionStatus.FAILED, summary=str(exc))
+    with transaction.atomic():
+        AgentSession.objects.filter(pk=session.pk).update(
+            worker_queue=queue, status=SessionStatus.RUNNING
+        )
+        session.refresh_from_db()
+        events.event_append(session_id=session.pk, type="session.running", data=_payload(session))
+    for call_id in session.tool_calls.filter(status=ToolCall.Status.PENDING).values_list("pk", flat=True):
+        dispatch.enqueue("tools_app.tasks.evaluate_tool_call", call_id, queue=queue)
+    return session
+
+
+def session_open_for_workspace(*, workspace: Path, policy: Policy) -> AgentSession:
+    """A session for one command-line call on an existing directory (no clone)."""
+    return AgentSession.objects.create(
+        task="command line call",
+        repo=str(workspace),
+        workspace=str(workspace),
+        kind=AgentSession.Kind.CLI,
+        status=SessionStatus.RUNNING,
+        policy=policy,
+    )
+
+
+def session_close_cli(*, session: AgentSession) -> None:
+    """A command-line call's session is done once its one call was handled."""
+    AgentSession.objects.filter(pk=session.pk, kind=AgentSession.Kind.CLI).update(
+        status=SessionStatus.DONE, finished_at=timezone.now()
+    )
+
+
+def session_refresh_status(*, session_id: int) -> None:
+    """`waiting` while a call awaits a person, `running` again once none does."""
+    awaiting = ToolCall.objects.filter(
+        session_id=session_id, status=ToolCall.Status.AWAITING_APPROVAL
+    ).exists()
+    old, new = (SessionStatus.RUNNING, SessionStatus.WAITING)
+    if not awaiting:
+        old, new = new, old
+    if AgentSession.objects.filter(pk=session_id, status=old).update(status=new):
+        events.event_append(session_id=session_id, type=f"session.{new}", data={"status": new})
+
+
+def session_count_lines(*, session_id: int, lines: int, approved_by_human: bool) -> None:
+    """Add a write's changed lines; a person's approval restarts the since-approval count."""
+    since = 0 if approved_by_human else F("changed_since_approval") + lines
+    AgentSession.objects.filter(pk=session_id).update(
+        total_changed_lines=F("total_changed_lines") + lines, changed_since_approval=since
+    )
+
+
+def session_finish(*, session_id: int, status: str, summary: str = "") -> AgentSession:
+    with transaction.atomic():
+        AgentSession.objects.filter(pk=session_id).exclude(
+            status__in=[SessionStatus.DONE, SessionStatus.FAILED, SessionStatus.CANCELLED]
+        ).update(status=status, summary=summary, finished_at=timezone.now())
+        events.event_append(session_id=session_id, type=f"session.{status}", data={"summary": summary})
+    return AgentSession.objects.get(pk=session_id)
+
+
+def session_cancel(*, session: AgentSession) -> AgentSession:
+    """Cancel a session: open calls become `cancelled`; running commands are killed."""
+    now = timezone.now()
+    with transaction.atomic():
+        calls = ToolCall.objects.filter(session=session, status__in=OPEN_CALL_STATUSES)
+        groups = list(calls.filter(status=ToolCall.Status.RUNNING).values_list("process_group", flat=True))
+        calls.update(status=ToolCall.Status.CANCELLED, finished_at=now, result="Cancelled with the session.")
+        session = session_finish(session_id=session.pk, status=SessionStatus.CANCELLED, summary="cancelled")
+    groups = [group for group in groups if group]
+    if groups:
+        dispatch.enqueue("tools_app.tasks.kill_processes", groups, queue=session.worker_queue or None)
+    return session
+
+
+def kill_process_groups(*, groups: list[int]) -> None:
+    """On the session's worker host: end the process groups of cancelled commands."""
+    for group in groups:
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            continue
+
+
+def _payload(session: AgentSession) -> dict[str, Any]:
+    return {"status": session.status, "task": session.task, "repo": session.repo}

@@ -1,0 +1,38 @@
+"""API tokens: shown once when made, stored as a SHA-256."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from typing import Any
+
+from django.utils import timezone
+
+from tools_app.models import ApiToken
+
+TOKEN_PREFIX = "aw_"
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def api_token_create(*, user: Any, scope: str) -> str:
+    """Make a token for `user` and return it; only its hash is kept."""
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    ApiToken.objects.create(user=user, scope=scope, token_hash=_digest(token), prefix=token[:10])
+    return token
+
+
+def api_token_authenticate(*, token: str) -> ApiToken | None:
+    """The live token behind a bearer string, its use recorded; None when unknown."""
+    if not token.startswith(TOKEN_PREFIX) or len(token) > 200:
+        return None
+    found = (
+        ApiToken.objects.select_related("user")
+        .filter(token_hash=_digest(token), revoked=False, user__is_active=True)
+        .first()
+    )
+    if found is not None:
+        ApiToken.objects.filter(pk=found.pk).update(last_used_at=timezone.now())
+    return found

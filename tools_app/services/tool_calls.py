@@ -1,0 +1,185 @@
+"""Tool calls: receive → evaluate (policy) → execute once → record, with events."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from tools_app import dispatch, engine, events
+from tools_app.models import AgentSession, Policy, ToolCall
+from tools_app.policy import Decision, PolicySpec, SessionCounters
+from tools_app.services import cache
+from tools_app.services.policies import load_policy_or_denial
+from tools_app.services.sessions import session_refresh_status
+from tools_app.tools.base import SandboxOptions
+
+logger = logging.getLogger(__name__)
+
+Status = ToolCall.Status
+
+
+def tool_call_receive(*, session: AgentSession, tool: str, args: object) -> ToolCall:
+    """Store a call as `pending` and queue its evaluation on the session's worker."""
+    with transaction.atomic():
+        call = ToolCall.objects.create(
+            session=session, tool=tool[:200], args=_plain(args), status=Status.PENDING
+        )
+        events.tool_call_event(call, "tool_call.received")
+    if session.worker_queue:
+        dispatch.enqueue("tools_app.tasks.evaluate_tool_call", call.pk, queue=session.worker_queue)
+    return call
+
+
+def tool_call_submit(*, session: AgentSession, tool: str, args: object) -> ToolCall:
+    """Receive and evaluate in this process (the command line's path)."""
+    with transaction.atomic():
+        call = ToolCall.objects.create(
+            session=session, tool=tool[:200], args=_plain(args), status=Status.PENDING
+        )
+    return tool_call_evaluate(tool_call_id=call.pk, raw_args=args)
+
+
+def tool_call_evaluate(*, tool_call_id: int, raw_args: object = None) -> ToolCall:
+    """Validate and ask the policy; an allowed call runs at once, in this process."""
+    call = ToolCall.objects.select_related("session__policy").get(pk=tool_call_id)
+    if call.status != Status.PENDING:
+        return call  # a duplicated message: already evaluated
+    session = call.session
+    spec = load_policy_or_denial(session.policy)
+    args = call.args if raw_args is None else raw_args
+    prepared = _prepare(spec, call.tool, args, session)
+    if not _tool_call_record_decision(call, prepared, spec):
+        return ToolCall.objects.get(pk=call.pk)
+    if prepared.status == Status.APPROVED:
+        return tool_call_execute(tool_call_id=call.pk)
+    return ToolCall.objects.get(pk=call.pk)
+
+
+def _prepare(
+    spec: PolicySpec | Decision, tool: str, args: object, session: AgentSession
+) -> engine.Prepared:
+    if isinstance(spec, Decision):
+        return engine.Prepared(status=Status.DENIED, args=_plain(args), decision=spec)
+    return engine.prepare(spec, tool, args, Path(session.workspace), session_counters(session))
+
+
+def session_counters(session: AgentSession) -> SessionCounters:
+    return SessionCounters(
+        total_changed_lines=session.total_changed_lines,
+        changed_since_approval=session.changed_since_approval,
+    )
+
+
+def _tool_call_record_decision(
+    call: ToolCall, prepared: engine.Prepared, spec: PolicySpec | Decision
+) -> bool:
+    """Store the policy's verdict; False when another process already did."""
+    now = timezone.now()
+    decision = prepared.decision
+    awaiting = prepared.status == Status.AWAITING_APPROVAL
+    final = prepared.status in {Status.FAILED, Status.DENIED}
+    with transaction.atomic():
+        updated = ToolCall.objects.filter(pk=call.pk, status=Status.PENDING).update(
+            args=prepared.args,
+            args_hash=engine.args_hash(call.tool, prepared.args),
+            status=prepared.status,
+            decision=decision.decision if decision else "",
+            reason=decision.reason if decision else prepared.error,
+            rule=decision.rule if decision else "validation",
+            policy_version=spec.version if isinstance(spec, PolicySpec) else None,
+            preview=prepared.preview,
+            changed_lines=prepared.changed_lines,
+            result=prepared.error or (decision.reason if final and decision else ""),
+            decided_at=None if awaiting else now,
+            finished_at=now if final else None,
+            expires_at=_expiry(call.session.policy) if awaiting else None,
+        )
+        if not updated:
+            return False
+        call.refresh_from_db()
+        events.tool_call_event(call, f"tool_call.{call.status}")
+        session_refresh_status(session_id=call.session_id)
+    return True
+
+
+def _expiry(policy: Policy) -> Any:
+    return timezone.now() + timedelta(seconds=policy.approval_timeout_seconds)
+
+
+def runner_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def tool_call_execute(*, tool_call_id: int) -> ToolCall:
+    """Run an approved call once: claim it, check what was approved, run, record."""
+    claimed = ToolCall.objects.filter(pk=tool_call_id, status=Status.APPROVED).update(
+        status=Status.RUNNING, started_at=timezone.now(), runner=runner_id()
+    )
+    call = ToolCall.objects.select_related("session__policy").get(pk=tool_call_id)
+    if not claimed:
+        return call  # another worker has it, or it is no longer approved
+    events.tool_call_event(call, "tool_call.running")
+    if engine.args_hash(call.tool, call.args) != call.args_hash:
+        reason = "Refused to run: the arguments changed after they were approved."
+        return _tool_call_finish(call, Status.FAILED, reason)
+    cached = cache.lookup(call)
+    if cached is not None:
+        return _tool_call_finish(call, Status.SUCCEEDED, cached, from_cache=True)
+    outcome = engine.execute(
+        call.tool,
+        call.args,
+        Path(call.session.workspace),
+        _options(call),
+        on_process_start=lambda group: tool_call_note_process(
+            tool_call_id=call.pk, process_group=group
+        ),
+    )
+    if outcome.status == Status.SUCCEEDED:
+        cache.after_success(call, outcome.result, approved_by_human=_approved_by_human(call))
+    return _tool_call_finish(call, outcome.status, outcome.result)
+
+
+def _options(call: ToolCall) -> SandboxOptions:
+    human = _approved_by_human(call)
+    policy = call.session.policy
+    return SandboxOptions(
+        network=human or policy.command_network,
+        approved=human,
+        protected_paths=tuple(policy.protected_paths),
+        web_allow_hosts=tuple(policy.web_allow_hosts),
+    )
+
+
+def _approved_by_human(call: ToolCall) -> bool:
+    """A call the policy sent to a person runs only if a person approved it."""
+    return call.decision == "require_approval"
+
+
+def tool_call_note_process(*, tool_call_id: int, process_group: int) -> None:
+    """Remember a running command's process group, so that a cancel can kill it."""
+    ToolCall.objects.filter(pk=tool_call_id).update(process_group=process_group)
+
+
+def _tool_call_finish(
+    call: ToolCall, status: str, result: str, *, from_cache: bool = False
+) -> ToolCall:
+    with transaction.atomic():
+        finished = ToolCall.objects.filter(pk=call.pk, status=Status.RUNNING).update(
+            status=status, result=result, from_cache=from_cache, finished_at=timezone.now()
+        )
+        call.refresh_from_db()
+        if finished:
+            events.tool_call_event(call, f"tool_call.{status}")
+            session_refresh_status(session_id=call.session_id)
+    return call
+
+
+def _plain(args: object) -> dict[str, Any]:
+    return dict(args) if isinstance(args, dict) else {"_raw": repr(args)[:1000]}

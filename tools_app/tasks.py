@@ -1,0 +1,51 @@
+"""Thin Celery tasks: ids in, one service call each."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery import shared_task
+from celery.signals import worker_ready
+from django.conf import settings
+
+from tools_app import services
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(name="tools_app.tasks.prepare_session")
+def prepare_session(session_id: int) -> None:
+    services.session_prepare(session_id=session_id, queue=settings.AGENTWEB_WORKER_QUEUE)
+
+
+@shared_task(name="tools_app.tasks.evaluate_tool_call")
+def evaluate_tool_call(tool_call_id: int) -> None:
+    services.tool_call_evaluate(tool_call_id=tool_call_id)
+
+
+@shared_task(name="tools_app.tasks.execute_tool_call")
+def execute_tool_call(tool_call_id: int) -> None:
+    services.tool_call_execute(tool_call_id=tool_call_id)
+
+
+@shared_task(name="tools_app.tasks.kill_processes")
+def kill_processes(groups: list[int]) -> None:
+    services.kill_process_groups(groups=groups)
+
+
+@shared_task(name="tools_app.tasks.sweep")
+def sweep() -> None:
+    """Every few seconds: expire overdue approvals, resend lost work, recover crashed runs."""
+    services.tool_call_expire_overdue()
+    services.tool_call_recover_interrupted()
+    services.tool_call_requeue_orphans()
+
+
+@worker_ready.connect
+def recover_on_start(**kwargs: Any) -> None:
+    """A restarted worker first settles the calls its dead predecessor left running."""
+    try:
+        services.tool_call_recover_interrupted()
+    except Exception:
+        logger.exception("recovering interrupted tool calls failed")

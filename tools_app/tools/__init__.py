@@ -1,0 +1,171 @@
+"""The tool registry: names to specs, argument validation that explains itself, schemas."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from tools_app.tools.base import ToolArgs, ToolContext, ToolError, ToolSpec
+from tools_app.tools.completion import TaskDoneArgs, task_done
+from tools_app.tools.files import (
+    EditFileArgs,
+    ReadFileArgs,
+    WriteFileArgs,
+    edit_file,
+    read_file,
+    write_file,
+)
+from tools_app.tools.search import ListFilesArgs, SearchCodebaseArgs, list_files, search_codebase
+from tools_app.tools.shell import RunCommandArgs, run_command
+
+__all__ = [
+    "REGISTRY",
+    "ToolArgs",
+    "ToolContext",
+    "ToolError",
+    "ToolSpec",
+    "core_tool_schemas",
+    "get_tool",
+    "validate_args",
+]
+
+_SPECS = (
+    ToolSpec(
+        "read_file",
+        "Read the contents of a file. Returns lines numbered `N | text`, at most 2,000 lines "
+        "or 256 KB per call; page on with offset.",
+        ReadFileArgs,
+        read_file,
+        read_only=True,
+        cacheable=True,
+    ),
+    ToolSpec(
+        "write_file",
+        "Create or overwrite a file with the full content given. Creates parent directories.",
+        WriteFileArgs,
+        write_file,
+    ),
+    ToolSpec(
+        "edit_file",
+        "Apply a surgical string replacement to a file: old_string must occur exactly once "
+        "and differ from new_string.",
+        EditFileArgs,
+        edit_file,
+    ),
+    ToolSpec(
+        "run_command",
+        "Execute a shell command in the workspace (bash -c). Returns the exit code and the "
+        "output (stdout and stderr), truncated at 10 MB. No network unless approved.",
+        RunCommandArgs,
+        run_command,
+    ),
+    ToolSpec(
+        "search_codebase",
+        "Search file contents with a regex (ripgrep). Returns matching lines as path:line:text.",
+        SearchCodebaseArgs,
+        search_codebase,
+        read_only=True,
+        cacheable=True,
+    ),
+    ToolSpec(
+        "list_files",
+        "List files in a directory (directories end in /). node_modules/ and .git/ are left out.",
+        ListFilesArgs,
+        list_files,
+        read_only=True,
+        cacheable=True,
+    ),
+    ToolSpec(
+        "task_done",
+        "Signal that the task is complete, with a summary. This is the only way to finish.",
+        TaskDoneArgs,
+        task_done,
+        read_only=True,
+    ),
+)
+
+REGISTRY: dict[str, ToolSpec] = {spec.name: spec for spec in _SPECS}
+
+
+def get_tool(name: str) -> ToolSpec:
+    spec = REGISTRY.get(name)
+    if spec is None:
+        raise ToolError(f"Unknown tool {name!r}. Available tools: {', '.join(REGISTRY)}")
+    return spec
+
+
+def validate_args(name: str, args: object) -> ToolArgs:
+    """The tool's args model, or a ToolError naming every bad argument and what it needs."""
+    spec = get_tool(name)
+    if not isinstance(args, Mapping):
+        raise ToolError(
+            f"Arguments for {name} must be a JSON object of named arguments "
+            f"({', '.join(spec.args_model.model_fields)}); got {type(args).__name__}."
+        )
+    try:
+        return spec.args_model.model_validate(dict(args))
+    except ValidationError as error:
+        raise ToolError(_explain(name, spec, error)) from None
+
+
+def core_tool_schemas() -> list[dict[str, Any]]:
+    """Every registered tool as {name, description, input_schema} (JSON Schema)."""
+    return [
+        {"name": s.name, "description": s.description, "input_schema": s.json_schema()}
+        for s in REGISTRY.values()
+    ]
+
+
+def _explain(name: str, spec: ToolSpec, error: ValidationError) -> str:
+    fields = spec.args_model.model_fields
+    properties = spec.json_schema().get("properties", {})
+    messages: list[str] = []
+    seen: set[str] = set()
+    for item in error.errors():
+        loc = item["loc"]
+        field = str(loc[0]) if loc else ""
+        index = next((part for part in loc[1:] if isinstance(part, int)), None)
+        key = f"{field}[{index}]" if index is not None else field
+        if key in seen:
+            continue
+        seen.add(key)
+        if item["type"] == "extra_forbidden":
+            accepted = ", ".join(fields)
+            messages.append(f"unexpected argument `{field}`; {name} accepts: {accepted}")
+        elif item["type"] == "missing":
+            messages.append(f"missing required argument `{field}`")
+        elif index is not None:
+            messages.append(f"`{key}` {item['msg'].lower()} (got {_shown(item['input'])})")
+        else:
+            expected = _expectation(properties.get(field, {}))
+            messages.append(f"`{field}` must be {expected} (got {_shown(item['input'])})")
+    return f"Invalid arguments for {name}: " + "; ".join(messages)
+
+
+def _expectation(schema: Mapping[str, Any]) -> str:
+    """A phrase for what a JSON Schema property accepts: 'a positive integer' and so on."""
+    kind = schema.get("type")
+    bounds = ""
+    if "maximum" in schema:
+        bounds = f", at most {schema['maximum']:g}"
+    if kind in ("integer", "number"):
+        noun = "integer" if kind == "integer" else "number"
+        if schema.get("minimum") == 1 or "exclusiveMinimum" in schema:
+            return f"a positive {noun}{bounds}"
+        if "minimum" in schema:
+            return f"a {noun} >= {schema['minimum']}{bounds}"
+        return f"a {noun}{bounds}"
+    if kind == "string":
+        return "a non-empty string" if schema.get("minLength") else "a string"
+    if kind == "boolean":
+        return "true or false"
+    if kind == "array":
+        return "a list of strings"
+    return "a valid value"
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
