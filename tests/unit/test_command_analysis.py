@@ -113,7 +113,10 @@ def test_plain_shell_with_a_script_file_is_kept_as_is() -> None:
 
 def test_it_finds_commands_that_find_exec_runs() -> None:
     analysis = analyse_command("find . -name '*.pyc' -exec rm -f {} \\;")
-    assert [c.text for c in analysis.commands] == ["find . -name *.pyc -exec rm -f {} ;", "rm -f {}"]
+    assert [c.text for c in analysis.commands] == [
+        "find . -name *.pyc -exec rm -f {} ;",
+        "rm -f {}",
+    ]
     assert analysis.commands[1].wrappers == ("find -exec",)
 
 
@@ -174,13 +177,13 @@ def test_redirections_of_a_shell_string_apply_to_its_commands() -> None:
         ("$CMD -rf /", "only known at run time"),
         ("x=rm; $x y", "only known at run time"),
         ("$'\\x72m' -rf x", "$'...'"),
-        ("bash -c \"$SCRIPT\"", "built at run time"),
+        ('bash -c "$SCRIPT"', "built at run time"),
         ("echo hi | bash", "pipes text into bash"),
         ("cat x | python3", "pipes text into python3"),
         ("bash <<EOF\nls\nEOF", "standard input"),
         ("python <<< 'import os'", "standard input"),
         ("cat <<EOF\n$(whoami)\nEOF", "here-document"),
-        ("cat <<< \"$X\"", "here-string"),
+        ('cat <<< "$X"', "here-string"),
         ("trap 'rm x' EXIT", "trap"),
         ("alias ls='rm -rf'", "alias"),
         ("find . | xargs rm", "xargs"),

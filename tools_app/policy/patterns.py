@@ -61,7 +61,9 @@ def shape_of(command: SimpleCommand) -> Shape:
             options_done = True
         elif arg.startswith("--"):
             name = arg.split("=", 1)[0]
-            flags.update({aliases.get(name, name), arg})
+            flags.update(
+                {aliases.get(name, name), arg} if "=" in arg else {aliases.get(name, name)}
+            )
         else:
             flags.update(aliases.get(letter, letter) for letter in arg[1:])
     return Shape(family(command.program), frozenset(flags), tuple(positionals))

@@ -66,7 +66,9 @@ def parse_target(url: str) -> Target:
     if scheme not in SCHEMES:
         raise ValueError(f"only http:// and https:// URLs can be fetched, not {scheme or url!r}")
     if "@" in parts.netloc:
-        raise ValueError("credentials in the URL (user:pass@) are refused; send an Authorization header instead")
+        raise ValueError(
+            "credentials in the URL (user:pass@) are refused; send an Authorization header instead"
+        )
     if not parts.hostname:
         raise ValueError(f"the URL has no host: {url!r}")
     try:
@@ -183,7 +185,9 @@ def resolve(target: Target) -> list[IPAddress]:
     return addresses
 
 
-def refusal(target: Target, addresses: Sequence[IPAddress], allow_hosts: Sequence[str]) -> str | None:
+def refusal(
+    target: Target, addresses: Sequence[IPAddress], allow_hosts: Sequence[str]
+) -> str | None:
     """The reason to refuse these addresses for this host, or None to go ahead."""
     if host_allowed(target, allow_hosts):
         return None

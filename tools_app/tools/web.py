@@ -48,38 +48,13 @@ MAX_ADDRESSES_TRIED = 3
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 USER_AGENT = "agentweb-web_fetch/1"
 # Hop-by-hop headers, and those the transport must own (framing, Host, decoding).
-DROPPED_HEADERS = frozenset(
-    {
-        "connection",
-        "keep-alive",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
-        "host",
-        "content-length",
-        "accept-encoding",
-    }
-)
+_HOP_BY_HOP = ("connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade")
+DROPPED_HEADERS = frozenset((*_HOP_BY_HOP, "host", "content-length", "accept-encoding"))
 CROSS_ORIGIN_DROPPED = frozenset({"authorization", "cookie", "proxy-authorization"})
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
-TEXT_TYPES = frozenset(
-    {
-        "application/json",
-        "application/xml",
-        "application/javascript",
-        "application/ecmascript",
-        "application/x-javascript",
-        "application/x-www-form-urlencoded",
-        "application/x-ndjson",
-        "application/yaml",
-        "application/x-yaml",
-        "application/toml",
-        "application/graphql",
-        "application/sql",
-        "application/x-sh",
-    }
-)
+_TEXT_SUBTYPES = ("json", "xml", "javascript", "ecmascript", "x-javascript", "x-ndjson")
+_MORE_TEXT_SUBTYPES = ("x-www-form-urlencoded", "yaml", "x-yaml", "toml", "graphql", "sql")
+TEXT_TYPES = frozenset(f"application/{name}" for name in (*_TEXT_SUBTYPES, *_MORE_TEXT_SUBTYPES))
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 
 WEB_FETCH_DESCRIPTION = (
@@ -108,7 +83,8 @@ class WebFetchArgs(ToolArgs):
     max_length: int = Field(
         default=DEFAULT_MAX_LENGTH,
         ge=1,
-        description=f"Maximum characters of the response to return (default: {DEFAULT_MAX_LENGTH}).",
+        description=f"Maximum characters of the response to return "
+        f"(default: {DEFAULT_MAX_LENGTH}).",
     )
 
     @field_validator("url")
@@ -190,7 +166,9 @@ class _Clock:
             )
 
 
-def fetch(args: WebFetchArgs, allow_hosts: Sequence[str], *, deadline: float = DEADLINE_SECONDS) -> str:
+def fetch(
+    args: WebFetchArgs, allow_hosts: Sequence[str], *, deadline: float = DEADLINE_SECONDS
+) -> str:
     """Send the request, follow up to MAX_REDIRECTS redirects by hand, render the answer."""
     clock = _Clock(deadline)
     body = args.body.encode() if args.body is not None else None
@@ -230,12 +208,13 @@ def _agent_headers(headers: dict[str, str]) -> dict[str, str]:
     return {
         name: value
         for name, value in headers.items()
-        if name.lower() not in DROPPED_HEADERS | nominated
-        and not name.lower().startswith("proxy-")
+        if name.lower() not in DROPPED_HEADERS | nominated and not name.lower().startswith("proxy-")
     }
 
 
-def _vet(url: str, allow_hosts: Sequence[str], *, redirected: bool) -> tuple[Target, list[IPAddress]]:
+def _vet(
+    url: str, allow_hosts: Sequence[str], *, redirected: bool
+) -> tuple[Target, list[IPAddress]]:
     """Parse, resolve once and check every address; refuse with a reason otherwise."""
     prefix = f"the server redirected to {url}, which web_fetch refuses: " if redirected else ""
     try:
@@ -360,9 +339,7 @@ def _render(
     return "\n".join(head) + "\n\n" + _body_text(data, complete, content_type, charset, max_length)
 
 
-def _read_body(
-    response: httpx.Response, cap: int, clock: _Clock, url: str
-) -> tuple[bytes, bool]:
+def _read_body(response: httpx.Response, cap: int, clock: _Clock, url: str) -> tuple[bytes, bool]:
     """At most `cap` inflated bytes, and whether that is the whole body."""
     inflater = _Inflater(response.headers.get("content-encoding", ""), url)
     chunks: list[bytes] = []
@@ -391,8 +368,9 @@ class _Inflater:
         elif self._encoding == "deflate":
             self._zlib = zlib.decompressobj()
         else:
-            raise ToolError(f"{url} answered with Content-Encoding {encoding!r}, which "
-                            "web_fetch cannot decode.")
+            raise ToolError(
+                f"{url} answered with Content-Encoding {encoding!r}, which web_fetch cannot decode."
+            )
 
     def feed(self, data: bytes, limit: int) -> bytes:
         if self._zlib is None:

@@ -1,4 +1,6 @@
-"""Start agentweb on this machine: migrate, then serve on 127.0.0.1 until Ctrl-C."""
+"""Start the whole stack on this machine: Redis (embedded unless REDIS_URL), migrations,
+a Celery worker (with the beat that expires approvals) and daphne on 127.0.0.1.
+Ctrl-C stops everything it started."""
 
 from __future__ import annotations
 
@@ -8,60 +10,119 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from tools_app import redis_server
+
+Child = subprocess.Popen[bytes]
 
 
 class Command(BaseCommand):
-    help = "Migrate and start agentweb on 127.0.0.1; Ctrl-C stops everything it started."
+    help = "Start agentweb (Redis, migrations, Celery, daphne) on 127.0.0.1 until Ctrl-C."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument(
+            "--concurrency", type=int, default=int(os.environ.get("AGENTWEB_CONCURRENCY", "4"))
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        call_command("migrate", interactive=False, verbosity=0)
-        self._first_admin()
-        port = options["port"]
-        children = [self._start_daphne(port)]
-        self.stdout.write(f"agentweb is running at http://127.0.0.1:{port}/ (Ctrl-C stops it)")
-        self.stdout.write(f"Admin: http://127.0.0.1:{port}/admin/")
+        children: list[Child] = []
+        signal.signal(signal.SIGTERM, _raise_interrupt)
         try:
+            children += self._redis()
+            call_command("migrate", interactive=False, verbosity=0)
+            self._first_admin()
+            children.append(self._start_celery(options["concurrency"]))
+            children.append(self._start_daphne(options["port"]))
+            self._announce(options["port"])
             self._wait(children)
+        except KeyboardInterrupt:
+            self.stdout.write("Stopping…")
         finally:
-            self._stop(children)
+            _stop(children)
+
+    def _redis(self) -> list[Child]:
+        if os.environ.get("REDIS_URL"):
+            if not redis_server.is_reachable(settings.REDIS_URL):
+                raise CommandError(f"REDIS_URL {settings.REDIS_URL} does not answer.")
+            return []
+        var = Path(settings.AGENTWEB_VAR)
+        try:
+            process = redis_server.start_embedded(Path(settings.REDIS_SOCKET), var / "redis")
+        except RuntimeError as exc:
+            raise CommandError(str(exc)) from exc
+        self.stdout.write(f"Embedded Redis on {settings.REDIS_SOCKET}")
+        return [process]
 
     def _first_admin(self) -> None:
         """On the first run, make an admin with a random password and say how to log in."""
-        user_model = get_user_model()
-        if user_model.objects.filter(is_superuser=True).exists():
+        users = get_user_model().objects
+        if users.filter(is_superuser=True).exists():
             self.stdout.write("Log in with your admin account (manage.py changepassword to reset).")
             return
         password = secrets.token_urlsafe(12)
-        user_model.objects.create_superuser("admin", "", password)
-        self.stdout.write(f"Created the admin user: username 'admin', password '{password}'.")
-        self.stdout.write("Change it after you log in; it is not shown again.")
+        users.create_superuser("admin", "", password)
+        self.stdout.write(f"Created the admin user: username 'admin', password '{password}'")
+        self.stdout.write("(shown once; change it with `python manage.py changepassword admin`).")
 
-    def _start_daphne(self, port: int) -> subprocess.Popen[bytes]:
+    def _start_celery(self, concurrency: int) -> Child:
+        queues = f"{settings.CELERY_TASK_DEFAULT_QUEUE},{settings.AGENTWEB_WORKER_QUEUE}"
+        command = [
+            sys.executable, "-m", "celery", "-A", "agentweb", "worker", "--beat",
+            "--loglevel", "INFO", "--queues", queues, "--concurrency", str(concurrency),
+            "--schedule", settings.CELERY_BEAT_SCHEDULE_FILENAME,
+        ]  # fmt: skip
+        return subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def _start_daphne(self, port: int) -> Child:
         command = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
-        return subprocess.Popen([*command, "agentweb.asgi:application"], env=os.environ.copy())
+        return subprocess.Popen(
+            [*command, "agentweb.asgi:application"], stdin=subprocess.DEVNULL, start_new_session=True
+        )
 
-    def _wait(self, children: list[subprocess.Popen[bytes]]) -> None:
+    def _announce(self, port: int) -> None:
+        self.stdout.write(f"agentweb is running at http://127.0.0.1:{port}/ (Ctrl-C stops it)")
+        self.stdout.write(f"Admin and login: http://127.0.0.1:{port}/admin/")
+        self.stdout.write(f"API: http://127.0.0.1:{port}/api/docs")
+
+    def _wait(self, children: list[Child]) -> None:
+        while True:
+            for child in children:
+                if child.poll() is not None:
+                    self.stderr.write(f"{child.args[2:4]} exited with code {child.returncode}")
+                    return
+            time.sleep(0.5)
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def _stop(children: list[Child]) -> None:
+    """SIGTERM each child's process group (Celery's pool too), then SIGKILL what lingers."""
+    for child in reversed(children):
+        _signal_group(child, signal.SIGTERM)
+    deadline = time.monotonic() + 15
+    for child in reversed(children):
         try:
-            while all(child.poll() is None for child in children):
-                time.sleep(0.5)
-        except KeyboardInterrupt:
-            self.stdout.write("Stopping…")
+            child.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            _signal_group(child, signal.SIGKILL)
+            child.wait()
 
-    def _stop(self, children: list[subprocess.Popen[bytes]]) -> None:
-        for child in children:
-            if child.poll() is None:
-                child.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 10
-        for child in children:
-            try:
-                child.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                child.kill()
+
+def _signal_group(child: Child, signum: int) -> None:
+    try:
+        os.killpg(child.pid, signum)
+    except (ProcessLookupError, PermissionError):
+        try:
+            child.send_signal(signum)
+        except ProcessLookupError:
+            pass
