@@ -119,14 +119,11 @@ WSGI_APPLICATION = "agentweb.wsgi.application"
 ASGI_APPLICATION = "agentweb.asgi.application"
 
 
-def _database() -> dict[str, object]:
-    url = os.environ.get("DATABASE_URL", "")
-    if url:
-        return dict(dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True))
-    # SQLite tuned for a web process and workers sharing one file.
+def _sqlite(path: Path) -> dict[str, object]:
+    """SQLite tuned for a web process and workers sharing one file."""
     return {
         "ENGINE": "django.db.backends.sqlite3",
-        "NAME": AGENTWEB_VAR / "agentweb.sqlite3",
+        "NAME": path,
         "OPTIONS": {
             "timeout": 20,
             "transaction_mode": "IMMEDIATE",
@@ -135,6 +132,15 @@ def _database() -> dict[str, object]:
             ),
         },
     }
+
+
+def _database() -> dict[str, object]:
+    url = os.environ.get("DATABASE_URL", "")
+    if url.startswith("sqlite:///"):
+        return _sqlite(Path(url.removeprefix("sqlite:///")))
+    if url:
+        return dict(dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True))
+    return _sqlite(AGENTWEB_VAR / "agentweb.sqlite3")
 
 
 DATABASES = {"default": _database()}
@@ -185,7 +191,7 @@ CELERY_BROKER_URL = kombu_url(REDIS_URL)
 CELERY_BROKER_CONNECTION_TIMEOUT = 3
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 4 * 3600, "socket_timeout": 5}
-CELERY_TASK_DEFAULT_QUEUE = "agentweb"
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("AGENTWEB_QUEUE") or "agentweb"
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

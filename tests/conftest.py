@@ -29,3 +29,133 @@ def workspace(tmp_path: Path) -> Path:
     git(root, "-c", "user.email=t@example.com", "-c", "user.name=T", "add", "-A")
     git(root, "-c", "user.email=t@example.com", "-c", "user.name=T", "commit", "-q", "-m", "init")
     return root
+
+
+# --- real services: Redis and a Celery worker ---------------------------------------------
+
+import os  # noqa: E402
+import signal  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+from typing import Any  # noqa: E402
+
+from tools_app import redis_server  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+LOCAL_REDIS = "redis://127.0.0.1:6379/9"
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The machine's Redis when it answers, else an embedded one on a unix socket."""
+    if redis_server.is_reachable(LOCAL_REDIS):
+        yield LOCAL_REDIS
+        return
+    if redis_server.redis_server_binary() is None:
+        pytest.skip("no Redis: none on 127.0.0.1:6379 and no redis-server binary")
+    folder = tmp_path_factory.mktemp("redis")
+    process = redis_server.start_embedded(folder / "redis.sock", folder)
+    yield f"unix://{folder / 'redis.sock'}"
+    process.terminate()
+    process.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A file-backed SQLite test database, so that a worker process can share it."""
+    from django.conf import settings
+
+    database = settings.DATABASES["default"]
+    if database["ENGINE"].endswith("sqlite3"):
+        database.setdefault("TEST", {})["NAME"] = str(tmp_path_factory.mktemp("db") / "test.sqlite3")
+
+
+def database_url() -> str:
+    from django.db import connection
+
+    params = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{params['NAME']}"
+    user = params.get("USER") or "postgres"
+    password = f":{params['PASSWORD']}" if params.get("PASSWORD") else ""
+    host, port = params.get("HOST") or "127.0.0.1", params.get("PORT") or 5432
+    return f"postgres://{user}{password}@{host}:{port}/{params['NAME']}"
+
+
+class Worker:
+    """A real `celery worker` subprocess on the test database and Redis."""
+
+    def __init__(self, env: dict[str, str], queues: str, log: Path) -> None:
+        self.env, self.queues, self.log = env, queues, log
+        self.process: Any = None
+
+    def start(self) -> None:
+        command = [
+            sys.executable, "-m", "celery", "-A", "agentweb", "worker", "--pool", "threads", "--concurrency", "4",
+            "--queues", self.queues, "--loglevel", "INFO", "--without-heartbeat",
+            "--without-mingle", "--without-gossip",
+        ]  # fmt: skip
+        handle = self.log.open("ab")
+        self.process = subprocess.Popen(
+            command, cwd=ROOT, env=self.env, stdout=handle, stderr=handle, start_new_session=True
+        )
+        self._wait_ready()
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + 60
+        while b"ready." not in self.log.read_bytes():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("celery worker did not start:\n" + self.log.read_text()[-3000:])
+            time.sleep(0.1)
+        self.log.write_bytes(b"")
+
+    def kill(self) -> None:
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+@pytest.fixture(scope="session")
+def stack(
+    redis_url: str, django_db_setup: None, django_db_blocker: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Worker]:
+    """Point this process at the test Redis and start one worker; yields the worker."""
+    from django.conf import settings
+    from agentweb.celery import app
+    from agentweb.settings import kombu_url
+    from channels.layers import channel_layers
+
+    queue = f"agentweb-test-{os.getpid()}"
+    host_queue = f"host.test-{os.getpid()}"
+    workspaces = tmp_path_factory.mktemp("workspaces")
+    settings.REDIS_URL = redis_url
+    settings.CELERY_TASK_DEFAULT_QUEUE = queue
+    settings.AGENTWEB_WORKSPACES = workspaces
+    settings.CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [redis_url]}}
+    }
+    channel_layers.backends = {}
+    app.conf.broker_url = kombu_url(redis_url)
+    app.conf.task_default_queue = queue
+    with django_db_blocker.unblock():
+        url = database_url()
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "REDIS_URL": redis_url,
+        "AGENTWEB_QUEUE": queue,
+        "AGENTWEB_WORKER_QUEUE": host_queue,
+        "AGENTWEB_WORKSPACES": str(workspaces),
+    }
+    worker = Worker(env, f"{queue},{host_queue}", tmp_path_factory.mktemp("logs") / "worker.log")
+    worker.start()
+    yield worker
+    worker.stop()

@@ -15,7 +15,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
-from ninja import NinjaAPI, Query, Schema
+from ninja import NinjaAPI, Query, Schema, Status
 from ninja.errors import AuthenticationError
 from ninja.security import HttpBearer, SessionAuth
 from pydantic import Field
@@ -99,11 +99,11 @@ def _session_to_act_on(request: HttpRequest, session_id: int) -> AgentSession:
 
 
 @api.post("/sessions", response={201: SessionOut, 400: ErrorOut, 503: ErrorOut})
-def session_create(request: HttpRequest, body: SessionIn) -> tuple[int, dict[str, Any]]:
+def session_create(request: HttpRequest, body: SessionIn) -> Status:
     session = services.session_start(
         user=request.user, task=body.task, repo=body.repo, model=body.model, policy_name=body.policy
     )
-    return 201, selectors.session_as_dict(session)
+    return Status(201, selectors.session_as_dict(session))
 
 
 @api.get("/sessions", response=list[SessionOut])
@@ -159,9 +159,9 @@ def _receive(request: HttpRequest, session_id: int, body: ToolCallIn) -> int:
 )
 async def tool_call_create(
     request: HttpRequest, session_id: int, body: ToolCallIn, query: Query[WaitQuery]
-) -> tuple[int, dict[str, Any]]:
+) -> Status:
     call_id = await sync_to_async(_receive)(request, session_id, body)
-    return 201, await _answer_when_final(call_id, query.wait)
+    return Status(201, await _answer_when_final(call_id, query.wait))
 
 
 def _visible_call(request: HttpRequest, tool_call_id: int) -> ToolCall:

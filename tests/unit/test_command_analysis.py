@@ -187,6 +187,7 @@ def test_redirections_of_a_shell_string_apply_to_its_commands() -> None:
         ("trap 'rm x' EXIT", "trap"),
         ("alias ls='rm -rf'", "alias"),
         ("find . | xargs rm", "xargs"),
+        ("parallel rm ::: a b", "GNU parallel"),
     ],
 )
 def test_it_reports_what_it_cannot_check(command: str, fragment: str) -> None:

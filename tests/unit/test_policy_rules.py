@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +91,9 @@ def test_a_missing_argument_only_matches_star(tmp_path: Path) -> None:
     assert decide([deny("web_fetch", method="*")], "web_fetch", {"url": "x"}, tmp_path).rule == (
         "rule d"
     )
-    decision = decide([deny("web_fetch", method="GET")], "web_fetch", {"url": "https://x"}, tmp_path)
+    decision = decide(
+        [deny("web_fetch", method="GET")], "web_fetch", {"url": "https://x"}, tmp_path
+    )
     assert decision.rule != "rule d"
 
 
@@ -213,3 +216,21 @@ def test_wrappers_are_peeled_before_rules_see_a_command(tmp_path: Path) -> None:
     rules = [allow("run_command", command="pytest*")]
     decision = decide(rules, "run_command", {"command": "timeout 60 pytest -x"}, tmp_path)
     assert decision.rule == "rule a"
+
+
+def test_exact_pattern_allows_an_opaque_command_again(tmp_path: Path) -> None:
+    command = "ls $(pwd) | wc -l"
+    rules = [allow("run_command", command=exact_pattern(command))]
+    assert decide(rules, "run_command", {"command": command}, tmp_path).rule == "rule a"
+
+
+def test_exact_pattern_keeps_glob_characters_literal(tmp_path: Path) -> None:
+    rules = [allow("write_file", path=exact_pattern("src/[ab].py"))]
+    assert decide(rules, "write_file", {"path": "src/[ab].py"}, tmp_path).rule == "rule a"
+    assert decide(rules, "write_file", {"path": "src/a.py"}, tmp_path).rule != "rule a"
+
+
+def test_a_glob_escaped_command_is_an_exact_literal_too(tmp_path: Path) -> None:
+    command = "ls $(find . -name '*.py')"
+    rules = [allow("run_command", command=glob.escape(command))]
+    assert decide(rules, "run_command", {"command": command}, tmp_path).rule == "rule a"

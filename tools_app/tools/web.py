@@ -113,8 +113,7 @@ class WebFetchArgs(ToolArgs):
 
 def web_fetch(ctx: ToolContext, args: WebFetchArgs) -> str:
     """Fetch with the hosts the policy allows, carried by the sandbox options."""
-    allow_hosts: Sequence[str] = getattr(ctx.sandbox, "web_allow_hosts", ())
-    return fetch(args, tuple(allow_hosts))
+    return fetch(args, ctx.sandbox.web_allow_hosts)
 
 
 def web_fetch_with(
@@ -304,8 +303,8 @@ def _transport_error(error: httpx.HTTPError, url: str, clock: _Clock) -> ToolErr
     text = str(error) or type(error).__name__
     if isinstance(error, httpx.TimeoutException):
         return ToolError(
-            f"timed out fetching {url} (deadline {clock.seconds:g} s, {READ_TIMEOUT:g} s without "
-            "data); the server is slow or unreachable — retry later or try another source."
+            f"timed out fetching {url}: no answer within {min(READ_TIMEOUT, clock.seconds):g} s "
+            "(the server is slow or unreachable); retry later or try another source."
         )
     if isinstance(error, httpx.ConnectError):
         if "refused" in text.lower():

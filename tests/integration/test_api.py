@@ -1,0 +1,350 @@
+"""The REST API with a real Celery worker on a real Redis: what an external agent and a
+reviewer do over plain HTTP."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.test import Client
+
+from tests.conftest import Worker, git
+from tools_app import dispatch, services
+from tools_app.models import AgentSession, Policy, PolicyRule, ToolCall
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+    pytest.mark.usefixtures("stack"),
+]
+
+
+class Api:
+    """A client that speaks JSON with a bearer token."""
+
+    def __init__(self, token: str) -> None:
+        self.client = Client()
+        self.headers = {"Authorization": f"Bearer {token}"}
+
+    def get(self, path: str) -> Any:
+        return self.client.get(f"/api{path}", headers=self.headers)
+
+    def post(self, path: str, body: object) -> Any:
+        data = body if isinstance(body, str) else json.dumps(body)
+        return self.client.post(
+            f"/api{path}", data, content_type="application/json", headers=self.headers
+        )
+
+
+@pytest.fixture
+def alice() -> Api:
+    """Alice operates an agent: an agent token."""
+    user = User.objects.create_user("alice")
+    return Api(services.api_token_create(user=user, scope="agent"))
+
+
+@pytest.fixture
+def rita() -> Api:
+    """Rita is a reviewer: a review token."""
+    user = User.objects.create_user("rita")
+    user.groups.add(Group.objects.get_or_create(name="reviewers")[0])
+    return Api(services.api_token_create(user=user, scope="review"))
+
+
+@pytest.fixture
+def charlie() -> Api:
+    """Charlie has an account and nothing else."""
+    user = User.objects.create_user("charlie")
+    return Api(services.api_token_create(user=user, scope="review"))
+
+
+def start_session(api: Api, repo: Path, **extra: str) -> dict[str, Any]:
+    answer = api.post("/sessions", {"task": "fix the bug", "repo": str(repo), **extra})
+    assert answer.status_code == 201, answer.content
+    session = answer.json()
+    deadline = time.monotonic() + 30
+    while api.get(f"/sessions/{session['id']}").json()["status"] == "queued":
+        assert time.monotonic() < deadline, "the session was never cloned"
+        time.sleep(0.05)
+    return api.get(f"/sessions/{session['id']}").json()
+
+
+def call(api: Api, session: dict[str, Any], tool: str, wait: float = 15, **args: Any) -> dict[str, Any]:
+    answer = api.post(f"/sessions/{session['id']}/tool-calls?wait={wait}", {"tool": tool, "args": args})
+    assert answer.status_code == 201, answer.content
+    return answer.json()
+
+
+def wait_final(api: Api, call_id: int) -> dict[str, Any]:
+    return api.get(f"/tool-calls/{call_id}?wait=20").json()
+
+
+def test_an_allowed_call_runs_in_the_worker(alice: Api, workspace: Path) -> None:
+    session = start_session(alice, workspace)
+    assert Path(session["workspace"]).joinpath(".git").is_dir()
+    assert session["workspace"] != str(workspace)
+    answer = call(alice, session, "read_file", path="README.md", limit=1)
+    assert answer["status"] == "succeeded"
+    assert answer["result"].startswith("1 | # Title\n")
+
+
+def test_approval_round_trip(alice: Api, rita: Api, workspace: Path) -> None:
+    session = start_session(alice, workspace)
+    waiting = call(alice, session, "write_file", wait=2, path=".env", content="A=1\n")
+    assert waiting["status"] == "awaiting_approval"
+    assert "+A=1" in waiting["preview"]["diff"]
+    assert alice.get(f"/sessions/{session['id']}").json()["status"] == "waiting"
+    inbox = rita.get("/approvals").json()
+    assert [item["id"] for item in inbox] == [waiting["id"]]
+    decided = rita.post(f"/tool-calls/{waiting['id']}/decision", {"decision": "approve"})
+    assert decided.status_code == 200
+    assert decided.json()["decided_by"] == "rita"
+    done = wait_final(alice, waiting["id"])
+    assert done["status"] == "succeeded"
+    assert Path(session["workspace"], ".env").read_text() == "A=1\n"
+    assert alice.get(f"/sessions/{session['id']}").json()["status"] == "running"
+
+
+def test_a_denial_carries_the_reason_to_the_agent(alice: Api, rita: Api, workspace: Path) -> None:
+    session = start_session(alice, workspace)
+    waiting = call(alice, session, "run_command", wait=2, command="npm install left-pad")
+    answer = rita.post(
+        f"/tool-calls/{waiting['id']}/decision", {"decision": "deny", "reason": "no new deps"}
+    )
+    assert answer.json()["status"] == "denied"
+    assert "no new deps" in wait_final(alice, waiting["id"])["result"]
+
+
+def test_edit_then_approve_runs_the_edited_arguments(alice: Api, rita: Api, workspace: Path) -> None:
+    session = start_session(alice, workspace)
+    waiting = call(alice, session, "write_file", wait=2, path=".env", content="A=1\n")
+    rita.post(
+        f"/tool-calls/{waiting['id']}/decision",
+        {"decision": "approve", "args": {"path": ".env", "content": "A=2\n"}},
+    )
+    assert wait_final(alice, waiting["id"])["status"] == "succeeded"
+    assert Path(session["workspace"], ".env").read_text() == "A=2\n"
+
+
+def test_edited_arguments_the_policy_denies_are_denied(alice: Api, rita: Api, workspace: Path) -> None:
+    session = start_session(alice, workspace)
+    waiting = call(alice, session, "write_file", wait=2, path=".env", content="A=1\n")
+    answer = rita.post(
+        f"/tool-calls/{waiting['id']}/decision",
+        {"decision": "approve", "args": {"path": "../outside.txt", "content": "x"}},
+    )
+    assert answer.status_code == 200
+    assert answer.json()["status"] == "denied"
+    assert not (Path(session["workspace"]).parent / "outside.txt").exists()
+
+
+def test_approve_and_remember_allows_the_same_call_next_time(
+    alice: Api, rita: Api, workspace: Path
+) -> None:
+    session = start_session(alice, workspace)
+    waiting = call(alice, session, "run_command", wait=2, command="git config user.name bob")
+    rita.post(f"/tool-calls/{waiting['id']}/decision", {"decision": "approve", "remember": True})
+    rule = PolicyRule.objects.get()
+    assert (rule.tool, rule.decision) == ("run_command", "allow")
+    again = call(alice, session, "run_command", command="git config user.name bob")
+    assert (again["decision"], again["rule"]) == ("allow", f"rule {rule.pk}")
+    other = call(alice, session, "run_command", wait=2, command="git config user.name eve")
+    assert other["status"] == "awaiting_approval"
+
+
+def test_a_second_decision_gets_409(alice: Api, rita: Api, workspace: Path) -> None:
+    session = start_session(alice, workspace)
+    waiting = call(alice, session, "write_file", wait=2, path=".env", content="A=1\n")
+    first = rita.post(f"/tool-calls/{waiting['id']}/decision", {"decision": "deny"})
+    second = rita.post(f"/tool-calls/{waiting['id']}/decision", {"decision": "approve"})
+    assert (first.status_code, second.status_code) == (200, 409)
+    assert "detail" in second.json()
+
+
+def test_agent_tokens_and_outsiders_cannot_decide(
+    alice: Api, charlie: Api, workspace: Path
+) -> None:
+    session = start_session(alice, workspace)
+    waiting = call(alice, session, "write_file", wait=2, path=".env", content="A=1\n")
+    assert alice.post(f"/tool-calls/{waiting['id']}/decision", {"decision": "approve"}).status_code == 403
+    assert charlie.post(f"/tool-calls/{waiting['id']}/decision", {"decision": "approve"}).status_code == 404
+    assert ToolCall.objects.get(pk=waiting["id"]).status == "awaiting_approval"
+
+
+def test_a_creator_may_deny_but_not_approve_under_distinct_reviewer(
+    rita: Api, workspace: Path
+) -> None:
+    Policy.objects.filter(name="default").update(require_distinct_reviewer=True)
+    session = start_session(rita, workspace)
+    first = call(rita, session, "write_file", wait=2, path=".env", content="A=1\n")
+    assert rita.post(f"/tool-calls/{first['id']}/decision", {"decision": "approve"}).status_code == 403
+    assert rita.post(f"/tool-calls/{first['id']}/decision", {"decision": "deny"}).status_code == 200
+
+
+def test_a_pending_approval_expires_and_never_runs(alice: Api, rita: Api, workspace: Path) -> None:
+    Policy.objects.filter(name="default").update(approval_timeout_seconds=1)
+    session = start_session(alice, workspace)
+    waiting = call(alice, session, "write_file", wait=0, path=".env", content="A=1\n")
+    time.sleep(1.2)
+    assert alice.get(f"/tool-calls/{waiting['id']}").json()["status"] == "expired"
+    late = rita.post(f"/tool-calls/{waiting['id']}/decision", {"decision": "approve"})
+    assert late.status_code == 409
+    assert Path(session["workspace"], ".env").read_text() == "SECRET=shh\n"
+
+
+def test_a_killed_worker_loses_nothing_and_the_call_runs_once(
+    alice: Api, rita: Api, workspace: Path, stack: Worker
+) -> None:
+    session = start_session(alice, workspace)
+    waiting = call(alice, session, "run_command", wait=2, command="pip install six; echo ran >> ran.txt")
+    assert waiting["status"] == "awaiting_approval"
+    stack.kill()
+    try:
+        rita.post(f"/tool-calls/{waiting['id']}/decision", {"decision": "approve"})
+    finally:
+        stack.start()
+    assert wait_final(alice, waiting["id"])["status"] == "succeeded"
+    dispatch.enqueue("tools_app.tasks.execute_tool_call", waiting["id"], queue=session_queue(session))
+    time.sleep(1)
+    assert Path(session["workspace"], "ran.txt").read_text() == "ran\n"
+
+
+def session_queue(session: dict[str, Any]) -> str:
+    return AgentSession.objects.get(pk=session["id"]).worker_queue
+
+
+def test_a_duplicated_execute_message_runs_once(alice: Api, rita: Api, workspace: Path) -> None:
+    session = start_session(alice, workspace)
+    waiting = call(alice, session, "run_command", wait=2, command="git push; echo ran >> ran.txt")
+    rita.post(f"/tool-calls/{waiting['id']}/decision", {"decision": "approve"})
+    for _ in range(3):
+        dispatch.enqueue("tools_app.tasks.execute_tool_call", waiting["id"], queue=session_queue(session))
+    assert wait_final(alice, waiting["id"])["status"] == "succeeded"
+    time.sleep(1)
+    assert Path(session["workspace"], "ran.txt").read_text() == "ran\n"
+
+
+def test_a_call_left_running_by_a_dead_worker_is_failed_not_rerun(alice: Api, workspace: Path) -> None:
+    session = start_session(alice, workspace)
+    done = call(alice, session, "run_command", command="true")
+    ghost = subprocess.Popen(["true"])
+    ghost.wait()
+    ToolCall.objects.filter(pk=done["id"]).update(status="running", runner=f"ghost-host:{ghost.pid}")
+    assert services.tool_call_recover_interrupted(host="ghost-host") == 1
+    recovered = alice.get(f"/tool-calls/{done['id']}").json()
+    assert recovered["status"] == "failed"
+    assert "was not run again" in recovered["result"]
+
+
+def test_invalid_tool_arguments_fail_with_the_message(alice: Api, workspace: Path) -> None:
+    session = start_session(alice, workspace)
+    answer = call(alice, session, "read_file", path="README.md", offset=-1)
+    assert answer["status"] == "failed"
+    assert "offset" in answer["result"]
+    unknown = call(alice, session, "format_disk")
+    assert unknown["status"] == "failed"
+    assert "Unknown tool" in unknown["result"]
+
+
+def test_errors_are_json_with_the_right_status(alice: Api, rita: Api, workspace: Path, tmp_path: Path) -> None:
+    assert alice.get("/sessions/999").status_code == 404
+    assert alice.get("/tool-calls/999").status_code == 404
+    assert Client().get("/api/sessions").status_code == 401
+    not_git = tmp_path / "plain"
+    not_git.mkdir()
+    bad = alice.post("/sessions", {"task": "t", "repo": str(not_git)})
+    assert bad.status_code == 400
+    assert "not a git repository" in bad.json()["detail"]
+    assert alice.post("/sessions", {"task": "t", "repo": str(workspace), "policy": "nope"}).status_code == 400
+    assert alice.post("/sessions", "{not json").status_code in (400, 422)
+    session = start_session(alice, workspace)
+    waiting = call(alice, session, "write_file", wait=0, path=".env", content="A=1\n")
+    malformed = rita.post(f"/tool-calls/{waiting['id']}/decision", {"decision": "maybe"})
+    assert malformed.status_code == 422
+    huge = alice.post(f"/sessions/{session['id']}/tool-calls", {"tool": "write_file", "args": {"path": "x", "content": "x" * (11 * 1024 * 1024)}})
+    assert huge.status_code == 413
+    assert "detail" in huge.json()
+
+
+def test_sessions_are_listed_newest_first_and_filtered(alice: Api, charlie: Api, workspace: Path) -> None:
+    first = start_session(alice, workspace)
+    second = start_session(alice, workspace)
+    alice.post(f"/sessions/{first['id']}/cancel", {})
+    ids = [item["id"] for item in alice.get("/sessions").json()]
+    assert ids == [second["id"], first["id"]]
+    cancelled = alice.get("/sessions?status=cancelled").json()
+    assert [item["id"] for item in cancelled] == [first["id"]]
+    assert charlie.get("/sessions").json() == []
+    assert charlie.get(f"/sessions/{first['id']}").status_code == 404
+
+
+def test_cancel_kills_a_running_command(alice: Api, workspace: Path) -> None:
+    session = start_session(alice, workspace)
+    running = call(alice, session, "run_command", wait=1, command="sleep 60")
+    assert running["status"] == "running"
+    answer = alice.post(f"/sessions/{session['id']}/cancel", {})
+    assert answer.json()["status"] == "cancelled"
+    final = wait_final(alice, running["id"])
+    assert final["status"] == "cancelled"
+    assert alice.post(f"/sessions/{session['id']}/tool-calls", {"tool": "list_files", "args": {"path": "."}}).status_code == 409
+
+
+def test_tool_calls_of_a_session_are_listed_in_order(alice: Api, workspace: Path) -> None:
+    session = start_session(alice, workspace)
+    first = call(alice, session, "list_files", path=".")
+    second = call(alice, session, "read_file", path="README.md")
+    listed = alice.get(f"/sessions/{session['id']}/tool-calls").json()
+    assert [item["id"] for item in listed] == [first["id"], second["id"]]
+
+
+def test_tool_schemas_in_three_formats(alice: Api, workspace: Path) -> None:
+    session = start_session(alice, workspace)
+    plain = alice.get(f"/sessions/{session['id']}/tools").json()
+    names = {tool["name"] for tool in plain}
+    assert {"read_file", "write_file", "edit_file", "run_command", "task_done"} <= names
+    assert plain[0]["input_schema"]["type"] == "object"
+    openai = alice.get(f"/sessions/{session['id']}/tools?format=openai").json()
+    assert openai[0]["type"] == "function"
+    assert "parameters" in openai[0]["function"]
+    anthropic = alice.get(f"/sessions/{session['id']}/tools?format=anthropic").json()
+    assert "input_schema" in anthropic[0]
+    assert alice.get(f"/sessions/{session['id']}/tools?format=xml").status_code == 422
+
+
+def test_policy_dry_run_and_detail(alice: Api) -> None:
+    detail = alice.get("/policies/default").json()
+    assert detail["max_diff_lines"] == 500
+    answer = alice.post("/policies/default/evaluate", {"tool": "run_command", "args": {"command": "curl -s x | sh"}})
+    assert answer.json()["decision"] == "deny"
+    assert alice.get("/policies/none").status_code == 404
+    assert not ToolCall.objects.exists()
+
+
+def test_redis_down_is_a_503_and_the_call_is_kept(alice: Api, workspace: Path) -> None:
+    from agentweb.celery import app
+
+    session = start_session(alice, workspace)
+    working = app.conf.broker_url
+    use_broker(app, "redis://127.0.0.1:1/0")
+    try:
+        answer = alice.post(f"/sessions/{session['id']}/tool-calls", {"tool": "list_files", "args": {"path": "."}})
+    finally:
+        use_broker(app, working)
+    assert answer.status_code == 503
+    assert "Redis" in answer.json()["detail"]
+    kept = ToolCall.objects.get()
+    assert kept.status == "pending"
+    ToolCall.objects.filter(pk=kept.pk).update(created_at=kept.created_at.replace(year=2000))
+    assert services.tool_call_requeue_orphans() == 1
+    assert wait_final(alice, kept.pk)["status"] == "succeeded"
+
+
+def use_broker(app: Any, url: str) -> None:
+    """Point this process's producer at another broker (new connection pools)."""
+    app.conf.broker_url = url
+    app._pool = None
+    app.amqp._producer_pool = None

@@ -1,0 +1,27 @@
+"""spawn_subagent: listed now so every session offers the reference's full tool set; it
+runs once the agent runtime (with a model) exists."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+from pydantic.json_schema import SkipJsonSchema
+
+from tools_app.tools.base import ToolArgs, ToolContext, ToolError
+from tools_app.tools.files import drop_default
+
+
+class SpawnSubagentArgs(ToolArgs):
+    title: str = Field(min_length=1, description="Subtask title.")
+    description: str = Field(min_length=1, description="Detailed description of the subtask.")
+    modelRole: Literal["fast", "coder", "architect"] | SkipJsonSchema[None] = Field(
+        default=None,
+        description='Model role for the sub-agent ("fast", "coder", "architect").',
+        json_schema_extra=drop_default,
+    )
+
+
+def spawn_subagent(ctx: ToolContext, args: SpawnSubagentArgs) -> str:
+    """Without a model there is no one to delegate to: say so instead of pretending."""
+    raise ToolError("spawn_subagent needs an agent runtime with a model; this session has none.")

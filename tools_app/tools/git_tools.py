@@ -1,0 +1,220 @@
+"""The git tools of the reference: git_status, git_diff, git_log, git_branch, git_commit.
+
+Every command goes through `git._execute` (hardened; see tools/git.py). git_status,
+git_diff and git_log only read; git_commit and git_branch (create, switch) change git
+state: `git.GIT_STATE_CHANGING_TOOLS` names them for cache invalidation.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
+
+from tools_app.tools import git
+from tools_app.tools.base import ToolArgs, ToolContext, ToolError
+from tools_app.tools.files import drop_default
+
+MAX_LOG_COUNT = 500
+TRAILER_KEY = "Agentweb-Session"
+_TRAILER_LINE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*: ")
+
+
+class GitStatusArgs(ToolArgs):
+    pass
+
+
+class GitDiffArgs(ToolArgs):
+    staged: bool = Field(default=False, description="Show only staged changes (default: false).")
+
+
+class GitLogArgs(ToolArgs):
+    count: Annotated[int, Field(ge=1, le=MAX_LOG_COUNT)] = Field(
+        default=10, description=f"Number of commits (default: 10, at most {MAX_LOG_COUNT})."
+    )
+    oneline: bool = Field(default=True, description="One-line format (default: true).")
+
+
+class GitBranchArgs(ToolArgs):
+    action: Literal["create", "switch", "list"] = Field(
+        description="Branch operation: create (and switch to it), switch, or list."
+    )
+    name: str | SkipJsonSchema[None] = Field(
+        default=None,
+        description="Branch name (required for create/switch).",
+        json_schema_extra=drop_default,
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, name: str | None) -> str | None:
+        if name is None:
+            return None
+        try:
+            return git.check_branch_name(name)
+        except ToolError as error:
+            raise ValueError(str(error)) from None
+
+    @model_validator(mode="after")
+    def _name_when_needed(self) -> GitBranchArgs:
+        if self.action != "list" and self.name is None:
+            raise ValueError(f"`name` is required for action {self.action}; give the branch name.")
+        return self
+
+
+class GitCommitArgs(ToolArgs):
+    message: str = Field(min_length=1, description="Commit message.")
+    files: list[str] | SkipJsonSchema[None] = Field(
+        default=None,
+        description="Specific files to stage and commit (default: all changed files, "
+        "untracked ones included).",
+        json_schema_extra=drop_default,
+    )
+
+
+# --- read-only tools --------------------------------------------------------------------
+
+
+def git_status(ctx: ToolContext, args: GitStatusArgs) -> str:
+    """`git status --short`; dirty submodule work trees are not scanned (that would run
+    git with the submodule's own config)."""
+    out = git.run_git(ctx.workspace, ["status", "--short", "--ignore-submodules=dirty"])
+    return out if out.strip() else "Working tree clean"
+
+
+def git_diff(ctx: ToolContext, args: GitDiffArgs) -> str:
+    """`git diff` or `git diff --staged`, with no external diff or textconv program."""
+    staged = ["--staged"] if args.staged else []
+    command = ["diff", *staged, *git.NO_DIFF_PROGRAMS, "--ignore-submodules=dirty", "--"]
+    out = git.run_git(ctx.workspace, command)
+    if out:
+        return git.cap_diff(out)
+    if args.staged:
+        return "No staged changes."
+    return "No unstaged changes (untracked files are not part of git diff; see git_status)."
+
+
+def git_log(ctx: ToolContext, args: GitLogArgs) -> str:
+    """The last `count` commits of HEAD."""
+    if git.head_commit(ctx.workspace) is None:
+        return "No commits yet."
+    form = ["--oneline", "--no-decorate"] if args.oneline else []
+    return git.run_git(
+        ctx.workspace, ["log", f"--max-count={args.count}", *form, "--no-show-signature"]
+    )
+
+
+# --- git_branch -------------------------------------------------------------------------
+
+
+def git_branch(ctx: ToolContext, args: GitBranchArgs) -> str:
+    """create: a new branch at HEAD, checked out (work continues there); switch; list."""
+    if args.action == "list":
+        return git.run_git(ctx.workspace, ["branch", "--list", "--no-color"]) or "No branches yet."
+    name = git.check_branch_name(args.name or "")
+    exists = git.git_succeeds(ctx.workspace, ["show-ref", "--verify", "--quiet", _head(name)])
+    if args.action == "create":
+        if exists:
+            raise ToolError(
+                f"Branch {name!r} already exists; switch to it with action switch, "
+                "or pick another name."
+            )
+        git.run_git(ctx.workspace, ["switch", "--create", name])
+        return f"Created branch '{name}' and switched to it."
+    if not exists and not _remote_branch(ctx.workspace, name):
+        raise ToolError(
+            f"Branch {name!r} does not exist; see the branches with action list, "
+            "or create it with action create."
+        )
+    git.run_git(ctx.workspace, ["switch", name])
+    return f"Switched to branch '{name}'."
+
+
+def _head(name: str) -> str:
+    return f"refs/heads/{name}"
+
+
+def _remote_branch(workspace: Path, name: str) -> bool:
+    """`origin/<name>` exists: switch then creates a local branch that tracks it."""
+    ref = f"refs/remotes/origin/{name}"
+    return git.git_succeeds(workspace, ["show-ref", "--verify", "--quiet", ref])
+
+
+# --- git_commit -------------------------------------------------------------------------
+
+
+def git_commit(ctx: ToolContext, args: GitCommitArgs) -> str:
+    """Stage the given files (or every change, untracked files included) and commit.
+
+    Records exactly what `commit_preview` shows: with `files`, `git commit --only`
+    leaves other staged changes out. Author and committer come from the context, and
+    the session id goes into a trailer written here (not `--trailer`, which would run
+    the repository's `trailer.*.command` programs).
+    """
+    message = args.message.strip()
+    if not message:
+        raise ToolError("`message` is blank; describe the change in the commit message.")
+    paths = git.repo_paths(ctx.workspace, args.files)
+    git.run_git(ctx.workspace, ["add", "-A", "--", *(paths or ["."])])
+    if not _has_staged_changes(ctx.workspace, paths):
+        raise ToolError(
+            "Nothing to commit: " + ("the given files have" if paths else "the working tree has")
+            + " no changes. Check git_status; write or edit files first."
+        )  # fmt: skip
+    root_commit = git.head_commit(ctx.workspace) is None
+    with tempfile.NamedTemporaryFile("w", prefix="agentweb-msg-", encoding="utf-8") as handle:
+        handle.write(_with_trailer(message, ctx.session_id))
+        handle.flush()
+        command = ["commit", "--quiet", "--no-verify", "--no-gpg-sign", "--cleanup=whitespace"]
+        command += ["--file", handle.name]
+        command += ["--only", "--", *paths] if paths else []
+        git.run_git(ctx.workspace, command, _identity_env(ctx.git_author))
+    return _summary(ctx.workspace, message, root_commit)
+
+
+def _has_staged_changes(workspace: Path, paths: list[str]) -> bool:
+    head = git.head_commit(workspace)
+    if head is None:  # no commits yet: anything in the index is a change
+        listed = git.run_git(workspace, ["ls-files", "--cached", "--", *(paths or ["."])])
+        return bool(listed.strip())
+    quiet = ["diff", "--cached", "--quiet", *git.NO_DIFF_PROGRAMS, head, "--"]
+    return not git.git_succeeds(workspace, [*quiet, *paths])
+
+
+def _with_trailer(message: str, session_id: int | None) -> str:
+    """The message with `Agentweb-Session: <id>` in its trailer block."""
+    if session_id is None:
+        return message + "\n"
+    last = message.rsplit("\n\n", 1)[-1].splitlines()
+    in_block = "\n\n" in message and all(_TRAILER_LINE.match(line) for line in last)
+    separator = "\n" if in_block else "\n\n"
+    return f"{message}{separator}{TRAILER_KEY}: {session_id}\n"
+
+
+def _identity_env(author: tuple[str, str]) -> dict[str, str]:
+    name, email = author
+    return git.git_env(
+        {
+            "GIT_AUTHOR_NAME": name,
+            "GIT_AUTHOR_EMAIL": email,
+            "GIT_COMMITTER_NAME": name,
+            "GIT_COMMITTER_EMAIL": email,
+        }
+    )
+
+
+def _summary(workspace: Path, message: str, root_commit: bool) -> str:
+    """`[branch 1a2b3c4] subject` and the shortstat, as git commit prints them."""
+    branch = git.git_output(workspace, ["symbolic-ref", "--quiet", "--short", "HEAD"])
+    branch = branch.strip() if branch else "detached HEAD"
+    short = git.run_git(workspace, ["rev-parse", "--short", "HEAD"]).strip()
+    stat = git.run_git(
+        workspace, ["diff-tree", "--root", "--no-commit-id", "--shortstat", "-M", "HEAD"]
+    )
+    root = " (root-commit)" if root_commit else ""
+    subject = message.splitlines()[0]
+    return f"[{branch}{root} {short}] {subject}\n{stat.rstrip()}"
