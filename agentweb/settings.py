@@ -10,8 +10,13 @@ import os
 import secrets
 import socket
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
+import django_stubs_ext
+
+# Lets the typed generics of django-stubs (ModelAdmin[Policy], …) run.
+django_stubs_ext.monkeypatch()
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -173,7 +178,10 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "loggers": {
-        "tools_app": {"handlers": ["console"], "level": os.environ.get("AGENTWEB_LOG_LEVEL", "INFO")},
+        "tools_app": {
+            "handlers": ["console"],
+            "level": os.environ.get("AGENTWEB_LOG_LEVEL", "INFO"),
+        },
     },
 }
 
@@ -209,7 +217,7 @@ CELERY_BEAT_SCHEDULE = {
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(AGENTWEB_VAR / "celerybeat-schedule")
 
-CHANNEL_LAYERS = {
+CHANNEL_LAYERS: dict[str, Any] = {
     "default": (
         {"BACKEND": "channels.layers.InMemoryChannelLayer"}
         if os.environ.get("AGENTWEB_CHANNEL_LAYER") == "memory"

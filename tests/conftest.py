@@ -68,7 +68,9 @@ def django_db_modify_db_settings(tmp_path_factory: pytest.TempPathFactory) -> No
 
     database = settings.DATABASES["default"]
     if database["ENGINE"].endswith("sqlite3"):
-        database.setdefault("TEST", {})["NAME"] = str(tmp_path_factory.mktemp("db") / "test.sqlite3")
+        database.setdefault("TEST", {})["NAME"] = str(
+            tmp_path_factory.mktemp("db") / "test.sqlite3"
+        )
 
 
 def database_url() -> str:
@@ -92,8 +94,8 @@ class Worker:
 
     def start(self) -> None:
         command = [
-            sys.executable, "-m", "celery", "-A", "agentweb", "worker", "--pool", "threads", "--concurrency", "4",
-            "--queues", self.queues, "--loglevel", "INFO", "--without-heartbeat",
+            sys.executable, "-m", "celery", "-A", "agentweb", "worker",
+            "--pool", "threads", "--concurrency", "4", "--queues", self.queues, "--loglevel", "INFO", "--without-heartbeat",
             "--without-mingle", "--without-gossip",
         ]  # fmt: skip
         handle = self.log.open("ab")
@@ -125,13 +127,17 @@ class Worker:
 
 @pytest.fixture(scope="session")
 def stack(
-    redis_url: str, django_db_setup: None, django_db_blocker: Any, tmp_path_factory: pytest.TempPathFactory
+    redis_url: str,
+    django_db_setup: None,
+    django_db_blocker: Any,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Worker]:
     """Point this process at the test Redis and start one worker; yields the worker."""
+    from channels.layers import channel_layers
     from django.conf import settings
+
     from agentweb.celery import app
     from agentweb.settings import kombu_url
-    from channels.layers import channel_layers
 
     queue = f"agentweb-test-{os.getpid()}"
     host_queue = f"host.test-{os.getpid()}"
@@ -140,7 +146,10 @@ def stack(
     settings.CELERY_TASK_DEFAULT_QUEUE = queue
     settings.AGENTWEB_WORKSPACES = workspaces
     settings.CHANNEL_LAYERS = {
-        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [redis_url]}}
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [redis_url]},
+        }
     }
     channel_layers.backends = {}
     app.conf.broker_url = kombu_url(redis_url)

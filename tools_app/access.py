@@ -26,7 +26,7 @@ def is_reviewer(user: Any) -> bool:
 
 
 def may_see_session(user: Any, session: AgentSession) -> bool:
-    return session.creator_id == user.pk or is_reviewer(user)
+    return bool(session.creator_id == user.pk or is_reviewer(user))
 
 
 def visible_sessions(user: Any) -> QuerySet[AgentSession]:
@@ -36,7 +36,7 @@ def visible_sessions(user: Any) -> QuerySet[AgentSession]:
 
 def may_act_on_session(user: Any, session: AgentSession) -> bool:
     """Send tool calls to a session, or cancel it."""
-    return session.creator_id == user.pk or user.is_superuser
+    return bool(session.creator_id == user.pk or user.is_superuser)
 
 
 def may_review(user: Any, scope: str) -> bool:
@@ -53,4 +53,6 @@ def may_decide(user: Any, scope: str, call: ToolCall, *, approve: bool) -> bool:
 
 
 def may_manage_skills(user: Any, scope: str) -> bool:
-    return scope in FULL_SCOPES and (user.is_superuser or user.has_perm("tools_app.change_skill"))
+    return scope in FULL_SCOPES and bool(
+        user.is_superuser or user.has_perm("tools_app.change_skill")
+    )

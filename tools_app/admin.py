@@ -21,7 +21,7 @@ from tools_app.models import (
 )
 
 
-class PolicyRuleInline(admin.TabularInline):
+class PolicyRuleInline(admin.TabularInline[PolicyRule, Policy]):
     model = PolicyRule
     form = PolicyRuleForm
     extra = 0
@@ -29,7 +29,7 @@ class PolicyRuleInline(admin.TabularInline):
 
 
 @admin.register(Policy)
-class PolicyAdmin(admin.ModelAdmin):
+class PolicyAdmin(admin.ModelAdmin[Policy]):
     form = PolicyForm
     inlines = [PolicyRuleInline]
     list_display = ("name", "max_diff_lines", "require_approval_above", "version", "updated_at")
@@ -48,7 +48,7 @@ class PolicyAdmin(admin.ModelAdmin):
             services.policy_bump_version(policy=form.instance)
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+class ReadOnlyAdmin(admin.ModelAdmin[Any]):
     """Audit rows: visible to admins, changed only by the services."""
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
@@ -75,7 +75,7 @@ class DecisionAdmin(ReadOnlyAdmin):
 
 
 @admin.register(AgentSession)
-class AgentSessionAdmin(admin.ModelAdmin):
+class AgentSessionAdmin(admin.ModelAdmin[AgentSession]):
     list_display = ("id", "task", "status", "kind", "policy", "creator", "created_at")
     list_filter = ("status", "kind")
     readonly_fields = (
@@ -89,19 +89,19 @@ class AgentSessionAdmin(admin.ModelAdmin):
     )
 
 
-class SkillToolInline(admin.StackedInline):
+class SkillToolInline(admin.StackedInline[SkillTool, Skill]):
     model = SkillTool
     extra = 0
 
 
 @admin.register(Skill)
-class SkillAdmin(admin.ModelAdmin):
+class SkillAdmin(admin.ModelAdmin[Skill]):
     inlines = [SkillToolInline]
     list_display = ("name", "enabled", "updated_at")
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
     list_display = ("prefix", "user", "scope", "created_at", "last_used_at", "revoked")
     fields = ("user", "scope", "prefix", "created_at", "last_used_at", "revoked")
     readonly_fields = ("user", "scope", "prefix", "created_at", "last_used_at")

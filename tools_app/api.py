@@ -22,7 +22,7 @@ from pydantic import Field
 
 from tools_app import access, engine, selectors, services, tool_schemas
 from tools_app.models import AgentSession, ToolCall
-from tools_app.policy import SessionCounters
+from tools_app.policy import Decision, SessionCounters
 from tools_app.schemas import (
     DecisionIn,
     DecisionOut,
@@ -99,7 +99,7 @@ def _session_to_act_on(request: HttpRequest, session_id: int) -> AgentSession:
 
 
 @api.post("/sessions", response={201: SessionOut, 400: ErrorOut, 503: ErrorOut})
-def session_create(request: HttpRequest, body: SessionIn) -> Status:
+def session_create(request: HttpRequest, body: SessionIn) -> Status[dict[str, Any]]:
     session = services.session_start(
         user=request.user, task=body.task, repo=body.repo, model=body.model, policy_name=body.policy
     )
@@ -143,13 +143,24 @@ def session_tools(
 
 
 class WaitQuery(Schema):
-    wait: float = Field(default=0, ge=0, le=MAX_WAIT_SECONDS, description="Seconds to hold the answer until the call is final.")
+    wait: float = Field(
+        default=0,
+        ge=0,
+        le=MAX_WAIT_SECONDS,
+        description="Seconds to hold the answer until the call is final.",
+    )
 
 
 def _receive(request: HttpRequest, session_id: int, body: ToolCallIn) -> int:
     session = _session_to_act_on(request, session_id)
-    if session.status in {AgentSession.Status.DONE, AgentSession.Status.FAILED, AgentSession.Status.CANCELLED}:
-        raise services.Conflict(f"Session {session_id} is {session.status}; it takes no more calls.")
+    if session.status in {
+        AgentSession.Status.DONE,
+        AgentSession.Status.FAILED,
+        AgentSession.Status.CANCELLED,
+    }:
+        raise services.Conflict(
+            f"Session {session_id} is {session.status}; it takes no more calls."
+        )
     return services.tool_call_receive(session=session, tool=body.tool, args=body.args).pk
 
 
@@ -159,7 +170,7 @@ def _receive(request: HttpRequest, session_id: int, body: ToolCallIn) -> int:
 )
 async def tool_call_create(
     request: HttpRequest, session_id: int, body: ToolCallIn, query: Query[WaitQuery]
-) -> Status:
+) -> Status[dict[str, Any]]:
     call_id = await sync_to_async(_receive)(request, session_id, body)
     return Status(201, await _answer_when_final(call_id, query.wait))
 
@@ -194,7 +205,11 @@ async def _answer_when_final(call_id: int, wait: float) -> dict[str, Any]:
 
 def _current(call_id: int) -> dict[str, Any]:
     call = ToolCall.objects.get(pk=call_id)
-    if call.status == ToolCall.Status.AWAITING_APPROVAL and call.expires_at and call.expires_at <= _now():
+    if (
+        call.status == ToolCall.Status.AWAITING_APPROVAL
+        and call.expires_at
+        and call.expires_at <= _now()
+    ):
         services.tool_call_expire_overdue()
         call.refresh_from_db()
     return selectors.tool_call_as_dict(call)
@@ -216,7 +231,14 @@ def approvals(request: HttpRequest) -> list[dict[str, Any]]:
 
 @api.post(
     "/tool-calls/{tool_call_id}/decision",
-    response={200: ToolCallOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut, 503: ErrorOut},
+    response={
+        200: ToolCallOut,
+        403: ErrorOut,
+        404: ErrorOut,
+        409: ErrorOut,
+        422: ErrorOut,
+        503: ErrorOut,
+    },
 )
 def tool_call_decision(request: HttpRequest, tool_call_id: int, body: DecisionIn) -> dict[str, Any]:
     call = _visible_call(request, tool_call_id)
@@ -245,7 +267,7 @@ def policy_evaluate(request: HttpRequest, name: str, body: EvaluateIn) -> dict[s
     if policy is None:
         raise services.NotFound(f"There is no policy named {name!r}.")
     spec = services.load_policy_or_denial(policy)
-    if isinstance(spec, engine.Decision):
+    if isinstance(spec, Decision):
         return spec.as_dict()
     workspace, counters = Path(settings.AGENTWEB_WORKSPACES) / "dry-run", SessionCounters()
     if body.session is not None:

@@ -16,8 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from tools_app import sandbox
-from tools_app.policy import CallFacts, Decision, PolicySpec, SessionCounters, evaluate
-from tools_app.policy import analyse_command
+from tools_app.policy import (
+    CallFacts,
+    Decision,
+    PolicySpec,
+    SessionCounters,
+    analyse_command,
+    evaluate,
+)
 from tools_app.tools import files, get_tool, git, validate_args
 from tools_app.tools.base import SandboxOptions, ToolContext, ToolError
 

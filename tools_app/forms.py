@@ -27,7 +27,7 @@ class LinesField(forms.CharField):
         return [line.strip() for line in text.splitlines() if line.strip()]
 
 
-class PolicyForm(forms.ModelForm):
+class PolicyForm(forms.ModelForm[Policy]):
     protected_paths = LinesField(required=False, help_text="Gitignore-style patterns, one a line.")
     blocked_commands = LinesField(required=False, help_text="Commands to deny, one a line.")
     approval_commands = LinesField(
@@ -37,7 +37,19 @@ class PolicyForm(forms.ModelForm):
 
     class Meta:
         model = Policy
-        fields = "__all__"
+        fields = (
+            "name",
+            "description",
+            "protected_paths",
+            "max_diff_lines",
+            "require_approval_above",
+            "blocked_commands",
+            "approval_commands",
+            "command_network",
+            "web_allow_hosts",
+            "require_distinct_reviewer",
+            "approval_timeout_seconds",
+        )
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -50,7 +62,7 @@ class PolicyForm(forms.ModelForm):
         return cleaned
 
 
-class PolicyRuleForm(forms.ModelForm):
+class PolicyRuleForm(forms.ModelForm[PolicyRule]):
     class Meta:
         model = PolicyRule
         fields = ("position", "tool", "args", "decision", "reason")
@@ -64,5 +76,7 @@ class PolicyRuleForm(forms.ModelForm):
         rule["reason"] = rule["reason"] or ""
         for problem in validate_policy_dict({"name": "rule-check", "rules": [rule]}):
             field = problem.field.removeprefix("rules[0].").split(".")[0]
-            self.add_error(field if field in self.fields else None, f"{problem.field}: {problem.message}")
+            self.add_error(
+                field if field in self.fields else None, f"{problem.field}: {problem.message}"
+            )
         return cleaned

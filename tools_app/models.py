@@ -5,14 +5,25 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from tools_app.policy import DEFAULT_POLICY
+
+
+def default_protected_paths() -> list[str]:
+    """A new policy starts from the `default` policy's values (as imported files do)."""
+    return list(DEFAULT_POLICY["protected_paths"])
+
+
+def default_blocked_commands() -> list[str]:
+    return list(DEFAULT_POLICY["blocked_commands"])
+
 
 class Policy(models.Model):
     """What agents may do; see DESIGN.md "Policy" for the order of evaluation."""
 
     name = models.SlugField(max_length=100, unique=True)
     description = models.TextField(blank=True)
-    protected_paths = models.JSONField(default=list, blank=True)
-    blocked_commands = models.JSONField(default=list, blank=True)
+    protected_paths = models.JSONField(default=default_protected_paths, blank=True)
+    blocked_commands = models.JSONField(default=default_blocked_commands, blank=True)
     approval_commands = models.JSONField(default=list, blank=True)
     max_diff_lines = models.PositiveIntegerField(default=500)
     require_approval_above = models.PositiveIntegerField(default=200)
@@ -185,7 +196,7 @@ class Decision(models.Model):
 
 
 class Event(models.Model):
-    """A session's event log: every state change, in `seq` order, replayed to reconnecting clients."""
+    """A session's event log: every state change in `seq` order, replayed on reconnect."""
 
     session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="events")
     seq = models.PositiveIntegerField()

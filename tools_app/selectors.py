@@ -30,7 +30,12 @@ def policy_as_dict(policy: Policy) -> dict[str, Any]:
 
 
 def rule_as_dict(rule: PolicyRule) -> dict[str, Any]:
-    return {"tool": rule.tool, "args": dict(rule.args), "decision": rule.decision, "reason": rule.reason}
+    return {
+        "tool": rule.tool,
+        "args": dict(rule.args),
+        "decision": rule.decision,
+        "reason": rule.reason,
+    }
 
 
 def policy_spec(policy: Policy) -> PolicySpec:
@@ -39,7 +44,9 @@ def policy_spec(policy: Policy) -> PolicySpec:
     data.pop("description")
     spec = policy_from_dict(data)
     rule_ids = [str(rule.pk) for rule in policy.rules.all()]
-    rules = tuple(replace(rule, id=rule_id) for rule, rule_id in zip(spec.rules, rule_ids, strict=True))
+    rules = tuple(
+        replace(rule, id=rule_id) for rule, rule_id in zip(spec.rules, rule_ids, strict=True)
+    )
     return replace(spec, version=policy.version, rules=rules)
 
 
@@ -96,9 +103,7 @@ def session_get(session_id: int) -> AgentSession | None:
 
 
 def tool_call_get(tool_call_id: int) -> ToolCall | None:
-    return (
-        ToolCall.objects.select_related("session__policy").filter(pk=tool_call_id).first()
-    )
+    return ToolCall.objects.select_related("session__policy").filter(pk=tool_call_id).first()
 
 
 def approvals_awaiting() -> QuerySet[ToolCall]:

@@ -13,7 +13,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
-from tests.conftest import Worker, git
+from tests.conftest import Worker
 from tools_app import dispatch, services
 from tools_app.models import AgentSession, Policy, PolicyRule, ToolCall
 
@@ -73,8 +73,12 @@ def start_session(api: Api, repo: Path, **extra: str) -> dict[str, Any]:
     return api.get(f"/sessions/{session['id']}").json()
 
 
-def call(api: Api, session: dict[str, Any], tool: str, wait: float = 15, **args: Any) -> dict[str, Any]:
-    answer = api.post(f"/sessions/{session['id']}/tool-calls?wait={wait}", {"tool": tool, "args": args})
+def call(
+    api: Api, session: dict[str, Any], tool: str, wait: float = 15, **args: Any
+) -> dict[str, Any]:
+    answer = api.post(
+        f"/sessions/{session['id']}/tool-calls?wait={wait}", {"tool": tool, "args": args}
+    )
     assert answer.status_code == 201, answer.content
     return answer.json()
 
@@ -119,7 +123,9 @@ def test_a_denial_carries_the_reason_to_the_agent(alice: Api, rita: Api, workspa
     assert "no new deps" in wait_final(alice, waiting["id"])["result"]
 
 
-def test_edit_then_approve_runs_the_edited_arguments(alice: Api, rita: Api, workspace: Path) -> None:
+def test_edit_then_approve_runs_the_edited_arguments(
+    alice: Api, rita: Api, workspace: Path
+) -> None:
     session = start_session(alice, workspace)
     waiting = call(alice, session, "write_file", wait=2, path=".env", content="A=1\n")
     rita.post(
@@ -130,7 +136,9 @@ def test_edit_then_approve_runs_the_edited_arguments(alice: Api, rita: Api, work
     assert Path(session["workspace"], ".env").read_text() == "A=2\n"
 
 
-def test_edited_arguments_the_policy_denies_are_denied(alice: Api, rita: Api, workspace: Path) -> None:
+def test_edited_arguments_the_policy_denies_are_denied(
+    alice: Api, rita: Api, workspace: Path
+) -> None:
     session = start_session(alice, workspace)
     waiting = call(alice, session, "write_file", wait=2, path=".env", content="A=1\n")
     answer = rita.post(
@@ -170,8 +178,14 @@ def test_agent_tokens_and_outsiders_cannot_decide(
 ) -> None:
     session = start_session(alice, workspace)
     waiting = call(alice, session, "write_file", wait=2, path=".env", content="A=1\n")
-    assert alice.post(f"/tool-calls/{waiting['id']}/decision", {"decision": "approve"}).status_code == 403
-    assert charlie.post(f"/tool-calls/{waiting['id']}/decision", {"decision": "approve"}).status_code == 404
+    assert (
+        alice.post(f"/tool-calls/{waiting['id']}/decision", {"decision": "approve"}).status_code
+        == 403
+    )
+    assert (
+        charlie.post(f"/tool-calls/{waiting['id']}/decision", {"decision": "approve"}).status_code
+        == 404
+    )
     assert ToolCall.objects.get(pk=waiting["id"]).status == "awaiting_approval"
 
 
@@ -181,7 +195,9 @@ def test_a_creator_may_deny_but_not_approve_under_distinct_reviewer(
     Policy.objects.filter(name="default").update(require_distinct_reviewer=True)
     session = start_session(rita, workspace)
     first = call(rita, session, "write_file", wait=2, path=".env", content="A=1\n")
-    assert rita.post(f"/tool-calls/{first['id']}/decision", {"decision": "approve"}).status_code == 403
+    assert (
+        rita.post(f"/tool-calls/{first['id']}/decision", {"decision": "approve"}).status_code == 403
+    )
     assert rita.post(f"/tool-calls/{first['id']}/decision", {"decision": "deny"}).status_code == 200
 
 
@@ -200,7 +216,9 @@ def test_a_killed_worker_loses_nothing_and_the_call_runs_once(
     alice: Api, rita: Api, workspace: Path, stack: Worker
 ) -> None:
     session = start_session(alice, workspace)
-    waiting = call(alice, session, "run_command", wait=2, command="pip install six; echo ran >> ran.txt")
+    waiting = call(
+        alice, session, "run_command", wait=2, command="pip install six; echo ran >> ran.txt"
+    )
     assert waiting["status"] == "awaiting_approval"
     stack.kill()
     try:
@@ -208,7 +226,9 @@ def test_a_killed_worker_loses_nothing_and_the_call_runs_once(
     finally:
         stack.start()
     assert wait_final(alice, waiting["id"])["status"] == "succeeded"
-    dispatch.enqueue("tools_app.tasks.execute_tool_call", waiting["id"], queue=session_queue(session))
+    dispatch.enqueue(
+        "tools_app.tasks.execute_tool_call", waiting["id"], queue=session_queue(session)
+    )
     time.sleep(1)
     assert Path(session["workspace"], "ran.txt").read_text() == "ran\n"
 
@@ -222,18 +242,24 @@ def test_a_duplicated_execute_message_runs_once(alice: Api, rita: Api, workspace
     waiting = call(alice, session, "run_command", wait=2, command="git push; echo ran >> ran.txt")
     rita.post(f"/tool-calls/{waiting['id']}/decision", {"decision": "approve"})
     for _ in range(3):
-        dispatch.enqueue("tools_app.tasks.execute_tool_call", waiting["id"], queue=session_queue(session))
+        dispatch.enqueue(
+            "tools_app.tasks.execute_tool_call", waiting["id"], queue=session_queue(session)
+        )
     assert wait_final(alice, waiting["id"])["status"] == "succeeded"
     time.sleep(1)
     assert Path(session["workspace"], "ran.txt").read_text() == "ran\n"
 
 
-def test_a_call_left_running_by_a_dead_worker_is_failed_not_rerun(alice: Api, workspace: Path) -> None:
+def test_a_call_left_running_by_a_dead_worker_is_failed_not_rerun(
+    alice: Api, workspace: Path
+) -> None:
     session = start_session(alice, workspace)
     done = call(alice, session, "run_command", command="true")
     ghost = subprocess.Popen(["true"])
     ghost.wait()
-    ToolCall.objects.filter(pk=done["id"]).update(status="running", runner=f"ghost-host:{ghost.pid}")
+    ToolCall.objects.filter(pk=done["id"]).update(
+        status="running", runner=f"ghost-host:{ghost.pid}"
+    )
     assert services.tool_call_recover_interrupted(host="ghost-host") == 1
     recovered = alice.get(f"/tool-calls/{done['id']}").json()
     assert recovered["status"] == "failed"
@@ -250,7 +276,9 @@ def test_invalid_tool_arguments_fail_with_the_message(alice: Api, workspace: Pat
     assert "Unknown tool" in unknown["result"]
 
 
-def test_errors_are_json_with_the_right_status(alice: Api, rita: Api, workspace: Path, tmp_path: Path) -> None:
+def test_errors_are_json_with_the_right_status(
+    alice: Api, rita: Api, workspace: Path, tmp_path: Path
+) -> None:
     assert alice.get("/sessions/999").status_code == 404
     assert alice.get("/tool-calls/999").status_code == 404
     assert Client().get("/api/sessions").status_code == 401
@@ -259,18 +287,26 @@ def test_errors_are_json_with_the_right_status(alice: Api, rita: Api, workspace:
     bad = alice.post("/sessions", {"task": "t", "repo": str(not_git)})
     assert bad.status_code == 400
     assert "not a git repository" in bad.json()["detail"]
-    assert alice.post("/sessions", {"task": "t", "repo": str(workspace), "policy": "nope"}).status_code == 400
+    assert (
+        alice.post("/sessions", {"task": "t", "repo": str(workspace), "policy": "nope"}).status_code
+        == 400
+    )
     assert alice.post("/sessions", "{not json").status_code in (400, 422)
     session = start_session(alice, workspace)
     waiting = call(alice, session, "write_file", wait=0, path=".env", content="A=1\n")
     malformed = rita.post(f"/tool-calls/{waiting['id']}/decision", {"decision": "maybe"})
     assert malformed.status_code == 422
-    huge = alice.post(f"/sessions/{session['id']}/tool-calls", {"tool": "write_file", "args": {"path": "x", "content": "x" * (11 * 1024 * 1024)}})
+    huge = alice.post(
+        f"/sessions/{session['id']}/tool-calls",
+        {"tool": "write_file", "args": {"path": "x", "content": "x" * (11 * 1024 * 1024)}},
+    )
     assert huge.status_code == 413
     assert "detail" in huge.json()
 
 
-def test_sessions_are_listed_newest_first_and_filtered(alice: Api, charlie: Api, workspace: Path) -> None:
+def test_sessions_are_listed_newest_first_and_filtered(
+    alice: Api, charlie: Api, workspace: Path
+) -> None:
     first = start_session(alice, workspace)
     second = start_session(alice, workspace)
     alice.post(f"/sessions/{first['id']}/cancel", {})
@@ -290,7 +326,12 @@ def test_cancel_kills_a_running_command(alice: Api, workspace: Path) -> None:
     assert answer.json()["status"] == "cancelled"
     final = wait_final(alice, running["id"])
     assert final["status"] == "cancelled"
-    assert alice.post(f"/sessions/{session['id']}/tool-calls", {"tool": "list_files", "args": {"path": "."}}).status_code == 409
+    assert (
+        alice.post(
+            f"/sessions/{session['id']}/tool-calls", {"tool": "list_files", "args": {"path": "."}}
+        ).status_code
+        == 409
+    )
 
 
 def test_tool_calls_of_a_session_are_listed_in_order(alice: Api, workspace: Path) -> None:
@@ -318,7 +359,9 @@ def test_tool_schemas_in_three_formats(alice: Api, workspace: Path) -> None:
 def test_policy_dry_run_and_detail(alice: Api) -> None:
     detail = alice.get("/policies/default").json()
     assert detail["max_diff_lines"] == 500
-    answer = alice.post("/policies/default/evaluate", {"tool": "run_command", "args": {"command": "curl -s x | sh"}})
+    answer = alice.post(
+        "/policies/default/evaluate", {"tool": "run_command", "args": {"command": "curl -s x | sh"}}
+    )
     assert answer.json()["decision"] == "deny"
     assert alice.get("/policies/none").status_code == 404
     assert not ToolCall.objects.exists()
@@ -331,7 +374,9 @@ def test_redis_down_is_a_503_and_the_call_is_kept(alice: Api, workspace: Path) -
     working = app.conf.broker_url
     use_broker(app, "redis://127.0.0.1:1/0")
     try:
-        answer = alice.post(f"/sessions/{session['id']}/tool-calls", {"tool": "list_files", "args": {"path": "."}})
+        answer = alice.post(
+            f"/sessions/{session['id']}/tool-calls", {"tool": "list_files", "args": {"path": "."}}
+        )
     finally:
         use_broker(app, working)
     assert answer.status_code == 503

@@ -31,7 +31,10 @@ def test_the_migration_creates_the_default_policy() -> None:
 
 def test_evaluate_policy_requires_approval_for_npm_install(workspace: Path) -> None:
     answer = run(
-        "evaluate_policy", "--workspace", str(workspace), "run_command",
+        "evaluate_policy",
+        "--workspace",
+        str(workspace),
+        "run_command",
         '{"command": "npm install lodash"}',
     )
     assert answer["decision"] == "require_approval"
@@ -40,10 +43,16 @@ def test_evaluate_policy_requires_approval_for_npm_install(workspace: Path) -> N
 
 
 def test_evaluate_policy_allows_reads_and_denies_escapes(workspace: Path) -> None:
-    read = run("evaluate_policy", "--workspace", str(workspace), "read_file", '{"path": "README.md"}')
+    read = run(
+        "evaluate_policy", "--workspace", str(workspace), "read_file", '{"path": "README.md"}'
+    )
     assert read["decision"] == "allow"
     escape = run(
-        "evaluate_policy", "--workspace", str(workspace), "read_file", '{"path": "../../etc/passwd"}'
+        "evaluate_policy",
+        "--workspace",
+        str(workspace),
+        "read_file",
+        '{"path": "../../etc/passwd"}',
     )
     assert escape["decision"] == "deny"
     assert "outside the workspace" in str(escape["reason"])
@@ -60,8 +69,13 @@ def test_evaluate_policy_refuses_bad_json_and_unknown_policy(workspace: Path) ->
         call_command("evaluate_policy", "--workspace", str(workspace), "read_file", "{nope")
     with pytest.raises(CommandError, match="no policy named 'strict'"):
         call_command(
-            "evaluate_policy", "--policy", "strict", "--workspace", str(workspace),
-            "read_file", '{"path": "README.md"}',
+            "evaluate_policy",
+            "--policy",
+            "strict",
+            "--workspace",
+            str(workspace),
+            "read_file",
+            '{"path": "README.md"}',
         )
 
 
@@ -79,7 +93,10 @@ def test_call_tool_reads_a_file_with_line_numbers(workspace: Path) -> None:
 
 def test_call_tool_writes_a_file(workspace: Path) -> None:
     answer = run(
-        "call_tool", "--workspace", str(workspace), "write_file",
+        "call_tool",
+        "--workspace",
+        str(workspace),
+        "write_file",
         '{"path": "notes/todo.txt", "content": "one\\ntwo\\n"}',
     )
     assert answer["status"] == "succeeded"
@@ -90,7 +107,10 @@ def test_call_tool_writes_a_file(workspace: Path) -> None:
 def test_call_tool_does_not_run_a_call_that_needs_approval(workspace: Path) -> None:
     before = (workspace / ".env").read_bytes()
     answer = run(
-        "call_tool", "--workspace", str(workspace), "write_file",
+        "call_tool",
+        "--workspace",
+        str(workspace),
+        "write_file",
         '{"path": ".env", "content": "SECRET=leaked\\n"}',
     )
     assert answer["status"] == "awaiting_approval"
@@ -104,7 +124,10 @@ def test_call_tool_does_not_run_a_call_that_needs_approval(workspace: Path) -> N
 
 def test_call_tool_reports_a_denied_command_without_running_it(workspace: Path) -> None:
     answer = run(
-        "call_tool", "--workspace", str(workspace), "run_command",
+        "call_tool",
+        "--workspace",
+        str(workspace),
+        "run_command",
         '{"command": "rm -fr / --no-preserve-root"}',
     )
     assert answer["status"] == "denied"
@@ -114,7 +137,10 @@ def test_call_tool_reports_a_denied_command_without_running_it(workspace: Path) 
 
 def test_call_tool_reports_validation_errors_as_failed(workspace: Path) -> None:
     answer = run(
-        "call_tool", "--workspace", str(workspace), "edit_file",
+        "call_tool",
+        "--workspace",
+        str(workspace),
+        "edit_file",
         '{"path": "README.md", "old_string": "absent text", "new_string": "x"}',
     )
     assert answer["status"] == "failed"
@@ -136,7 +162,12 @@ def test_export_then_import_round_trips_a_policy(tmp_path: Path) -> None:
     exported["name"] = "strict"
     exported["max_diff_lines"] = 100
     exported["rules"] = [
-        {"tool": "run_command", "args": {"command": "make *"}, "decision": "allow", "reason": "builds"}
+        {
+            "tool": "run_command",
+            "args": {"command": "make *"},
+            "decision": "allow",
+            "reason": "builds",
+        }
     ]
     file = tmp_path / "strict.json"
     file.write_text(json.dumps(exported))
@@ -148,8 +179,14 @@ def test_export_then_import_round_trips_a_policy(tmp_path: Path) -> None:
 
 def test_importing_an_existing_name_replaces_it_and_bumps_the_version(tmp_path: Path) -> None:
     file = tmp_path / "p.json"
-    file.write_text(json.dumps({"name": "team", "rules": [
-        {"tool": "read_file", "args": {}, "decision": "deny", "reason": "no"}]}))
+    file.write_text(
+        json.dumps(
+            {
+                "name": "team",
+                "rules": [{"tool": "read_file", "args": {}, "decision": "deny", "reason": "no"}],
+            }
+        )
+    )
     call_command("import_policy", str(file), stdout=StringIO())
     file.write_text(json.dumps({"name": "team", "max_diff_lines": 42}))
     call_command("import_policy", str(file), stdout=StringIO())
@@ -161,10 +198,22 @@ def test_importing_an_existing_name_replaces_it_and_bumps_the_version(tmp_path: 
 
 def test_import_refuses_an_invalid_policy_naming_the_field(tmp_path: Path) -> None:
     file = tmp_path / "bad.json"
-    file.write_text(json.dumps({"name": "bad", "rules": [
-        {"tool": "read_file", "args": {"path": "re:("}, "decision": "allow", "reason": ""},
-        {"tool": "read_file", "args": {}, "decision": "maybe", "reason": ""},
-    ]}))
+    file.write_text(
+        json.dumps(
+            {
+                "name": "bad",
+                "rules": [
+                    {
+                        "tool": "read_file",
+                        "args": {"path": "re:("},
+                        "decision": "allow",
+                        "reason": "",
+                    },
+                    {"tool": "read_file", "args": {}, "decision": "maybe", "reason": ""},
+                ],
+            }
+        )
+    )
     with pytest.raises(CommandError) as error:
         call_command("import_policy", str(file), stdout=StringIO())
     assert "rules[0].args.path" in str(error.value)

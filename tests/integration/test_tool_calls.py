@@ -15,8 +15,11 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def session(workspace: Path) -> AgentSession:
     return AgentSession.objects.create(
-        task="tidy up", repo=str(workspace), workspace=str(workspace),
-        status=AgentSession.Status.RUNNING, policy=Policy.objects.get(name="default"),
+        task="tidy up",
+        repo=str(workspace),
+        workspace=str(workspace),
+        status=AgentSession.Status.RUNNING,
+        policy=Policy.objects.get(name="default"),
     )
 
 

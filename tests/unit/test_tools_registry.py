@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tools_app.tools import REGISTRY, core_tool_schemas, get_tool, validate_args
-from tools_app.tools.base import ToolError
+from tools_app.tools.base import ToolContext, ToolError
 from tools_app.tools.files import ReadFileArgs
 from tools_app.tools.shell import RunCommandArgs
 
@@ -17,10 +19,17 @@ CORE = {
     "search_codebase",
     "list_files",
     "task_done",
+    "git_status",
+    "git_diff",
+    "git_commit",
+    "git_log",
+    "git_branch",
+    "create_pull_request",
+    "spawn_subagent",
 }
 
 
-def test_registry_holds_the_core_file_shell_search_and_completion_tools() -> None:
+def test_registry_holds_every_core_tool_of_the_reference_but_web_fetch() -> None:
     assert set(REGISTRY) == CORE
 
 
@@ -94,13 +103,20 @@ def test_schemas_use_the_reference_parameter_names_with_descriptions() -> None:
         "search_codebase": ({"pattern", "path", "include", "max_results"}, ["pattern"]),
         "list_files": ({"path", "recursive", "pattern"}, ["path"]),
         "task_done": ({"summary", "files_changed"}, ["summary"]),
+        "git_status": (set(), []),
+        "git_diff": ({"staged"}, []),
+        "git_commit": ({"message", "files"}, ["message"]),
+        "git_log": ({"count", "oneline"}, []),
+        "git_branch": ({"action", "name"}, ["action"]),
+        "create_pull_request": ({"title", "body", "base", "draft"}, ["title"]),
+        "spawn_subagent": ({"title", "description", "modelRole"}, ["title", "description"]),
     }
     for name, (props, required) in expected.items():
         schema = schemas[name]["input_schema"]
-        assert set(schema["properties"]) == props, name
+        assert set(schema.get("properties", {})) == props, name
         assert schema.get("required", []) == required, name
         assert schema["additionalProperties"] is False
-        assert all(p.get("description") for p in schema["properties"].values()), name
+        assert all(p.get("description") for p in schema.get("properties", {}).values()), name
         assert schemas[name]["description"]
 
 
@@ -117,4 +133,27 @@ def test_optional_arguments_have_a_plain_type_in_the_schema() -> None:
 
 def test_read_only_tools_are_flagged() -> None:
     read_only = {name for name, spec in REGISTRY.items() if spec.read_only}
-    assert read_only == {"read_file", "search_codebase", "list_files", "task_done"}
+    assert read_only == {
+        "read_file", "search_codebase", "list_files", "task_done",
+        "git_status", "git_diff", "git_log",
+    }  # fmt: skip
+
+
+def test_git_defaults_follow_the_reference() -> None:
+    props = {name: REGISTRY[name].json_schema()["properties"] for name in REGISTRY}
+    assert props["git_diff"]["staged"]["default"] is False
+    assert (props["git_log"]["count"]["default"], props["git_log"]["oneline"]["default"]) == (
+        10, True,
+    )  # fmt: skip
+    assert props["git_branch"]["action"]["enum"] == ["create", "switch", "list"]
+    pr = props["create_pull_request"]
+    assert (pr["body"]["default"], pr["base"]["default"], pr["draft"]["default"]) == (
+        "", "main", False,
+    )  # fmt: skip
+    assert props["spawn_subagent"]["modelRole"]["enum"] == ["fast", "coder", "architect"]
+
+
+def test_spawn_subagent_says_it_needs_a_runtime(tmp_path: Path) -> None:
+    args = validate_args("spawn_subagent", {"title": "t", "description": "d"})
+    with pytest.raises(ToolError, match="needs an agent runtime with a model"):
+        get_tool("spawn_subagent").run(ToolContext(workspace=tmp_path), args)

@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,192 +14,432 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='Policy',
+            name="Policy",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(max_length=100, unique=True)),
-                ('description', models.TextField(blank=True)),
-                ('protected_paths', models.JSONField(blank=True, default=list)),
-                ('blocked_commands', models.JSONField(blank=True, default=list)),
-                ('approval_commands', models.JSONField(blank=True, default=list)),
-                ('max_diff_lines', models.PositiveIntegerField(default=500)),
-                ('require_approval_above', models.PositiveIntegerField(default=200)),
-                ('web_allow_hosts', models.JSONField(blank=True, default=list)),
-                ('command_network', models.BooleanField(default=False, help_text='Give every command the network, not only approved ones.')),
-                ('require_distinct_reviewer', models.BooleanField(default=False, help_text="A session's creator may deny but not approve its calls.")),
-                ('approval_timeout_seconds', models.PositiveIntegerField(default=3600)),
-                ('version', models.PositiveIntegerField(default=1, editable=False)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.SlugField(max_length=100, unique=True)),
+                ("description", models.TextField(blank=True)),
+                ("protected_paths", models.JSONField(blank=True, default=list)),
+                ("blocked_commands", models.JSONField(blank=True, default=list)),
+                ("approval_commands", models.JSONField(blank=True, default=list)),
+                ("max_diff_lines", models.PositiveIntegerField(default=500)),
+                ("require_approval_above", models.PositiveIntegerField(default=200)),
+                ("web_allow_hosts", models.JSONField(blank=True, default=list)),
+                (
+                    "command_network",
+                    models.BooleanField(
+                        default=False,
+                        help_text="Give every command the network, not only approved ones.",
+                    ),
+                ),
+                (
+                    "require_distinct_reviewer",
+                    models.BooleanField(
+                        default=False,
+                        help_text="A session's creator may deny but not approve its calls.",
+                    ),
+                ),
+                ("approval_timeout_seconds", models.PositiveIntegerField(default=3600)),
+                ("version", models.PositiveIntegerField(default=1, editable=False)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'verbose_name_plural': 'policies',
-                'ordering': ['name'],
+                "verbose_name_plural": "policies",
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='AgentSession',
+            name="AgentSession",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('task', models.TextField()),
-                ('repo', models.CharField(max_length=1000)),
-                ('workspace', models.CharField(max_length=1000)),
-                ('kind', models.CharField(choices=[('agent', 'agent session'), ('cli', 'command line call')], default='agent', max_length=10)),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('waiting', 'Waiting'), ('done', 'Done'), ('failed', 'Failed'), ('cancelled', 'Cancelled')], default='queued', max_length=20)),
-                ('model', models.CharField(blank=True, max_length=200)),
-                ('total_changed_lines', models.PositiveIntegerField(default=0)),
-                ('changed_since_approval', models.PositiveIntegerField(default=0)),
-                ('tokens_in', models.PositiveIntegerField(default=0)),
-                ('tokens_out', models.PositiveIntegerField(default=0)),
-                ('summary', models.TextField(blank=True)),
-                ('worker_queue', models.CharField(blank=True, max_length=200)),
-                ('last_event_seq', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('creator', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('parent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='children', to='tools_app.agentsession')),
-                ('policy', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='sessions', to='tools_app.policy')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("task", models.TextField()),
+                ("repo", models.CharField(max_length=1000)),
+                ("workspace", models.CharField(max_length=1000)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("agent", "agent session"), ("cli", "command line call")],
+                        default="agent",
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("waiting", "Waiting"),
+                            ("done", "Done"),
+                            ("failed", "Failed"),
+                            ("cancelled", "Cancelled"),
+                        ],
+                        default="queued",
+                        max_length=20,
+                    ),
+                ),
+                ("model", models.CharField(blank=True, max_length=200)),
+                ("total_changed_lines", models.PositiveIntegerField(default=0)),
+                ("changed_since_approval", models.PositiveIntegerField(default=0)),
+                ("tokens_in", models.PositiveIntegerField(default=0)),
+                ("tokens_out", models.PositiveIntegerField(default=0)),
+                ("summary", models.TextField(blank=True)),
+                ("worker_queue", models.CharField(blank=True, max_length=200)),
+                ("last_event_seq", models.PositiveIntegerField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "creator",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "parent",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="children",
+                        to="tools_app.agentsession",
+                    ),
+                ),
+                (
+                    "policy",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="sessions",
+                        to="tools_app.policy",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-id'],
+                "ordering": ["-id"],
             },
         ),
         migrations.CreateModel(
-            name='ApiToken',
+            name="ApiToken",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('scope', models.CharField(choices=[('agent', 'Agent'), ('review', 'Review')], default='agent', max_length=10)),
-                ('token_hash', models.CharField(max_length=64, unique=True)),
-                ('prefix', models.CharField(max_length=12)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('last_used_at', models.DateTimeField(blank=True, null=True)),
-                ('revoked', models.BooleanField(default=False)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='api_tokens', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "scope",
+                    models.CharField(
+                        choices=[("agent", "Agent"), ("review", "Review")],
+                        default="agent",
+                        max_length=10,
+                    ),
+                ),
+                ("token_hash", models.CharField(max_length=64, unique=True)),
+                ("prefix", models.CharField(max_length=12)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("last_used_at", models.DateTimeField(blank=True, null=True)),
+                ("revoked", models.BooleanField(default=False)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="api_tokens",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='PolicyRule',
+            name="PolicyRule",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveIntegerField(default=0)),
-                ('tool', models.CharField(help_text='A tool name or a glob such as `*`.', max_length=200)),
-                ('args', models.JSONField(blank=True, default=dict, help_text='{"NAME": "glob" or "re:regex"}, all must match.')),
-                ('decision', models.CharField(choices=[('allow', 'Allow'), ('deny', 'Deny'), ('require_approval', 'Require Approval')], max_length=20)),
-                ('reason', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('policy', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='rules', to='tools_app.policy')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("position", models.PositiveIntegerField(default=0)),
+                (
+                    "tool",
+                    models.CharField(
+                        help_text="A tool name or a glob such as `*`.", max_length=200
+                    ),
+                ),
+                (
+                    "args",
+                    models.JSONField(
+                        blank=True,
+                        default=dict,
+                        help_text='{"NAME": "glob" or "re:regex"}, all must match.',
+                    ),
+                ),
+                (
+                    "decision",
+                    models.CharField(
+                        choices=[
+                            ("allow", "Allow"),
+                            ("deny", "Deny"),
+                            ("require_approval", "Require Approval"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("reason", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "policy",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="rules",
+                        to="tools_app.policy",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['policy', 'position', 'id'],
+                "ordering": ["policy", "position", "id"],
             },
         ),
         migrations.CreateModel(
-            name='Skill',
+            name="Skill",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(max_length=100, unique=True)),
-                ('description', models.TextField(blank=True)),
-                ('triggers', models.JSONField(blank=True, default=list)),
-                ('instructions', models.TextField(blank=True)),
-                ('enabled', models.BooleanField(default=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.SlugField(max_length=100, unique=True)),
+                ("description", models.TextField(blank=True)),
+                ("triggers", models.JSONField(blank=True, default=list)),
+                ("instructions", models.TextField(blank=True)),
+                ("enabled", models.BooleanField(default=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='ToolCall',
+            name="ToolCall",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('tool', models.CharField(max_length=200)),
-                ('args', models.JSONField(blank=True, default=dict)),
-                ('args_hash', models.CharField(blank=True, max_length=64)),
-                ('status', models.CharField(choices=[('pending', 'Pending'), ('awaiting_approval', 'Awaiting Approval'), ('approved', 'Approved'), ('denied', 'Denied'), ('running', 'Running'), ('succeeded', 'Succeeded'), ('failed', 'Failed'), ('expired', 'Expired'), ('cancelled', 'Cancelled')], max_length=20)),
-                ('decision', models.CharField(blank=True, max_length=20)),
-                ('reason', models.TextField(blank=True)),
-                ('rule', models.CharField(blank=True, max_length=200)),
-                ('policy_version', models.PositiveIntegerField(blank=True, null=True)),
-                ('preview', models.JSONField(blank=True, null=True)),
-                ('result', models.TextField(blank=True)),
-                ('changed_lines', models.PositiveIntegerField(blank=True, null=True)),
-                ('from_cache', models.BooleanField(default=False)),
-                ('runner', models.CharField(blank=True, max_length=300)),
-                ('process_group', models.IntegerField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('decided_at', models.DateTimeField(blank=True, null=True)),
-                ('expires_at', models.DateTimeField(blank=True, null=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='tool_calls', to='tools_app.agentsession')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("tool", models.CharField(max_length=200)),
+                ("args", models.JSONField(blank=True, default=dict)),
+                ("args_hash", models.CharField(blank=True, max_length=64)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Pending"),
+                            ("awaiting_approval", "Awaiting Approval"),
+                            ("approved", "Approved"),
+                            ("denied", "Denied"),
+                            ("running", "Running"),
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                            ("expired", "Expired"),
+                            ("cancelled", "Cancelled"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("decision", models.CharField(blank=True, max_length=20)),
+                ("reason", models.TextField(blank=True)),
+                ("rule", models.CharField(blank=True, max_length=200)),
+                ("policy_version", models.PositiveIntegerField(blank=True, null=True)),
+                ("preview", models.JSONField(blank=True, null=True)),
+                ("result", models.TextField(blank=True)),
+                ("changed_lines", models.PositiveIntegerField(blank=True, null=True)),
+                ("from_cache", models.BooleanField(default=False)),
+                ("runner", models.CharField(blank=True, max_length=300)),
+                ("process_group", models.IntegerField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("decided_at", models.DateTimeField(blank=True, null=True)),
+                ("expires_at", models.DateTimeField(blank=True, null=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="tool_calls",
+                        to="tools_app.agentsession",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['id'],
-                'permissions': [('decide_toolcall', 'Can approve or deny tool calls')],
+                "ordering": ["id"],
+                "permissions": [("decide_toolcall", "Can approve or deny tool calls")],
             },
         ),
         migrations.CreateModel(
-            name='Decision',
+            name="Decision",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('decision', models.CharField(choices=[('approve', 'Approve'), ('deny', 'Deny')], max_length=10)),
-                ('reason', models.TextField(blank=True)),
-                ('edited_args', models.JSONField(blank=True, null=True)),
-                ('remember', models.BooleanField(default=False)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
-                ('tool_call', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='human', to='tools_app.toolcall')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "decision",
+                    models.CharField(
+                        choices=[("approve", "Approve"), ("deny", "Deny")], max_length=10
+                    ),
+                ),
+                ("reason", models.TextField(blank=True)),
+                ("edited_args", models.JSONField(blank=True, null=True)),
+                ("remember", models.BooleanField(default=False)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "tool_call",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="human",
+                        to="tools_app.toolcall",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='CachedResult',
+            name="CachedResult",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('tool', models.CharField(max_length=200)),
-                ('key', models.CharField(max_length=64)),
-                ('scope', models.CharField(max_length=1000)),
-                ('result', models.TextField()),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='cache', to='tools_app.agentsession')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("tool", models.CharField(max_length=200)),
+                ("key", models.CharField(max_length=64)),
+                ("scope", models.CharField(max_length=1000)),
+                ("result", models.TextField()),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="cache",
+                        to="tools_app.agentsession",
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('session', 'key'), name='cache_entry_per_session_key')],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("session", "key"), name="cache_entry_per_session_key"
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Event',
+            name="Event",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('seq', models.PositiveIntegerField()),
-                ('type', models.CharField(max_length=50)),
-                ('data', models.JSONField(default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='events', to='tools_app.agentsession')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("seq", models.PositiveIntegerField()),
+                ("type", models.CharField(max_length=50)),
+                ("data", models.JSONField(default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="events",
+                        to="tools_app.agentsession",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['session', 'seq'],
-                'constraints': [models.UniqueConstraint(fields=('session', 'seq'), name='event_seq_per_session')],
+                "ordering": ["session", "seq"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("session", "seq"), name="event_seq_per_session")
+                ],
             },
         ),
         migrations.CreateModel(
-            name='SkillTool',
+            name="SkillTool",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100)),
-                ('description', models.TextField(blank=True)),
-                ('input_schema', models.JSONField(blank=True, default=dict)),
-                ('executor', models.JSONField(blank=True, default=dict)),
-                ('skill', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='tools', to='tools_app.skill')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=100)),
+                ("description", models.TextField(blank=True)),
+                ("input_schema", models.JSONField(blank=True, default=dict)),
+                ("executor", models.JSONField(blank=True, default=dict)),
+                (
+                    "skill",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="tools",
+                        to="tools_app.skill",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['skill', 'name'],
-                'constraints': [models.UniqueConstraint(fields=('skill', 'name'), name='skill_tool_name_unique')],
+                "ordering": ["skill", "name"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("skill", "name"), name="skill_tool_name_unique")
+                ],
             },
         ),
         migrations.AddIndex(
-            model_name='toolcall',
-            index=models.Index(fields=['status', 'expires_at'], name='tools_app_t_status_9ca89b_idx'),
+            model_name="toolcall",
+            index=models.Index(
+                fields=["status", "expires_at"], name="tools_app_t_status_9ca89b_idx"
+            ),
         ),
     ]

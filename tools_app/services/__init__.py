@@ -32,11 +32,11 @@ from tools_app.services.sessions import (
 )
 from tools_app.services.tokens import api_token_authenticate, api_token_create
 from tools_app.services.tool_calls import (
+    session_counters,
     tool_call_evaluate,
     tool_call_execute,
     tool_call_receive,
     tool_call_submit,
-    session_counters,
 )
 
 __all__ = [

@@ -35,7 +35,9 @@ def after_success(call: ToolCall, result: str, *, approved_by_human: bool) -> No
     invalidate(call.session_id, engine.invalidation_for(call.tool, call.args, workspace))
     if call.changed_lines and call.tool in engine.FILE_WRITE_TOOLS:
         session_count_lines(
-            session_id=call.session_id, lines=call.changed_lines, approved_by_human=approved_by_human
+            session_id=call.session_id,
+            lines=call.changed_lines,
+            approved_by_human=approved_by_human,
         )
 
 

@@ -54,7 +54,9 @@ def tool_call_decide(
         )  # fmt: skip
         call.refresh_from_db()
         if remember and call.status == Status.APPROVED:
-            policy_rule_remember(policy=call.session.policy, tool=call.tool, args=call.args, user=user)
+            policy_rule_remember(
+                policy=call.session.policy, tool=call.tool, args=call.args, user=user
+            )
         events.tool_call_event(call, f"tool_call.{call.status}")
         session_refresh_status(session_id=call.session_id)
     if call.status == Status.APPROVED:

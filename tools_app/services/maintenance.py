@@ -21,7 +21,15 @@ Status = ToolCall.Status
 ORPHAN_AFTER = timedelta(seconds=30)
 # Calls that give the same result when run twice; anything else is never re-run.
 RERUNNABLE_TOOLS = frozenset(
-    {"read_file", "list_files", "search_codebase", "git_status", "git_diff", "git_log", "write_file"}
+    {
+        "read_file",
+        "list_files",
+        "search_codebase",
+        "git_status",
+        "git_diff",
+        "git_log",
+        "write_file",
+    }
 )
 
 
@@ -58,7 +66,9 @@ def tool_call_requeue_orphans() -> int:
     sent = 0
     try:
         for call in pending.select_related("session"):
-            dispatch.enqueue("tools_app.tasks.evaluate_tool_call", call.pk, queue=call.session.worker_queue)
+            dispatch.enqueue(
+                "tools_app.tasks.evaluate_tool_call", call.pk, queue=call.session.worker_queue
+            )
             sent += 1
         for call in approved.select_related("session"):
             queue = call.session.worker_queue or None
@@ -94,17 +104,22 @@ def _recover(call: ToolCall) -> int:
     else:
         status, result = Status.APPROVED, ""
     with transaction.atomic():
-        moved = ToolCall.objects.filter(pk=call.pk, status=Status.RUNNING, runner=call.runner).update(
-            status=status, result=result, runner="", finished_at=timezone.now() if status == Status.FAILED else None
+        moved = ToolCall.objects.filter(
+            pk=call.pk, status=Status.RUNNING, runner=call.runner
+        ).update(
+            status=status,
+            result=result,
+            runner="",
+            finished_at=timezone.now() if status == Status.FAILED else None,
         )
         if moved:
             call.refresh_from_db()
             events.tool_call_event(call, f"tool_call.{status}")
     if moved and status == Status.APPROVED:
-        dispatch.enqueue("tools_app.tasks.execute_tool_call", call.pk, queue=call.session.worker_queue or None)
+        dispatch.enqueue(
+            "tools_app.tasks.execute_tool_call", call.pk, queue=call.session.worker_queue or None
+        )
     return moved
-
-
 
 
 def _runner_alive(runner: str) -> bool:

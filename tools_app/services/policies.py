@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import glob
+import json
 import logging
+import re
 from typing import Any
 
 from django.db import transaction
@@ -11,7 +12,7 @@ from django.db.models import F, Max
 
 from tools_app import selectors
 from tools_app.models import Policy, PolicyRule
-from tools_app.policy import Decision, PolicyInvalid, PolicySpec, policy_from_dict
+from tools_app.policy import Decision, PolicyInvalid, PolicySpec, exact_pattern, policy_from_dict
 from tools_app.services.errors import ServiceError
 
 logger = logging.getLogger(__name__)
@@ -63,7 +64,9 @@ def policy_bump_version(*, policy: Policy) -> None:
     Policy.objects.filter(pk=policy.pk).update(version=F("version") + 1)
 
 
-def policy_rule_remember(*, policy: Policy, tool: str, args: dict[str, Any], user: Any) -> PolicyRule:
+def policy_rule_remember(
+    *, policy: Policy, tool: str, args: dict[str, Any], user: Any
+) -> PolicyRule:
     """An allow rule for exactly this tool and these arguments ("approve & remember")."""
     patterns = {name: _exact_pattern(value) for name, value in args.items()}
     last = policy.rules.aggregate(last=Max("position"))["last"]
@@ -81,15 +84,18 @@ def policy_rule_remember(*, policy: Policy, tool: str, args: dict[str, Any], use
 
 
 def _exact_pattern(value: Any) -> str:
-    """A glob that matches only `value` (glob.escape turns `*?[` into literal classes)."""
-    text = value if isinstance(value, str) else _json(value)
-    return glob.escape(text)
+    """A pattern matching only `value`, spelled as the policy engine reads arguments."""
+    if isinstance(value, list | tuple):
+        return "re:(" + "|".join(re.escape(_text(item)) for item in value) + ")"
+    return exact_pattern(_text(value))
 
 
-def _json(value: Any) -> str:
-    import json
-
-    return json.dumps(value, sort_keys=True)
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str | int | float):
+        return str(value)
+    return json.dumps(value, sort_keys=True, default=str)
 
 
 def load_policy_or_denial(policy: Policy) -> PolicySpec | Decision:

@@ -70,7 +70,9 @@ def session_prepare(*, session_id: int, queue: str) -> AgentSession:
         )
         session.refresh_from_db()
         events.event_append(session_id=session.pk, type="session.running", data=_payload(session))
-    for call_id in session.tool_calls.filter(status=ToolCall.Status.PENDING).values_list("pk", flat=True):
+    for call_id in session.tool_calls.filter(status=ToolCall.Status.PENDING).values_list(
+        "pk", flat=True
+    ):
         dispatch.enqueue("tools_app.tasks.evaluate_tool_call", call_id, queue=queue)
     return session
 
@@ -119,7 +121,9 @@ def session_finish(*, session_id: int, status: str, summary: str = "") -> AgentS
         AgentSession.objects.filter(pk=session_id).exclude(
             status__in=[SessionStatus.DONE, SessionStatus.FAILED, SessionStatus.CANCELLED]
         ).update(status=status, summary=summary, finished_at=timezone.now())
-        events.event_append(session_id=session_id, type=f"session.{status}", data={"summary": summary})
+        events.event_append(
+            session_id=session_id, type=f"session.{status}", data={"summary": summary}
+        )
     return AgentSession.objects.get(pk=session_id)
 
 
@@ -128,12 +132,20 @@ def session_cancel(*, session: AgentSession) -> AgentSession:
     now = timezone.now()
     with transaction.atomic():
         calls = ToolCall.objects.filter(session=session, status__in=OPEN_CALL_STATUSES)
-        groups = list(calls.filter(status=ToolCall.Status.RUNNING).values_list("process_group", flat=True))
-        calls.update(status=ToolCall.Status.CANCELLED, finished_at=now, result="Cancelled with the session.")
-        session = session_finish(session_id=session.pk, status=SessionStatus.CANCELLED, summary="cancelled")
+        groups = list(
+            calls.filter(status=ToolCall.Status.RUNNING).values_list("process_group", flat=True)
+        )
+        calls.update(
+            status=ToolCall.Status.CANCELLED, finished_at=now, result="Cancelled with the session."
+        )
+        session = session_finish(
+            session_id=session.pk, status=SessionStatus.CANCELLED, summary="cancelled"
+        )
     groups = [group for group in groups if group]
     if groups:
-        dispatch.enqueue("tools_app.tasks.kill_processes", groups, queue=session.worker_queue or None)
+        dispatch.enqueue(
+            "tools_app.tasks.kill_processes", groups, queue=session.worker_queue or None
+        )
     return session
 
 

@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any
 
 import git as gitpython
-from gitdb import GitDB
 
 # The module, not its names: sandbox imports tools.base, which loads this package.
 from tools_app import sandbox
@@ -223,9 +222,9 @@ class HardenedGit(gitpython.Git):
     `update_environment` is not used because Repo() fills it from inherited GIT_* variables.
     """
 
-    def __init__(self, workspace: Path) -> None:
+    def __init__(self, workspace: str | Path) -> None:
         super().__init__(workspace)
-        self.workspace = workspace
+        self.workspace = Path(workspace)
         self.config: list[tuple[str, str]] = []
         self.extra_env: dict[str, str] = {}
         self.timeout = GIT_TIMEOUT
@@ -241,12 +240,13 @@ class HardenedGit(gitpython.Git):
 
 
 class HardenedRepo(gitpython.Repo):
-    """A `git.Repo` whose objects are read in-process and whose commands are hardened."""
+    """A `git.Repo` whose commands are hardened. Only refs are read through it (in-process);
+    its object database is never used, so its `cat-file` processes never start."""
 
     GitCommandWrapperType = HardenedGit  # type: ignore[assignment]
 
     def __init__(self, workspace: Path) -> None:
-        super().__init__(workspace, odbt=GitDB)
+        super().__init__(workspace)
         # Repo.__init__ may take its working tree from core.worktree or GIT_WORK_TREE;
         # commands run in the workspace itself.
         self.hardened_git = HardenedGit(workspace)

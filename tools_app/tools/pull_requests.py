@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import os
 import re
+import shlex
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,6 +34,11 @@ from tools_app.tools.forge import ForgeSettings, GitHubRepo, Proposal, PullReque
 PUSH_TIMEOUT = 300.0
 # Transports a push may use: no `ext::`/`fd::` helpers, no git:// (core.gitProxy).
 PUSH_PROTOCOLS = "file:http:https:ssh"
+# A local origin's receive-pack: no alternates command, no push-to-checkout.
+RECEIVE_HARDENING = (
+    "-c", "core.alternateRefsCommand=true",
+    "-c", "receive.denyCurrentBranch=refuse",
+)  # fmt: skip
 _HELPER_URL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9+.-]*::")
 _USERINFO = re.compile(r"(?<=://)[^/@]*@")
 
@@ -251,7 +257,7 @@ def push_branch(workspace: Path, branch: str, settings: ForgeSettings, origin: s
     refspec = f"refs/heads/{branch}:refs/heads/{branch}"
     try:
         repo.git.push(
-            "--porcelain", "--no-recurse-submodules", "--receive-pack=git-receive-pack",
+            "--porcelain", "--no-recurse-submodules", f"--receive-pack={_receive_pack(url)}",
             "--", url, refspec,
         )  # fmt: skip
     except gitpython.GitCommandError as error:
@@ -260,6 +266,15 @@ def push_branch(workspace: Path, branch: str, settings: ForgeSettings, origin: s
             f"Pushing {branch} to origin failed: {message}. Nothing was opened; fix the "
             "cause (e.g. fetch and rebase if origin moved on) and try again."
         ) from None
+
+
+def _receive_pack(url: str) -> str:
+    """The receive-pack command. For a local origin it runs here, with the origin's config
+    and hooks, and git clears GIT_CONFIG_PARAMETERS for it: so the hardening goes on its
+    command line. A server (ssh) expects the plain name."""
+    if not (forge.is_local_path(url) or url.startswith("file://")):
+        return "git-receive-pack"
+    return shlex.join(["git", *git.HARDENING, *RECEIVE_HARDENING, "receive-pack"])
 
 
 def _push_url(workspace: Path) -> str:

@@ -12,7 +12,9 @@ from tools_app.models import ApiToken
 
 
 class Command(BaseCommand):
-    help = "Create an API token: `agent` (sessions and tool calls) or `review` (all the user may do)."
+    help = (
+        "Create an API token: `agent` (sessions and tool calls) or `review` (all the user may do)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("username")

@@ -13,7 +13,7 @@ from tools_app.management.commands._common import (
     load_json_argument,
     print_json_line,
 )
-from tools_app.policy import SessionCounters
+from tools_app.policy import Decision, SessionCounters
 from tools_app.services import load_policy_or_denial
 
 
@@ -30,8 +30,10 @@ class Command(BaseCommand):
         tool_args = load_json_argument(options["args_json"], name="ARGS_JSON")
         workspace = existing_directory(options["workspace"])
         spec = load_policy_or_denial(existing_policy(options["policy"]))
-        if isinstance(spec, engine.Decision):
+        if isinstance(spec, Decision):
             decision = spec
         else:
-            decision = engine.dry_run(spec, options["tool"], tool_args, workspace, SessionCounters())
+            decision = engine.dry_run(
+                spec, options["tool"], tool_args, workspace, SessionCounters()
+            )
         print_json_line(self, decision.as_dict())

@@ -19,4 +19,6 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         policy = existing_policy(options["name"])
-        self.stdout.write(json.dumps(selectors.policy_as_dict(policy), indent=2, ensure_ascii=False))
+        self.stdout.write(
+            json.dumps(selectors.policy_as_dict(policy), indent=2, ensure_ascii=False)
+        )

@@ -4,6 +4,7 @@ Ctrl-C stops everything it started."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import signal
@@ -84,7 +85,9 @@ class Command(BaseCommand):
     def _start_daphne(self, port: int) -> Child:
         command = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
         return subprocess.Popen(
-            [*command, "agentweb.asgi:application"], stdin=subprocess.DEVNULL, start_new_session=True
+            [*command, "agentweb.asgi:application"],
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
         )
 
     def _announce(self, port: int) -> None:
@@ -93,10 +96,11 @@ class Command(BaseCommand):
         self.stdout.write(f"API: http://127.0.0.1:{port}/api/docs")
 
     def _wait(self, children: list[Child]) -> None:
+        """Until Ctrl-C, or until one child dies: then stop the rest too."""
         while True:
             for child in children:
                 if child.poll() is not None:
-                    self.stderr.write(f"{child.args[2:4]} exited with code {child.returncode}")
+                    self.stderr.write(f"process {child.pid} exited with code {child.returncode}")
                     return
             time.sleep(0.5)
 
@@ -122,7 +126,5 @@ def _signal_group(child: Child, signum: int) -> None:
     try:
         os.killpg(child.pid, signum)
     except (ProcessLookupError, PermissionError):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             child.send_signal(signum)
-        except ProcessLookupError:
-            pass

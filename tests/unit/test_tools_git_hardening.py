@@ -1,0 +1,189 @@
+"""A hostile repository: its config names hooks, an fsmonitor, a pager, an external diff,
+a textconv driver, clean/smudge/process filters, ssh and credential programs and a
+receive-pack command. No git tool may run any of them, and results stay correct."""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.unit.conftest_tools import call, git, git_repo
+from tools_app.tools.base import ToolContext
+from tools_app.tools.forge import ForgeSettings, PullRequestRef
+from tools_app.tools.git import commit_preview, run_git
+from tools_app.tools.pull_requests import CreatePullRequestArgs, pull_request_preview
+
+HOOKS = (
+    "pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "pre-push",
+    "post-checkout", "reference-transaction", "pre-auto-gc", "post-index-change",
+    "pre-receive", "update", "post-receive", "post-update",
+)  # fmt: skip
+
+
+@dataclass
+class Hostile:
+    ws: Path
+    marks: Path
+    origin: Path
+
+    def ran(self) -> list[str]:
+        return sorted(p.name for p in self.marks.iterdir())
+
+
+class MemoryStore:
+    """The LocalPullRequestStore protocol, in memory."""
+
+    def __init__(self) -> None:
+        self.created: list[dict[str, object]] = []
+
+    def find(self, repo_key: str, head: str) -> PullRequestRef | None:
+        for number, pr in enumerate(self.created, start=1):
+            if pr["repo_key"] == repo_key and pr["head"] == head:
+                return PullRequestRef(f"http://agentweb.test/prs/{number}", number)
+        return None
+
+    def create(self, **fields: object) -> PullRequestRef:
+        self.created.append(fields)
+        number = len(self.created)
+        return PullRequestRef(f"http://agentweb.test/prs/{number}", number)
+
+
+def _script(tmp_path: Path, marks: Path, name: str, tail: str = "cat") -> str:
+    path = tmp_path / "bin" / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(f'#!/bin/sh\ntouch "{marks}/{name}"\n{tail}\n')
+    path.chmod(0o755)
+    return str(path)
+
+
+@pytest.fixture
+def hostile(tmp_path: Path) -> Hostile:
+    ws = git_repo(tmp_path)
+    (ws / ".gitattributes").write_text("*.txt filter=evil diff=tc\n*.dat filter=proc\n")
+    (ws / "notes.txt").write_text("one\n")
+    git(ws, "add", ".")
+    git(ws, "commit", "-q", "-m", "attributes")
+    origin = tmp_path / "origin.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(origin)], check=True)
+    git(ws, "remote", "add", "origin", str(origin))
+    git(ws, "push", "-q", "origin", "main")
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    _arm(tmp_path, ws, origin, marks)
+    return Hostile(ws, marks, origin)
+
+
+def _arm(tmp_path: Path, ws: Path, origin: Path, marks: Path) -> None:
+    """Point every command-running setting of both repositories at a marker script."""
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    for hook in HOOKS:
+        (hooks / hook).write_text(f'#!/bin/sh\ntouch "{marks}/hook-{hook}"\n')
+        (hooks / hook).chmod(0o755)
+        (origin / "hooks" / hook).write_text(f'#!/bin/sh\ntouch "{marks}/origin-{hook}"\n')
+        (origin / "hooks" / hook).chmod(0o755)
+    s = lambda name, tail="cat": _script(tmp_path, marks, name, tail)  # noqa: E731
+    settings = {
+        "core.hooksPath": str(hooks),
+        "core.fsmonitor": s("fsmonitor", "exit 1"),
+        "core.pager": s("pager"),
+        "core.sshCommand": s("ssh"),
+        "core.askPass": s("askpass", "echo secret"),
+        "credential.helper": s("credential"),
+        "diff.external": s("external-diff"),
+        "diff.tc.textconv": s("textconv"),
+        "diff.tc.command": s("diff-driver"),
+        "filter.evil.clean": s("clean"),
+        "filter.evil.smudge": s("smudge"),
+        "filter.evil.required": "true",
+        "filter.proc.process": s("process", "exit 1"),
+        "log.showSignature": "true",
+        "gpg.program": s("gpg"),
+        "commit.gpgSign": "true",
+        "remote.origin.receivepack": s("receive-pack", 'exec git-receive-pack "$@"'),
+        "include.path": str(tmp_path / "included.config"),
+    }
+    for key, value in settings.items():
+        git(ws, "config", key, value)
+    # A filter defined in an included file is neutralised too.
+    (tmp_path / "included.config").write_text(f'[filter "inc"]\n\tclean = {s("inc-clean")}\n')
+    (ws / ".gitattributes").write_text(
+        "*.txt filter=evil diff=tc\n*.dat filter=proc\n*.inc filter=inc\n"
+    )
+
+
+def test_read_tools_run_nothing_and_stay_correct(hostile: Hostile) -> None:
+    ws = hostile.ws
+    ctx = ToolContext(workspace=ws)
+    (ws / "notes.txt").write_text("one\ntwo\n")
+    (ws / "data.dat").write_text("d\n")
+    (ws / "x.inc").write_text("i\n")
+    assert call(ctx, "git_status", {}) == " M .gitattributes\n M notes.txt\n?? data.dat\n?? x.inc\n"
+    diff = call(ctx, "git_diff", {})
+    assert "--- a/notes.txt\n+++ b/notes.txt" in diff and "+two" in diff
+    assert call(ctx, "git_diff", {"staged": True}) == "No staged changes."
+    assert call(ctx, "git_log", {}).splitlines()[0].endswith(" attributes")
+    assert "Author: T <t@example.com>" in call(ctx, "git_log", {"oneline": False})
+    preview = commit_preview(ws, None)
+    assert preview.files == [".gitattributes", "data.dat", "notes.txt", "x.inc"]
+    assert hostile.ran() == []
+
+
+def test_writing_tools_run_nothing_and_stay_correct(hostile: Hostile) -> None:
+    ws = hostile.ws
+    ctx = ToolContext(workspace=ws, session_id=3)
+    assert call(ctx, "git_branch", {"action": "create", "name": "feat"}).startswith("Created")
+    (ws / "notes.txt").write_text("one\ntwo\n")
+    (ws / "data.dat").write_text("d\n")
+    (ws / "x.inc").write_text("i\n")
+    out = call(ctx, "git_commit", {"message": "Change notes"})
+    assert "4 files changed" in out
+    assert run_git(ws, ["show", "HEAD:notes.txt"]) == "one\ntwo\n"
+    assert call(ctx, "git_branch", {"action": "switch", "name": "main"}).startswith("Switched")
+    assert (ws / "notes.txt").read_text() == "one\n"
+    assert call(ctx, "git_branch", {"action": "list"}) == "  feat\n* main\n"
+    call(ctx, "git_branch", {"action": "switch", "name": "feat"})
+    assert hostile.ran() == []
+
+
+def test_pull_request_preview_and_push_run_nothing(hostile: Hostile) -> None:
+    ws = hostile.ws
+    store = MemoryStore()
+    ctx = ToolContext(workspace=ws, forge=ForgeSettings(local_pull_requests=store))
+    call(ctx, "git_branch", {"action": "create", "name": "feat"})
+    (ws / "notes.txt").write_text("one\ntwo\n")
+    call(ctx, "git_commit", {"message": "Change notes"})
+    preview = pull_request_preview(ctx, CreatePullRequestArgs(title="Notes"))
+    assert "+two" in preview["diff"] and preview["commits"][0]["subject"] == "Change notes"
+    out = call(ctx, "create_pull_request", {"title": "Notes"})
+    assert out == "Pull request #1: http://agentweb.test/prs/1"
+    pushed = subprocess.run(
+        ["git", "--git-dir", str(hostile.origin), "rev-parse", "feat"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert pushed == run_git(ws, ["rev-parse", "HEAD"])
+    assert hostile.ran() == []
+
+
+def test_inherited_git_environment_is_ignored(
+    hostile: Hostile, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in {
+        "GIT_DIR": str(tmp_path / "elsewhere"),
+        "GIT_WORK_TREE": str(tmp_path),
+        "GIT_INDEX_FILE": str(tmp_path / "other-index"),
+        "GIT_EXTERNAL_DIFF": str(tmp_path / "bin" / "external-diff"),
+        "GIT_CONFIG_PARAMETERS": "'core.hookspath'='/nonexistent'",
+        "GIT_SSH_COMMAND": str(tmp_path / "bin" / "ssh"),
+        "GIT_PAGER": str(tmp_path / "bin" / "pager"),
+    }.items():
+        monkeypatch.setenv(name, value)
+    ws = hostile.ws
+    (ws / "notes.txt").write_text("changed\n")
+    ctx = ToolContext(workspace=ws)
+    assert "+changed" in call(ctx, "git_diff", {})
+    call(ctx, "git_commit", {"message": "m", "files": ["notes.txt"]})
+    assert hostile.ran() == []
