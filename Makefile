@@ -4,6 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PORT ?= 8000
+# The integration tests run a second time on PostgreSQL when it answers here.
+PG_URL ?= postgres://postgres@127.0.0.1:5432/test
 
 .PHONY: run test lint unit install system-deps format bench clean
 
@@ -36,6 +38,12 @@ lint: install
 
 test: install system-deps lint
 	$(BIN)/python -m pytest
+	@if $(BIN)/python -c "import psycopg; psycopg.connect('$(PG_URL)', connect_timeout=3).close()" 2>/dev/null; then \
+		echo "PostgreSQL answers at $(PG_URL): the integration tests again, on it"; \
+		DATABASE_URL=$(PG_URL) $(BIN)/python -m pytest tests/integration; \
+	else \
+		echo "PostgreSQL does not answer at $(PG_URL): the PostgreSQL run is skipped"; \
+	fi
 
 format: install
 	$(BIN)/ruff check --fix .

@@ -3,7 +3,9 @@ gh CLI and local providers. GitHub is a small API-compatible server on 127.0.0.1
 
 from __future__ import annotations
 
+import base64
 import json
+import os
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -19,7 +21,11 @@ from tests.unit.conftest_tools import call, git, git_repo
 from tests.unit.test_tools_git_hardening import MemoryStore
 from tools_app.tools.base import ToolContext, ToolError
 from tools_app.tools.forge import ForgeSettings, github_repo
-from tools_app.tools.pull_requests import CreatePullRequestArgs, pull_request_preview
+from tools_app.tools.pull_requests import (
+    CreatePullRequestArgs,
+    _auth_config,
+    pull_request_preview,
+)
 
 TOKEN = "ghp_secret_token_123"
 GITHUB_URL = "https://github.com/o/r.git"
@@ -178,7 +184,7 @@ def test_refuses_on_the_base_branch(tmp_path: Path) -> None:
 def test_refuses_when_nothing_differs(tmp_path: Path) -> None:
     ws = git_repo(tmp_path)
     git(ws, "switch", "-q", "-c", "empty")
-    with pytest.raises(ToolError, match="no commits that are not in 'main'.*git_commit"):
+    with pytest.raises(ToolError, match=r"no commits that are not in 'main'.*git_commit"):
         preview(ToolContext(workspace=ws))
 
 
@@ -227,7 +233,7 @@ def test_local_origin_pushes_and_records_in_agentweb(tmp_path: Path) -> None:
     assert (created["title"], created["body"], created["base"], created["head"]) == (
         "Feature", "B", "main", "feat",
     )  # fmt: skip
-    assert [c["subject"] for c in created["commits"]] == ["Add feature.py"]  # type: ignore[attr-defined]
+    assert [c["subject"] for c in created["commits"]] == ["Add feature.py"]
     assert "+print('hi')" in str(created["diff"])
 
 
@@ -284,7 +290,7 @@ def test_a_rejected_push_is_reported_and_nothing_is_opened(tmp_path: Path) -> No
     git(other, "push", "-q", "origin", "feat")
     store = MemoryStore()
     ctx = ToolContext(workspace=ws, forge=ForgeSettings(local_pull_requests=store))
-    with pytest.raises(ToolError, match="Pushing feat to origin failed: .*rejected"):
+    with pytest.raises(ToolError, match=r"Pushing feat to origin failed: .*rejected"):
         call(ctx, "create_pull_request", {"title": "Feature"})
     assert store.created == []
 
@@ -409,7 +415,7 @@ def test_gh_cli_is_used_without_a_token(tmp_path: Path, monkeypatch: pytest.Monk
         'case "$2" in list) echo "[]";; create) echo "https://github.com/o/r/pull/9";; esac\n'
     )
     (bin_dir / "gh").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}:{__import__('os').environ['PATH']}")
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     ctx = ToolContext(workspace=ws, forge=ForgeSettings())
     assert preview(ctx)["provider"] == "gh"
     out = call(ctx, "create_pull_request", {"title": "Feature", "draft": True})
@@ -418,3 +424,13 @@ def test_gh_cli_is_used_without_a_token(tmp_path: Path, monkeypatch: pytest.Monk
     assert listed.startswith("pr list --repo github.com/o/r --head feat --state open")
     assert created.startswith("pr create --repo github.com/o/r --head feat --base main")
     assert created.endswith("--draft")
+
+
+def test_a_github_https_push_authenticates_with_a_header_from_the_environment() -> None:
+    """The token goes into http.extraHeader through GIT_CONFIG_* variables, not argv."""
+    settings = ForgeSettings(github_token=TOKEN)
+    pairs = _auth_config(GITHUB_URL, GITHUB_URL, settings)
+    basic = base64.b64encode(f"x-access-token:{TOKEN}".encode()).decode()
+    assert pairs == [("http.https://github.com/.extraHeader", f"Authorization: Basic {basic}")]
+    assert _auth_config("/srv/origin.git", GITHUB_URL, settings) == []
+    assert _auth_config(GITHUB_URL, GITHUB_URL, ForgeSettings()) == []

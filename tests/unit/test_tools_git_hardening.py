@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,7 +38,7 @@ class MemoryStore:
     """The LocalPullRequestStore protocol, in memory."""
 
     def __init__(self) -> None:
-        self.created: list[dict[str, object]] = []
+        self.created: list[dict[str, Any]] = []
 
     def find(self, repo_key: str, head: str) -> PullRequestRef | None:
         for number, pr in enumerate(self.created, start=1):
@@ -45,8 +46,21 @@ class MemoryStore:
                 return PullRequestRef(f"http://agentweb.test/prs/{number}", number)
         return None
 
-    def create(self, **fields: object) -> PullRequestRef:
-        self.created.append(fields)
+    def create(
+        self,
+        repo_key: str,
+        title: str,
+        body: str,
+        base: str,
+        head: str,
+        draft: bool,
+        commits: list[dict[str, str]],
+        diff: str,
+    ) -> PullRequestRef:
+        self.created.append(
+            {"repo_key": repo_key, "title": title, "body": body, "base": base, "head": head,
+             "draft": draft, "commits": commits, "diff": diff}
+        )  # fmt: skip
         number = len(self.created)
         return PullRequestRef(f"http://agentweb.test/prs/{number}", number)
 
@@ -85,7 +99,10 @@ def _arm(tmp_path: Path, ws: Path, origin: Path, marks: Path) -> None:
         (hooks / hook).chmod(0o755)
         (origin / "hooks" / hook).write_text(f'#!/bin/sh\ntouch "{marks}/origin-{hook}"\n')
         (origin / "hooks" / hook).chmod(0o755)
-    s = lambda name, tail="cat": _script(tmp_path, marks, name, tail)  # noqa: E731
+
+    def s(name: str, tail: str = "cat") -> str:
+        return _script(tmp_path, marks, name, tail)
+
     settings = {
         "core.hooksPath": str(hooks),
         "core.fsmonitor": s("fsmonitor", "exit 1"),
@@ -187,3 +204,16 @@ def test_inherited_git_environment_is_ignored(
     assert "+changed" in call(ctx, "git_diff", {})
     call(ctx, "git_commit", {"message": "m", "files": ["notes.txt"]})
     assert hostile.ran() == []
+
+
+def test_a_filter_whose_name_has_an_equals_sign_is_neutralised(tmp_path: Path) -> None:
+    """Overrides travel as GIT_CONFIG_KEY/VALUE pairs, which a `-c` option could not carry."""
+    ws = git_repo(tmp_path)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    git(ws, "config", "filter.a=b.clean", _script(tmp_path, marks, "odd-clean"))
+    (ws / ".gitattributes").write_text("*.txt filter=a=b\n")
+    (ws / "x.txt").write_text("x\n")
+    call(ToolContext(workspace=ws), "git_commit", {"message": "m"})
+    assert run_git(ws, ["show", "HEAD:x.txt"]) == "x\n"
+    assert list(marks.iterdir()) == []

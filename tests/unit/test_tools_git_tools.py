@@ -42,7 +42,7 @@ def test_status_refuses_arguments(tmp_path: Path) -> None:
 
 def test_a_workspace_without_git_says_how_to_make_one(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
-    with pytest.raises(ToolError, match="not a git repository.*git init"):
+    with pytest.raises(ToolError, match=r"not a git repository.*git init"):
         call(ctx_for(ws), "git_status", {})
 
 

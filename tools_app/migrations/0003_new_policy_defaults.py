@@ -5,20 +5,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('tools_app', '0002_default_policy'),
+        ("tools_app", "0002_default_policy"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='policy',
-            name='blocked_commands',
+            model_name="policy",
+            name="blocked_commands",
             field=models.JSONField(blank=True, default=tools_app.models.default_blocked_commands),
         ),
         migrations.AlterField(
-            model_name='policy',
-            name='protected_paths',
+            model_name="policy",
+            name="protected_paths",
             field=models.JSONField(blank=True, default=tools_app.models.default_protected_paths),
         ),
     ]
