@@ -166,6 +166,7 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = AGENTWEB_VAR / "static"
 LOGIN_URL = "/admin/login/"
+LOGIN_REDIRECT_URL = "/approvals/"
 
 # Redis: REDIS_URL, else the embedded server that `manage.py up` starts on a unix socket.
 REDIS_SOCKET = AGENTWEB_VAR / "redis.sock"
@@ -231,3 +232,9 @@ CHANNEL_LAYERS: dict[str, Any] = {
 # Commits made by agents carry this identity, never the server user's git config.
 AGENTWEB_GIT_AUTHOR_NAME = os.environ.get("AGENTWEB_GIT_AUTHOR_NAME", "agentweb")
 AGENTWEB_GIT_AUTHOR_EMAIL = os.environ.get("AGENTWEB_GIT_AUTHOR_EMAIL", "agentweb@localhost")
+
+# Where people reach agentweb: links in pull requests recorded by agentweb itself.
+AGENTWEB_BASE_URL = os.environ.get("AGENTWEB_BASE_URL", "http://127.0.0.1:8000")
+# create_pull_request on GitHub (or GitHub Enterprise with its API URL).
+GITHUB_TOKEN = os.environ.get("GITHUB_TOKEN", "")
+GITHUB_API_URL = os.environ.get("GITHUB_API_URL", "https://api.github.com")

@@ -1,13 +1,14 @@
-"""URL routes: admin and the REST API (the dashboard pages come with their own views)."""
+"""URL routes: admin, the REST API and the pages."""
 
 from __future__ import annotations
 
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 
 from tools_app.api import api
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", api.urls),
+    path("", include("tools_app.urls")),
 ]

@@ -61,7 +61,7 @@ def fmt(value: Any) -> str:
         if value >= 10:
             return f"{value:.1f}"
         return f"{value:.2f}"
-    return str(value)
+    return str(value).replace("|", "\\|")
 
 
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

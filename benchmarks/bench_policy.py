@@ -21,11 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import _common  # noqa: F401 - puts the project root on sys.path
-
 from _common import emit, markdown_table, parser, summary
 
-from tools_app.policy import DEFAULT_POLICY, CallFacts, SessionCounters, evaluate
-from tools_app.policy import policy_from_dict
+from tools_app.policy import DEFAULT_POLICY, CallFacts, SessionCounters, evaluate, policy_from_dict
 from tools_app.policy.commands import _analyse
 from tools_app.policy.types import PolicySpec
 
@@ -70,9 +68,7 @@ def many_rules(count: int = 500) -> list[dict[str, Any]]:
         lambda i: {"tool": "run_command", "args": {"command": f"*--profile=prod-{i}*"},
                    "decision": "require_approval"},
     ]  # fmt: skip
-    return [
-        {**shapes[i % len(shapes)](i), "reason": f"benchmark rule {i}"} for i in range(count)
-    ]
+    return [{**shapes[i % len(shapes)](i), "reason": f"benchmark rule {i}"} for i in range(count)]
 
 
 def make_workspace(root: Path) -> Path:

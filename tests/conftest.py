@@ -95,8 +95,8 @@ class Worker:
     def start(self) -> None:
         command = [
             sys.executable, "-m", "celery", "-A", "agentweb", "worker",
-            "--pool", "threads", "--concurrency", "4", "--queues", self.queues, "--loglevel", "INFO", "--without-heartbeat",
-            "--without-mingle", "--without-gossip",
+            "--pool", "threads", "--concurrency", "4", "--queues", self.queues,
+            "--loglevel", "INFO", "--without-heartbeat", "--without-mingle", "--without-gossip",
         ]  # fmt: skip
         handle = self.log.open("ab")
         self.process = subprocess.Popen(

@@ -10,7 +10,7 @@ import hashlib
 import json
 import logging
 import posixpath
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,8 @@ from tools_app.policy import (
     evaluate,
 )
 from tools_app.tools import files, get_tool, git, validate_args
-from tools_app.tools.base import SandboxOptions, ToolContext, ToolError
+from tools_app.tools.base import ToolArgs, ToolContext, ToolError
+from tools_app.tools.pull_requests import CreatePullRequestArgs, pull_request_preview
 
 logger = logging.getLogger(__name__)
 
@@ -89,15 +90,22 @@ def args_hash(tool: str, args: Mapping[str, Any]) -> str:
 
 
 def prepare(
-    policy: PolicySpec, tool: str, raw_args: object, workspace: Path, counters: SessionCounters
+    policy: PolicySpec,
+    tool: str,
+    raw_args: object,
+    context: ToolContext | Path,
+    counters: SessionCounters,
 ) -> Prepared:
     """Validate the arguments, compute what the call would change, and ask the policy."""
+    context = context if isinstance(context, ToolContext) else ToolContext(workspace=context)
+    workspace = context.workspace
     try:
-        args = validate_args(tool, raw_args).model_dump(exclude_none=True)
+        validated = validate_args(tool, raw_args)
+        args = validated.model_dump(exclude_none=True)
     except ToolError as exc:
         return Prepared(status="failed", args=_as_dict(raw_args), error=str(exc))
     try:
-        plan = _plan(tool, args, workspace)
+        plan = _plan(tool, validated, args, context)
     except sandbox.PathOutsideWorkspace:
         plan = _Plan()  # the policy's invariant check denies it with its own reason
     except ToolError as exc:
@@ -114,10 +122,13 @@ def prepare(
     )
 
 
-def _plan(tool: str, args: dict[str, Any], workspace: Path) -> _Plan:
+def _plan(tool: str, validated: ToolArgs, args: dict[str, Any], context: ToolContext) -> _Plan:
     """The preview a reviewer would see and the lines the call would change."""
+    workspace = context.workspace
+    if tool == "create_pull_request" and isinstance(validated, CreatePullRequestArgs):
+        return _Plan(preview=pull_request_preview(context, validated))
     if tool in FILE_WRITE_TOOLS:
-        change = files.plan_file_change(ToolContext(workspace=workspace), tool, args)
+        change = files.plan_file_change(context, tool, args)
         preview = {"path": change.path, "diff": change.diff, "changed_lines": change.changed_lines}
         return _Plan(preview=preview, changed_lines=change.changed_lines)
     if tool == "run_command":
@@ -142,16 +153,9 @@ def _plan(tool: str, args: dict[str, Any], workspace: Path) -> _Plan:
     return _Plan()
 
 
-def execute(
-    tool: str,
-    args: Mapping[str, Any],
-    workspace: Path,
-    options: SandboxOptions,
-    on_process_start: Callable[[int], None] | None = None,
-) -> Outcome:
+def execute(tool: str, args: Mapping[str, Any], context: ToolContext) -> Outcome:
     """Run a validated, allowed call. Tool errors are results the agent reads."""
     spec = get_tool(tool)
-    context = ToolContext(workspace=workspace, sandbox=options, on_process_start=on_process_start)
     try:
         result = spec.run(context, spec.args_model.model_validate(dict(args)))
     except ToolError as exc:

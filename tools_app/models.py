@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from django.conf import settings
 from django.db import models
 
@@ -173,6 +175,10 @@ class ToolCall(models.Model):
     def is_final(self) -> bool:
         return self.status in self.FINAL_STATUSES
 
+    @property
+    def args_json(self) -> str:
+        return json.dumps(self.args, indent=2, ensure_ascii=False)
+
 
 class Decision(models.Model):
     """A person's decision on a tool call awaiting approval: who, what, why, when."""
@@ -295,3 +301,28 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.scope}) for {self.user}"
+
+
+class PullRequest(models.Model):
+    """A pull request recorded in agentweb itself, for a repository with no forge."""
+
+    repo_key = models.CharField(max_length=1000)
+    number = models.PositiveIntegerField()
+    title = models.CharField(max_length=500)
+    body = models.TextField(blank=True)
+    base = models.CharField(max_length=255)
+    head = models.CharField(max_length=255)
+    draft = models.BooleanField(default=False)
+    commits = models.JSONField(default=list)
+    diff = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["repo_key", "number"], name="pull_number_per_repo"),
+            models.UniqueConstraint(fields=["repo_key", "head"], name="one_pull_per_head"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.number} {self.title}"

@@ -26,11 +26,13 @@ CORE = {
     "git_branch",
     "create_pull_request",
     "spawn_subagent",
+    "web_fetch",
 }
 
 
-def test_registry_holds_every_core_tool_of_the_reference_but_web_fetch() -> None:
+def test_registry_holds_all_fifteen_core_tools_of_the_reference() -> None:
     assert set(REGISTRY) == CORE
+    assert len(REGISTRY) == 15
 
 
 def test_unknown_tool_lists_the_available_ones() -> None:

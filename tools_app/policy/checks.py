@@ -6,6 +6,7 @@ None means "not my concern". engine.py applies them in the documented order.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 from urllib.parse import urlsplit
 
@@ -17,6 +18,7 @@ from tools_app.policy.patterns import compile_pattern, first_match
 from tools_app.policy.targets import write_targets
 from tools_app.policy.types import Decision, Verdict
 from tools_app.tools.base import ToolError
+from tools_app.tools.netguard import check_target
 
 APPROVE = "; a person must approve it"
 
@@ -120,12 +122,13 @@ class MaxDiffLines(Check):
         return None
 
 
-def web_target_problem(url: str) -> str | None:
-    """Why a web_fetch target may not be fetched, or None (the SSRF checks go here)."""
+def web_target_problem(url: str, allow_hosts: Sequence[str] = ()) -> str | None:
+    """Why a web_fetch target may not be fetched, or None: scheme, then the SSRF checks
+    (every resolved address public, unless `web_allow_hosts` names the host)."""
     scheme = urlsplit(url).scheme.lower()
     if scheme not in {"http", "https"}:
         return f"web_fetch only fetches http:// and https:// URLs, not {scheme or 'this'}:"
-    return None
+    return check_target(url, allow_hosts)
 
 
 class WebTarget(Check):
@@ -135,7 +138,9 @@ class WebTarget(Check):
         if context.tool != "web_fetch":
             return None
         url = context.args.get("url")
-        return web_target_problem(url) if isinstance(url, str) else "web_fetch needs a URL"
+        if not isinstance(url, str):
+            return "web_fetch needs a URL"
+        return web_target_problem(url, context.policy.web_allow_hosts)
 
 
 # --- 5. built-in approvals ---------------------------------------------------------------

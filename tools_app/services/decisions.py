@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from django.db import transaction
@@ -14,7 +13,7 @@ from tools_app.policy import PolicySpec
 from tools_app.services.errors import Conflict, Forbidden, Invalid
 from tools_app.services.policies import load_policy_or_denial, policy_rule_remember
 from tools_app.services.sessions import session_refresh_status
-from tools_app.services.tool_calls import session_counters
+from tools_app.services.tool_calls import session_counters, tool_context
 
 Status = ToolCall.Status
 
@@ -82,8 +81,8 @@ def _outcome_for_edit(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(spec, PolicySpec):
         return {"status": Status.DENIED, "reason": spec.reason, "result": spec.reason,
                 "rule": spec.rule, "finished_at": timezone.now()}  # fmt: skip
-    workspace = Path(call.session.workspace)
-    prepared = engine.prepare(spec, call.tool, args, workspace, session_counters(call.session))
+    context = tool_context(call.session)
+    prepared = engine.prepare(spec, call.tool, args, context, session_counters(call.session))
     if prepared.decision is None:
         raise Invalid(f"The edited arguments are not valid: {prepared.error}")
     fields: dict[str, Any] = {

@@ -9,6 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -17,8 +18,10 @@ from tools_app.models import AgentSession, Policy, ToolCall
 from tools_app.policy import Decision, PolicySpec, SessionCounters
 from tools_app.services import cache
 from tools_app.services.policies import load_policy_or_denial
+from tools_app.services.pull_requests import PullRequestStore
 from tools_app.services.sessions import session_refresh_status
-from tools_app.tools.base import SandboxOptions
+from tools_app.tools.base import SandboxOptions, ToolContext
+from tools_app.tools.forge import ForgeSettings
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +70,7 @@ def _prepare(
 ) -> engine.Prepared:
     if isinstance(spec, Decision):
         return engine.Prepared(status=Status.DENIED, args=_plain(args), decision=spec)
-    return engine.prepare(spec, tool, args, Path(session.workspace), session_counters(session))
+    return engine.prepare(spec, tool, args, tool_context(session), session_counters(session))
 
 
 def session_counters(session: AgentSession) -> SessionCounters:
@@ -132,28 +135,41 @@ def tool_call_execute(*, tool_call_id: int) -> ToolCall:
     cached = cache.lookup(call)
     if cached is not None:
         return _tool_call_finish(call, Status.SUCCEEDED, cached, from_cache=True)
-    outcome = engine.execute(
-        call.tool,
-        call.args,
-        Path(call.session.workspace),
-        _options(call),
-        on_process_start=lambda group: tool_call_note_process(
-            tool_call_id=call.pk, process_group=group
-        ),
-    )
+    outcome = engine.execute(call.tool, call.args, tool_context(call.session, call))
     if outcome.status == Status.SUCCEEDED:
         cache.after_success(call, outcome.result, approved_by_human=_approved_by_human(call))
     return _tool_call_finish(call, outcome.status, outcome.result)
 
 
-def _options(call: ToolCall) -> SandboxOptions:
-    human = _approved_by_human(call)
-    policy = call.session.policy
-    return SandboxOptions(
+def tool_context(session: AgentSession, call: ToolCall | None = None) -> ToolContext:
+    """Where and how a session's tools run; a person's approval widens the sandbox."""
+    human = call is not None and _approved_by_human(call)
+    policy = session.policy
+    options = SandboxOptions(
         network=human or policy.command_network,
         approved=human,
         protected_paths=tuple(policy.protected_paths),
         web_allow_hosts=tuple(policy.web_allow_hosts),
+    )
+    forge = ForgeSettings(
+        github_token=settings.GITHUB_TOKEN or None,
+        github_api_base=settings.GITHUB_API_URL,
+        local_pull_requests=PullRequestStore(),
+    )
+    on_start = None
+    if call is not None:
+        call_id = call.pk
+
+        def on_start(group: int) -> None:
+            tool_call_note_process(tool_call_id=call_id, process_group=group)
+
+    return ToolContext(
+        workspace=Path(session.workspace),
+        sandbox=options,
+        on_process_start=on_start,
+        session_id=session.pk,
+        git_author=(settings.AGENTWEB_GIT_AUTHOR_NAME, settings.AGENTWEB_GIT_AUTHOR_EMAIL),
+        forge=forge,
     )
 
 

@@ -33,6 +33,7 @@ from tools_app.tools.git_tools import (
 from tools_app.tools.pull_requests import CreatePullRequestArgs, create_pull_request
 from tools_app.tools.search import ListFilesArgs, SearchCodebaseArgs, list_files, search_codebase
 from tools_app.tools.shell import RunCommandArgs, run_command
+from tools_app.tools.web import WEB_FETCH_DESCRIPTION, WebFetchArgs, web_fetch
 
 __all__ = [
     "REGISTRY",
@@ -149,6 +150,12 @@ _SPECS = (
         "changed and token usage.",
         SpawnSubagentArgs,
         spawn_subagent,
+    ),
+    ToolSpec(
+        "web_fetch",
+        WEB_FETCH_DESCRIPTION,
+        WebFetchArgs,
+        web_fetch,
     ),
 )
 

@@ -1,0 +1,55 @@
+"""Run every benchmark (default mode) one after another and print their Markdown tables.
+
+Each script runs in its own process, so that one's imports, caches and threads do not
+colour the next. `make bench` runs this. `--quick` runs them in their smoke mode;
+`--json FILE` writes every script's results into one file.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import machine, parser
+
+HERE = Path(__file__).resolve().parent
+SCRIPTS = ("bench_policy.py", "bench_engine.py", "bench_api.py")
+
+
+def run(script: str, quick: bool, folder: Path) -> dict[str, object]:
+    out = folder / f"{script}.json"
+    command = [sys.executable, str(HERE / script), "--json", str(out)]
+    if quick:
+        command.append("--quick")
+    start = time.monotonic()
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{script} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    result: dict[str, object] = json.loads(out.read_text())
+    result["seconds"] = round(time.monotonic() - start, 1)
+    return result
+
+
+def main() -> None:
+    options = parser(__doc__.splitlines()[0]).parse_args()
+    info = machine()
+    print(f"Machine: {info['nproc']} CPUs, Python {info['python']}, {info['platform']}\n")
+    collected = []
+    with tempfile.TemporaryDirectory(prefix="bench-all-") as tmp:
+        for script in SCRIPTS:
+            result = run(script, options.quick, Path(tmp))
+            collected.append(result)
+            print(f"## {script} ({result['seconds']} s)\n")
+            for table in result["tables"]:  # type: ignore[attr-defined]
+                print(table + "\n")
+            sys.stdout.flush()
+    if options.json:
+        Path(options.json).write_text(json.dumps(collected, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

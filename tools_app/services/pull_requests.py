@@ -1,0 +1,50 @@
+"""Pull requests recorded in agentweb (the `local` forge of create_pull_request)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+from django.urls import reverse
+
+from tools_app.models import PullRequest
+from tools_app.tools.forge import PullRequestRef
+
+
+class PullRequestStore:
+    """The LocalPullRequestStore the pull request tool writes to."""
+
+    def find(self, repo_key: str, head: str) -> PullRequestRef | None:
+        found = PullRequest.objects.filter(repo_key=repo_key, head=head).first()
+        return _ref(found) if found else None
+
+    def create(
+        self,
+        repo_key: str,
+        title: str,
+        body: str,
+        base: str,
+        head: str,
+        draft: bool,
+        commits: list[dict[str, str]],
+        diff: str,
+    ) -> PullRequestRef:
+        """Numbers count per repository; a second create for one head returns the first."""
+        try:
+            with transaction.atomic():
+                last = PullRequest.objects.filter(repo_key=repo_key).aggregate(n=Max("number"))
+                pull = PullRequest.objects.create(
+                    repo_key=repo_key, number=(last["n"] or 0) + 1, title=title, body=body,
+                    base=base, head=head, draft=draft, commits=commits, diff=diff,
+                )  # fmt: skip
+        except IntegrityError:
+            existing = self.find(repo_key, head)
+            if existing is None:
+                raise
+            return existing
+        return _ref(pull)
+
+
+def _ref(pull: PullRequest) -> PullRequestRef:
+    path = reverse("pull_request", args=[pull.pk])
+    return PullRequestRef(url=f"{settings.AGENTWEB_BASE_URL.rstrip('/')}{path}", number=pull.number)

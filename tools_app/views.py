@@ -1,0 +1,76 @@
+"""Server-rendered pages: look up, check access, call one service, answer."""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from tools_app import access, selectors, services
+from tools_app.models import PullRequest
+
+
+@login_required
+def approvals(request: HttpRequest) -> HttpResponse:
+    """The inbox: every call awaiting a decision that this reviewer may decide."""
+    calls = []
+    if access.may_review(request.user, "session"):
+        services.tool_call_expire_overdue()
+        calls = list(selectors.approvals_awaiting().order_by("created_at"))
+    return render(request, "tools_app/approvals.html", {"calls": calls})
+
+
+# action → (decision, remember, edited arguments)
+ACTIONS = {
+    "approve": ("approve", False, False),
+    "remember": ("approve", True, False),
+    "edit": ("approve", False, True),
+    "deny": ("deny", False, False),
+}
+
+
+@login_required
+@require_POST
+def decide(request: HttpRequest, tool_call_id: int) -> HttpResponse:
+    call = selectors.tool_call_get(tool_call_id)
+    if call is None or not access.may_see_session(request.user, call.session):
+        raise Http404("No such tool call.")
+    action = request.POST.get("action", "")
+    try:
+        decision, remember, edit = ACTIONS[action]
+        services.tool_call_decide(
+            call=call,
+            user=request.user,
+            scope="session",
+            decision=decision,
+            reason=request.POST.get("reason", ""),
+            args=_edited_args(request) if edit else None,
+            remember=remember,
+        )
+    except KeyError:
+        messages.error(request, f"Tool call {tool_call_id}: unknown action {action!r}.")
+    except (services.ServiceError, ValueError) as exc:
+        messages.error(request, f"Tool call {tool_call_id}: {exc}")
+    else:
+        messages.success(request, f"Tool call {tool_call_id}: {decision}d.")
+    return redirect("approvals")
+
+
+def _edited_args(request: HttpRequest) -> dict[str, object]:
+    try:
+        args = json.loads(request.POST.get("args", ""))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the edited arguments are not valid JSON ({exc})") from exc
+    if not isinstance(args, dict):
+        raise ValueError("the edited arguments must be a JSON object")
+    return args
+
+
+@login_required
+def pull_request(request: HttpRequest, pull_id: int) -> HttpResponse:
+    pull = get_object_or_404(PullRequest, pk=pull_id)
+    return render(request, "tools_app/pull_request.html", {"pull": pull})
