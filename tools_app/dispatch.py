@@ -17,7 +17,9 @@ logger = logging.getLogger(__name__)
 def enqueue(task: str, *args: Any, queue: str | None = None) -> None:
     """Send a task; a broker that is down becomes Unavailable (HTTP 503), not a hang."""
     if settings.CELERY_TASK_ALWAYS_EAGER:
-        app.tasks[task].apply(args=args)
+        from tools_app import tasks  # noqa: F401  (registers the tasks in this process)
+
+        app.tasks[task].apply(args=args, throw=True)
         return
     try:
         app.send_task(task, args=args, queue=queue or settings.CELERY_TASK_DEFAULT_QUEUE)

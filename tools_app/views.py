@@ -40,8 +40,11 @@ def decide(request: HttpRequest, tool_call_id: int) -> HttpResponse:
     if call is None or not access.may_see_session(request.user, call.session):
         raise Http404("No such tool call.")
     action = request.POST.get("action", "")
+    if action not in ACTIONS:
+        messages.error(request, f"Tool call {tool_call_id}: unknown action {action!r}.")
+        return redirect("approvals")
+    decision, remember, edit = ACTIONS[action]
     try:
-        decision, remember, edit = ACTIONS[action]
         services.tool_call_decide(
             call=call,
             user=request.user,
@@ -51,8 +54,6 @@ def decide(request: HttpRequest, tool_call_id: int) -> HttpResponse:
             args=_edited_args(request) if edit else None,
             remember=remember,
         )
-    except KeyError:
-        messages.error(request, f"Tool call {tool_call_id}: unknown action {action!r}.")
     except (services.ServiceError, ValueError) as exc:
         messages.error(request, f"Tool call {tool_call_id}: {exc}")
     else:

@@ -1,0 +1,147 @@
+"""The pages: behind login, with the Approvals link, and decisions through CSRF-checked forms."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.test import Client
+
+from tools_app import services
+from tools_app.models import AgentSession, Policy, PolicyRule, ToolCall
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def tasks_in_process(settings: Any) -> None:
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+
+
+@pytest.fixture
+def reviewer() -> Client:
+    user = User.objects.create_user("rita", password="a-long-password")
+    user.groups.add(Group.objects.get_or_create(name="reviewers")[0])
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(user)
+    return browser
+
+
+@pytest.fixture
+def waiting(workspace: Path) -> ToolCall:
+    """A write to .env by Alice's session, waiting for a reviewer."""
+    session = AgentSession.objects.create(
+        task="rotate the key", repo=str(workspace), workspace=str(workspace),
+        status=AgentSession.Status.RUNNING, policy=Policy.objects.get(name="default"),
+        creator=User.objects.create_user("alice"),
+    )  # fmt: skip
+    call = services.tool_call_submit(
+        session=session, tool="write_file", args={"path": ".env", "content": "KEY=new\n"}
+    )
+    assert call.status == "awaiting_approval"
+    return call
+
+
+def csrf(browser: Client) -> str:
+    page = browser.get("/approvals/")
+    match = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', page.content)
+    assert match, "the page has no CSRF token"
+    return match.group(1).decode()
+
+
+def test_pages_need_a_login(client: Client) -> None:
+    for path in ("/", "/approvals/", "/pulls/1/"):
+        answer = client.get(path)
+        assert answer.status_code == 302
+        assert answer["Location"].startswith("/admin/login/")
+
+
+def test_the_inbox_shows_the_diff_and_the_buttons(reviewer: Client, waiting: ToolCall) -> None:
+    page = reviewer.get("/approvals/").content.decode()
+    assert 'href="/approvals/">Approvals</a>' in page
+    assert "+KEY=new" in page
+    for button in ("Approve", "Deny", "Edit &amp; approve", "Approve &amp; remember"):
+        assert f">{button}</button>" in page
+    assert "Reason <input" in page
+
+
+def test_a_reviewer_approves_in_the_browser(
+    reviewer: Client, waiting: ToolCall, workspace: Path
+) -> None:
+    answer = reviewer.post(
+        f"/tool-calls/{waiting.pk}/decide",
+        {"action": "approve", "csrfmiddlewaretoken": csrf(reviewer)},
+    )
+    assert answer.status_code == 302
+    waiting.refresh_from_db()
+    assert waiting.status == "succeeded"
+    assert (workspace / ".env").read_text() == "KEY=new\n"
+
+
+def test_a_post_without_the_csrf_token_is_refused(reviewer: Client, waiting: ToolCall) -> None:
+    answer = reviewer.post(f"/tool-calls/{waiting.pk}/decide", {"action": "approve"})
+    assert answer.status_code == 403
+    waiting.refresh_from_db()
+    assert waiting.status == "awaiting_approval"
+
+
+def test_deny_with_a_reason(reviewer: Client, waiting: ToolCall, workspace: Path) -> None:
+    token = csrf(reviewer)
+    reviewer.post(
+        f"/tool-calls/{waiting.pk}/decide",
+        {"action": "deny", "reason": "keys rotate in the vault", "csrfmiddlewaretoken": token},
+    )
+    waiting.refresh_from_db()
+    assert waiting.status == "denied"
+    assert "keys rotate in the vault" in waiting.result
+    assert (workspace / ".env").read_text() == "SECRET=shh\n"
+
+
+def test_edit_and_approve_runs_the_edited_arguments(
+    reviewer: Client, waiting: ToolCall, workspace: Path
+) -> None:
+    reviewer.post(
+        f"/tool-calls/{waiting.pk}/decide",
+        {
+            "action": "edit",
+            "args": '{"path": ".env", "content": "KEY=edited\\n"}',
+            "csrfmiddlewaretoken": csrf(reviewer),
+        },
+    )
+    assert (workspace / ".env").read_text() == "KEY=edited\n"
+
+
+def test_edited_arguments_that_are_not_json_change_nothing(
+    reviewer: Client, waiting: ToolCall
+) -> None:
+    answer = reviewer.post(
+        f"/tool-calls/{waiting.pk}/decide",
+        {"action": "edit", "args": "{oops", "csrfmiddlewaretoken": csrf(reviewer)},
+        follow=True,
+    )
+    assert b"not valid JSON" in answer.content
+    waiting.refresh_from_db()
+    assert waiting.status == "awaiting_approval"
+
+
+def test_approve_and_remember_adds_an_exact_allow_rule(reviewer: Client, waiting: ToolCall) -> None:
+    reviewer.post(
+        f"/tool-calls/{waiting.pk}/decide",
+        {"action": "remember", "csrfmiddlewaretoken": csrf(reviewer)},
+    )
+    rule = PolicyRule.objects.get()
+    assert (rule.tool, rule.decision) == ("write_file", "allow")
+    assert rule.created_by is not None
+
+
+def test_someone_who_is_not_a_reviewer_cannot_decide(waiting: ToolCall) -> None:
+    outsider = Client()
+    outsider.force_login(User.objects.create_user("charlie"))
+    assert "Nothing is waiting" in outsider.get("/approvals/").content.decode()
+    answer = outsider.post(f"/tool-calls/{waiting.pk}/decide", {"action": "approve"})
+    assert answer.status_code == 404
+    waiting.refresh_from_db()
+    assert waiting.status == "awaiting_approval"
