@@ -100,7 +100,7 @@ def test_a_commit_above_the_threshold_waits_with_its_exact_diff(alice: Api, orig
 class Hits(http.server.BaseHTTPRequestHandler):
     count = 0
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         type(self).count += 1
         body = b'{"ok": true}'
         self.send_response(200)
