@@ -305,20 +305,35 @@ def phases(ids: list[int], latencies: list[float]) -> dict[str, Any]:
             "api_rest": summary(api)}  # fmt: skip
 
 
-def approvals(http: httpx.Client, review: httpx.Client, repo: Path, count: int) -> dict[str, Any]:
-    """`count` sessions each with one call awaiting approval; approve all; decided→started."""
+def approvals(
+    http: httpx.Client, review: httpx.Client, repo: Path, count: int, rounds: int
+) -> dict[str, Any]:
+    """`count` sessions each with one call awaiting approval, approved one after another by
+    a reviewer; `rounds` times over (the same sessions). Returns decided→started in ms."""
+    sessions = start_sessions(http, repo, count)
+    gaps: list[float] = []
+    decide_ms: list[float] = []
+    for round_ in range(rounds):
+        ids = [post_protected_write(http, session, round_) for session in sessions]
+        gaps += approve_all(review, ids, decide_ms)
+    return {"sessions": count, "rounds": rounds, "decided_to_started_ms": summary(gaps),
+            "decision_request_ms": summary(decide_ms)}  # fmt: skip
+
+
+def post_protected_write(http: httpx.Client, session: int, round_: int) -> int:
+    body = {"tool": "write_file", "args": {"path": ".env", "content": f"SECRET={round_}\n"}}
+    answer = http.post(f"/api/sessions/{session}/tool-calls", json=body)
+    answer.raise_for_status()
+    return int(answer.json()["id"])
+
+
+def approve_all(review: httpx.Client, ids: list[int], decide_ms: list[float]) -> list[float]:
+    """Wait until every call awaits approval, approve each, wait until all ran."""
     from tools_app.models import ToolCall
 
-    sessions = start_sessions(http, repo, count)
-    ids = []
-    for session in sessions:
-        body = {"tool": "write_file", "args": {"path": ".env", "content": "SECRET=2\n"}}
-        answer = http.post(f"/api/sessions/{session}/tool-calls", json=body)
-        answer.raise_for_status()
-        ids.append(answer.json()["id"])
+    count = len(ids)
     waiting = ToolCall.objects.filter(pk__in=ids, status="awaiting_approval")
     wait_until(lambda: waiting.count() == count, 60 + count, "calls to await approval")
-    decide_ms = []
     for call_id in ids:
         start = time.perf_counter()
         answer = review.post(f"/api/tool-calls/{call_id}/decision", json={"decision": "approve"})
@@ -330,14 +345,40 @@ def approvals(http: httpx.Client, review: httpx.Client, repo: Path, count: int) 
     bad = [c for c in calls if c.status != "succeeded" or not c.started_at or not c.decided_at]
     if bad:
         raise RuntimeError(f"{len(bad)} approved calls did not succeed: {bad[0].result[:200]}")
-    gaps = [(c.started_at - c.decided_at).total_seconds() * 1000 for c in calls]  # type: ignore[operator]
-    return {"sessions": count, "decided_to_started_ms": summary(gaps),
-            "decision_request_ms": summary(decide_ms)}  # fmt: skip
+    return [(c.started_at - c.decided_at).total_seconds() * 1000 for c in calls]  # type: ignore[operator]
+
+
+def publish_cost(var: Path, count: int) -> dict[str, Any]:
+    """What publishing one event costs (ms): the worker's way, `async_to_sync(group_send)`
+    per event as tools_app/events.py does, vs group_send on one long-lived event loop."""
+    import asyncio
+
+    from asgiref.sync import async_to_sync
+    from channels_redis.core import RedisChannelLayer
+
+    layer = RedisChannelLayer(hosts=[f"unix://{var / 'redis.sock'}"])
+    message = {"type": "session.event", "event": {"type": "bench", "seq": 0}}
+    per_call: list[float] = []
+    for _ in range(count):
+        start = time.perf_counter()
+        async_to_sync(layer.group_send)("bench.nobody", message)
+        per_call.append((time.perf_counter() - start) * 1000)
+
+    async def one_loop() -> list[float]:
+        found = []
+        for _ in range(count):
+            start = time.perf_counter()
+            await layer.group_send("bench.nobody", message)
+            found.append((time.perf_counter() - start) * 1000)
+        return found
+
+    return {"async_to_sync_ms": summary(per_call), "one_loop_ms": summary(asyncio.run(one_loop()))}
 
 
 def measure(stack: Stack, tokens: dict[str, str], repo: Path, quick: bool) -> dict[str, Any]:
     sequential, concurrent, clients = (30, 40, (4,)) if quick else (200, 400, (4, 16))
-    waiting_sessions = (1, 10) if quick else (1, 10, 100)
+    # (sessions awaiting approval at once, rounds): at least 20 samples where cheap.
+    waiting_sessions = ((1, 5), (10, 1)) if quick else ((1, 20), (10, 3), (100, 1))
     files = Files()
     results: dict[str, Any] = {"concurrency": stack.concurrency, "throughput": [],
                                "approval": []}  # fmt: skip
@@ -352,8 +393,9 @@ def measure(stack: Stack, tokens: dict[str, str], repo: Path, quick: bool) -> di
             results["throughput"].append(
                 read_calls(stack.url, tokens["agent"], session, files, concurrent, k)
             )
-        for count in waiting_sessions:
-            results["approval"].append(approvals(http, review, repo, count))
+        for count, rounds in waiting_sessions:
+            results["approval"].append(approvals(http, review, repo, count, rounds))
+    results["publish"] = publish_cost(stack.var, 50 if quick else 300)
     return results
 
 
@@ -405,12 +447,23 @@ def tables(results: dict[str, Any]) -> list[str]:
         rows,
     )  # fmt: skip
     second = markdown_table(
-        ["sessions awaiting approval", "decided→started median ms", "p99 ms",
+        ["sessions awaiting approval", "approvals", "decided→started median ms", "p99 ms",
          "decision request median ms"],
         [
-            [run["sessions"], run["decided_to_started_ms"]["median"],
+            [run["sessions"], run["decided_to_started_ms"]["n"],
+             run["decided_to_started_ms"]["median"],
              run["decided_to_started_ms"]["p99"], run["decision_request_ms"]["median"]]
             for run in results["approval"]
+        ],
+    )  # fmt: skip
+    publish = results["publish"]
+    third = markdown_table(
+        ["publishing one event to Redis", "median ms", "p99 ms"],
+        [
+            ["async_to_sync(group_send) per event (as events.publish)",
+             publish["async_to_sync_ms"]["median"], publish["async_to_sync_ms"]["p99"]],
+            ["group_send on one long-lived event loop",
+             publish["one_loop_ms"]["median"], publish["one_loop_ms"]["p99"]],
         ],
     )  # fmt: skip
     worker = f"Celery prefork concurrency {results['concurrency']}"
@@ -418,6 +471,7 @@ def tables(results: dict[str, Any]) -> list[str]:
         f"Allowed tool calls through the API and the worker ({worker}; medians of phases)"
         "\n\n" + first,
         "Approval to execution: ToolCall.decided_at → started_at\n\n" + second,
+        "Event publishing (the stack's embedded Redis, unix socket)\n\n" + third,
     ]
 
 

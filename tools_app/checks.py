@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.checks import CheckMessage, Warning, register
 
-from tools_app.sandbox import bwrap_available
+from tools_app.tools.sandbox import bwrap_available
 
 
 @register()

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tools_app import sandbox
 from tools_app.policy import (
     CallFacts,
     Decision,
@@ -24,7 +23,7 @@ from tools_app.policy import (
     analyse_command,
     evaluate,
 )
-from tools_app.tools import files, get_tool, git, validate_args
+from tools_app.tools import files, get_tool, git, sandbox, validate_args
 from tools_app.tools.base import ToolArgs, ToolContext, ToolError
 from tools_app.tools.pull_requests import CreatePullRequestArgs, pull_request_preview
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from tools_app.sandbox import bwrap_available
 from tools_app.tools import get_tool, validate_args
 from tools_app.tools.base import SandboxOptions, ToolContext
+from tools_app.tools.sandbox import bwrap_available
 
 requires_bwrap = pytest.mark.skipif(
     not bwrap_available(),

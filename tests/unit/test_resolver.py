@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from tests.unit.conftest_tools import make_workspace
-from tools_app.sandbox import (
+from tools_app.tools.base import ToolError
+from tools_app.tools.sandbox import (
     PathOutsideWorkspace,
     is_inside_git_dir,
     is_within,
     relative_to_workspace,
     resolve_path,
 )
-from tools_app.tools.base import ToolError
 
 
 def test_relative_path_resolves_under_the_workspace(tmp_path: Path) -> None:

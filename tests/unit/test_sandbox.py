@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from tests.unit.conftest_tools import call, git, make_ctx, make_workspace, requires_bwrap, snapshot
-from tools_app.sandbox import (
+from tools_app.tools.base import ToolContext
+from tools_app.tools.sandbox import (
     SandboxOptions,
     build_command,
     matches_protected,
     read_only_paths,
 )
-from tools_app.tools.base import ToolContext
 from tools_app.tools.shell import EROFS_NOTE
 
 # --- the protected-path matcher (pure) -------------------------------------------------

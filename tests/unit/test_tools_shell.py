@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.unit.conftest_tools import call, make_ctx, make_workspace
-from tools_app.sandbox import OUTPUT_LIMIT, SandboxOptions, bwrap_available, run_sandboxed
 from tools_app.tools.base import ToolContext
+from tools_app.tools.sandbox import OUTPUT_LIMIT, SandboxOptions, bwrap_available, run_sandboxed
 from tools_app.tools.shell import format_result
 
 MODES = [

@@ -15,8 +15,8 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from tools_app.sandbox import is_within, relative_to_workspace, resolve_path
 from tools_app.tools.base import ToolError
+from tools_app.tools.sandbox import is_within, relative_to_workspace, resolve_path
 
 
 def _segment_regex(segment: str) -> str:

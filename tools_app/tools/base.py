@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from tools_app.tools.errors import ToolError
+
+__all__ = ["SandboxOptions", "ToolArgs", "ToolContext", "ToolError", "ToolSpec"]
+
 if TYPE_CHECKING:
     from tools_app.tools.forge import ForgeSettings
-
-
-class ToolError(Exception):
-    """An error an agent should read: the message says what went wrong and what to do."""
 
 
 class ToolArgs(BaseModel):

@@ -19,7 +19,7 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
-from tools_app.tools.base import ToolError
+from tools_app.tools.errors import ToolError
 
 DEFAULT_GITHUB_API = "https://api.github.com"
 GH_TIMEOUT = 120.0

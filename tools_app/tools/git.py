@@ -37,7 +37,7 @@ from typing import Any
 import git as gitpython
 
 # The module, not its names: sandbox imports tools.base, which loads this package.
-from tools_app import sandbox
+from tools_app.tools import sandbox
 from tools_app.tools.base import ToolError
 
 GIT_TIMEOUT = 120.0

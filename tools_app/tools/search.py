@@ -14,7 +14,7 @@ from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 # The module, not its names: sandbox imports tools.base, which loads this package.
-from tools_app import sandbox
+from tools_app.tools import sandbox
 from tools_app.tools.base import ToolArgs, ToolContext, ToolError
 from tools_app.tools.files import drop_default
 

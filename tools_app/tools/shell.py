@@ -7,7 +7,7 @@ import signal
 from pydantic import Field
 
 # The module, not its names: sandbox imports tools.base, which loads this package.
-from tools_app import sandbox
+from tools_app.tools import sandbox
 from tools_app.tools.base import ToolArgs, ToolContext
 
 DEFAULT_TIMEOUT = 120.0
