@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -138,3 +142,40 @@ def test_invalid_arguments_are_recorded_as_failed(session: AgentSession) -> None
     assert call.status == "failed"
     assert "offset" in call.result
     assert call.rule == "validation"
+
+
+def test_git_status_is_cached_until_a_write_changes_the_tree(session: AgentSession) -> None:
+    first = submit(session, "git_status")
+    assert not first.from_cache
+    assert submit(session, "git_status").from_cache
+    log = submit(session, "git_log", count=1)
+    submit(session, "write_file", path="new.txt", content="x\n")
+    after = submit(session, "git_status")
+    assert not after.from_cache
+    assert "new.txt" in after.result
+    assert submit(session, "git_log", count=1).from_cache
+    assert log.status == "succeeded"
+
+
+def test_a_commit_makes_the_log_stale(session: AgentSession) -> None:
+    submit(session, "git_log", count=1)
+    submit(session, "write_file", path="new.txt", content="x\n")
+    commit = submit(session, "git_commit", message="Add new.txt")
+    assert commit.status == "succeeded", commit.result
+    log = submit(session, "git_log", count=1)
+    assert not log.from_cache
+    assert "Add new.txt" in log.result
+
+
+def test_without_bubblewrap_the_system_check_warns(tmp_path: Path) -> None:
+    """A PATH that has git but no bwrap: commands would run unsandboxed, and `check` says so."""
+    root = Path(__file__).resolve().parents[2]
+    only_git = tmp_path / "bin"
+    only_git.mkdir()
+    (only_git / "git").symlink_to(shutil.which("git") or "/usr/bin/git")
+    env = {**os.environ, "PATH": str(only_git), "AGENTWEB_VAR": str(tmp_path / "var")}
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=root, env=env, capture_output=True, text=True
+    )
+    assert "agentweb.W001" in done.stderr + done.stdout
+    assert "unsandboxed" in done.stderr + done.stdout
