@@ -128,7 +128,8 @@ def session_cancel(request: HttpRequest, session_id: int) -> dict[str, Any]:
 @api.get("/sessions/{session_id}/tool-calls", response={200: list[ToolCallOut], 404: ErrorOut})
 def session_tool_calls(request: HttpRequest, session_id: int) -> list[dict[str, Any]]:
     session = _session_for(request, session_id)
-    return [selectors.tool_call_as_dict(call) for call in session.tool_calls.order_by("id")]
+    calls = session.tool_calls.select_related("human__user").order_by("id")
+    return [selectors.tool_call_as_dict(call) for call in calls]
 
 
 @api.get("/sessions/{session_id}/tools", response={200: list[dict[str, Any]], 404: ErrorOut})
@@ -204,7 +205,7 @@ async def _answer_when_final(call_id: int, wait: float) -> dict[str, Any]:
 
 
 def _current(call_id: int) -> dict[str, Any]:
-    call = ToolCall.objects.get(pk=call_id)
+    call = ToolCall.objects.select_related("human__user").get(pk=call_id)
     if (
         call.status == ToolCall.Status.AWAITING_APPROVAL
         and call.expires_at

@@ -64,9 +64,15 @@ def publish(event: Event) -> None:
     if layer is None:
         return
     message = {"type": "session.event", "event": event_message(event)}
+    groups = [session_group(event.session_id)]
+    if event.type.startswith("tool_call."):
+        groups.append(APPROVALS_GROUP)
+
+    async def send() -> None:
+        for group in groups:
+            await layer.group_send(group, message)
+
     try:
-        async_to_sync(layer.group_send)(session_group(event.session_id), message)
-        if event.type.startswith("tool_call."):
-            async_to_sync(layer.group_send)(APPROVALS_GROUP, message)
+        async_to_sync(send)()  # one event loop hop for every group
     except Exception:
         logger.warning("could not publish event %s of session %s", event.seq, event.session_id)

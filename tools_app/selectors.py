@@ -76,7 +76,10 @@ def session_as_dict(session: AgentSession) -> dict[str, Any]:
 
 
 def tool_call_as_dict(call: ToolCall) -> dict[str, Any]:
-    human = Decision.objects.filter(tool_call=call).select_related("user").first()
+    try:
+        human: Decision | None = call.human
+    except Decision.DoesNotExist:
+        human = None
     return {
         "id": call.pk,
         "session": call.session_id,
@@ -103,10 +106,11 @@ def session_get(session_id: int) -> AgentSession | None:
 
 
 def tool_call_get(tool_call_id: int) -> ToolCall | None:
-    return ToolCall.objects.select_related("session__policy").filter(pk=tool_call_id).first()
+    calls = ToolCall.objects.select_related("session__policy", "human__user")
+    return calls.filter(pk=tool_call_id).first()
 
 
 def approvals_awaiting() -> QuerySet[ToolCall]:
-    return ToolCall.objects.select_related("session__policy").filter(
+    return ToolCall.objects.select_related("session__policy", "human__user").filter(
         status=ToolCall.Status.AWAITING_APPROVAL
     )

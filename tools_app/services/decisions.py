@@ -7,11 +7,12 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from tools_app import access, dispatch, engine, events
+from tools_app import access, engine, events
 from tools_app.models import Decision, ToolCall
 from tools_app.policy import PolicySpec
 from tools_app.services.errors import Conflict, Forbidden, Invalid
 from tools_app.services.policies import load_policy_or_denial, policy_rule_remember
+from tools_app.services.queueing import tool_call_dispatch
 from tools_app.services.sessions import session_refresh_status
 from tools_app.services.tool_calls import session_counters, tool_context
 
@@ -60,7 +61,7 @@ def tool_call_decide(
         session_refresh_status(session_id=call.session_id)
     if call.status == Status.APPROVED:
         queue = call.session.worker_queue or None
-        dispatch.enqueue("tools_app.tasks.execute_tool_call", call.pk, queue=queue)
+        tool_call_dispatch(tool_call_id=call.pk, task="execute", queue=queue)
     return call
 
 

@@ -8,17 +8,20 @@ import socket
 from datetime import timedelta
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
-from tools_app import dispatch, events
+from tools_app import events
 from tools_app.models import ToolCall
 from tools_app.services.errors import Unavailable
+from tools_app.services.queueing import tool_call_dispatch
 from tools_app.services.sessions import session_refresh_status
 
 logger = logging.getLogger(__name__)
 
 Status = ToolCall.Status
-ORPHAN_AFTER = timedelta(seconds=30)
+NEVER_SENT_AFTER = timedelta(seconds=30)
+RESEND_AFTER = timedelta(minutes=5)
 # Calls that give the same result when run twice; anything else is never re-run.
 RERUNNABLE_TOOLS = frozenset(
     {
@@ -57,22 +60,28 @@ def _expire(call_id: int, now: object) -> int:
 
 
 def tool_call_requeue_orphans() -> int:
-    """Calls whose task message was lost (Redis down, a crash before sending) are sent again."""
-    cutoff = timezone.now() - ORPHAN_AFTER
-    pending = ToolCall.objects.filter(status=Status.PENDING, created_at__lte=cutoff).exclude(
-        session__worker_queue=""
+    """Calls whose task message was lost (Redis down, a crash before sending) are sent again.
+
+    Never sent: after 30 s. Sent but not picked up: again after 5 minutes (a duplicate is
+    harmless, since evaluation and execution claim the call, but a busy queue should not
+    fill with copies).
+    """
+    now = timezone.now()
+    lost = Q(queued_at__isnull=True, created_at__lte=now - NEVER_SENT_AFTER) | Q(
+        queued_at__lte=now - RESEND_AFTER
     )
-    approved = ToolCall.objects.filter(status=Status.APPROVED, decided_at__lte=cutoff)
+    pending = ToolCall.objects.filter(lost, status=Status.PENDING).exclude(session__worker_queue="")
+    approved = ToolCall.objects.filter(lost, status=Status.APPROVED)
     sent = 0
     try:
         for call in pending.select_related("session"):
-            dispatch.enqueue(
-                "tools_app.tasks.evaluate_tool_call", call.pk, queue=call.session.worker_queue
+            tool_call_dispatch(
+                tool_call_id=call.pk, task="evaluate", queue=call.session.worker_queue
             )
             sent += 1
         for call in approved.select_related("session"):
             queue = call.session.worker_queue or None
-            dispatch.enqueue("tools_app.tasks.execute_tool_call", call.pk, queue=queue)
+            tool_call_dispatch(tool_call_id=call.pk, task="execute", queue=queue)
             sent += 1
     except Unavailable:
         logger.warning("broker unavailable; orphaned calls are retried on the next sweep")
@@ -116,9 +125,8 @@ def _recover(call: ToolCall) -> int:
             call.refresh_from_db()
             events.tool_call_event(call, f"tool_call.{status}")
     if moved and status == Status.APPROVED:
-        dispatch.enqueue(
-            "tools_app.tasks.execute_tool_call", call.pk, queue=call.session.worker_queue or None
-        )
+        queue = call.session.worker_queue or None
+        tool_call_dispatch(tool_call_id=call.pk, task="execute", queue=queue)
     return moved
 
 

@@ -16,6 +16,7 @@ from django.utils import timezone
 from tools_app import dispatch, events, workspaces
 from tools_app.models import AgentSession, Policy, ToolCall
 from tools_app.services.errors import ServiceError
+from tools_app.services.queueing import tool_call_dispatch
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +74,7 @@ def session_prepare(*, session_id: int, queue: str) -> AgentSession:
     for call_id in session.tool_calls.filter(status=ToolCall.Status.PENDING).values_list(
         "pk", flat=True
     ):
-        dispatch.enqueue("tools_app.tasks.evaluate_tool_call", call_id, queue=queue)
+        tool_call_dispatch(tool_call_id=call_id, task="evaluate", queue=queue)
     return session
 
 

@@ -13,12 +13,13 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from tools_app import dispatch, engine, events
+from tools_app import engine, events
 from tools_app.models import AgentSession, Policy, ToolCall
 from tools_app.policy import Decision, PolicySpec, SessionCounters
 from tools_app.services import cache
 from tools_app.services.policies import load_policy_or_denial
 from tools_app.services.pull_requests import PullRequestStore
+from tools_app.services.queueing import tool_call_dispatch
 from tools_app.services.sessions import session_refresh_status
 from tools_app.tools.base import SandboxOptions, ToolContext
 from tools_app.tools.forge import ForgeSettings
@@ -36,7 +37,7 @@ def tool_call_receive(*, session: AgentSession, tool: str, args: object) -> Tool
         )
         events.tool_call_event(call, "tool_call.received")
     if session.worker_queue:
-        dispatch.enqueue("tools_app.tasks.evaluate_tool_call", call.pk, queue=session.worker_queue)
+        tool_call_dispatch(tool_call_id=call.pk, task="evaluate", queue=session.worker_queue)
     return call
 
 
