@@ -156,7 +156,6 @@ class ToolCall(models.Model):
     from_cache = models.BooleanField(default=False)
     # "host:pid" of the process running the call, to tell a crash from a long run.
     runner = models.CharField(max_length=300, blank=True)
-    process_group = models.IntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     decided_at = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)

@@ -29,11 +29,6 @@ def execute_tool_call(tool_call_id: int) -> None:
     services.tool_call_execute(tool_call_id=tool_call_id)
 
 
-@shared_task(name="tools_app.tasks.kill_processes")
-def kill_processes(groups: list[int]) -> None:
-    services.kill_process_groups(groups=groups)
-
-
 @shared_task(name="tools_app.tasks.sweep")
 def sweep() -> None:
     """Every few seconds: expire overdue approvals, resend lost work, recover crashed runs."""

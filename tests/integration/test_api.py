@@ -320,18 +320,17 @@ def test_sessions_are_listed_newest_first_and_filtered(
 
 def test_cancel_kills_a_running_command(alice: Api, workspace: Path) -> None:
     session = start_session(alice, workspace)
-    running = call(alice, session, "run_command", wait=1, command="sleep 60")
+    running = call(alice, session, "run_command", wait=1, command="sleep 3; echo late > late.txt")
     assert running["status"] == "running"
     answer = alice.post(f"/sessions/{session['id']}/cancel", {})
     assert answer.json()["status"] == "cancelled"
-    final = wait_final(alice, running["id"])
-    assert final["status"] == "cancelled"
-    assert (
-        alice.post(
-            f"/sessions/{session['id']}/tool-calls", {"tool": "list_files", "args": {"path": "."}}
-        ).status_code
-        == 409
+    assert wait_final(alice, running["id"])["status"] == "cancelled"
+    time.sleep(4)
+    assert not Path(session["workspace"], "late.txt").exists()
+    late = alice.post(
+        f"/sessions/{session['id']}/tool-calls", {"tool": "list_files", "args": {"path": "."}}
     )
+    assert late.status_code == 409
 
 
 def test_tool_calls_of_a_session_are_listed_in_order(alice: Api, workspace: Path) -> None:

@@ -23,7 +23,6 @@ from tools_app.services.policies import (
     policy_rule_remember,
 )
 from tools_app.services.sessions import (
-    kill_process_groups,
     session_cancel,
     session_close_cli,
     session_open_for_workspace,
@@ -48,7 +47,6 @@ __all__ = [
     "Unavailable",
     "api_token_authenticate",
     "api_token_create",
-    "kill_process_groups",
     "load_policy_or_denial",
     "policy_bump_version",
     "policy_import",

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
-import signal
 from pathlib import Path
 from typing import Any
 
@@ -129,34 +127,23 @@ def session_finish(*, session_id: int, status: str, summary: str = "") -> AgentS
 
 
 def session_cancel(*, session: AgentSession) -> AgentSession:
-    """Cancel a session: open calls become `cancelled`; running commands are killed."""
-    now = timezone.now()
+    """Cancel a session: its open calls become `cancelled`.
+
+    A running command is killed by the worker that runs it, which asks about once a
+    second whether its call was cancelled; that works whatever else the host is doing.
+    """
+    note = "Cancelled with the session."
     with transaction.atomic():
-        calls = ToolCall.objects.filter(session=session, status__in=OPEN_CALL_STATUSES)
-        groups = list(
-            calls.filter(status=ToolCall.Status.RUNNING).values_list("process_group", flat=True)
-        )
-        calls.update(
-            status=ToolCall.Status.CANCELLED, finished_at=now, result="Cancelled with the session."
-        )
-        session = session_finish(
+        for call in ToolCall.objects.filter(session=session, status__in=OPEN_CALL_STATUSES):
+            cancelled = ToolCall.objects.filter(pk=call.pk, status=call.status).update(
+                status=ToolCall.Status.CANCELLED, finished_at=timezone.now(), result=note
+            )
+            if cancelled:
+                call.status = ToolCall.Status.CANCELLED
+                events.tool_call_event(call, "tool_call.cancelled")
+        return session_finish(
             session_id=session.pk, status=SessionStatus.CANCELLED, summary="cancelled"
         )
-    groups = [group for group in groups if group]
-    if groups:
-        dispatch.enqueue(
-            "tools_app.tasks.kill_processes", groups, queue=session.worker_queue or None
-        )
-    return session
-
-
-def kill_process_groups(*, groups: list[int]) -> None:
-    """On the session's worker host: end the process groups of cancelled commands."""
-    for group in groups:
-        try:
-            os.killpg(group, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            continue
 
 
 def _payload(session: AgentSession) -> dict[str, Any]:

@@ -157,17 +157,17 @@ def tool_context(session: AgentSession, call: ToolCall | None = None) -> ToolCon
         github_api_base=settings.GITHUB_API_URL,
         local_pull_requests=PullRequestStore(),
     )
-    on_start = None
+    should_stop = None
     if call is not None:
         call_id = call.pk
 
-        def on_start(group: int) -> None:
-            tool_call_note_process(tool_call_id=call_id, process_group=group)
+        def should_stop() -> bool:
+            return ToolCall.objects.filter(pk=call_id, status=Status.CANCELLED).exists()
 
     return ToolContext(
         workspace=Path(session.workspace),
         sandbox=options,
-        on_process_start=on_start,
+        should_stop=should_stop,
         session_id=session.pk,
         git_author=(settings.AGENTWEB_GIT_AUTHOR_NAME, settings.AGENTWEB_GIT_AUTHOR_EMAIL),
         forge=forge,
@@ -177,11 +177,6 @@ def tool_context(session: AgentSession, call: ToolCall | None = None) -> ToolCon
 def _approved_by_human(call: ToolCall) -> bool:
     """A call the policy sent to a person runs only if a person approved it."""
     return call.decision == "require_approval"
-
-
-def tool_call_note_process(*, tool_call_id: int, process_group: int) -> None:
-    """Remember a running command's process group, so that a cancel can kill it."""
-    ToolCall.objects.filter(pk=tool_call_id).update(process_group=process_group)
 
 
 def _tool_call_finish(

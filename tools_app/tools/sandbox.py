@@ -253,6 +253,7 @@ def _hidden_dirs(root: Path) -> list[Path]:
 
 OUTPUT_LIMIT = 10 * 1024 * 1024
 KILL_GRACE_SECONDS = 5.0
+STOP_POLL_SECONDS = 1.0
 _CHUNK = 64 * 1024
 
 
@@ -310,6 +311,7 @@ def run_sandboxed(
     timeout: float,
     on_start: Callable[[int], None] | None = None,
     use_sandbox: bool | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> CommandResult:
     """Run `argv` in the workspace, in its own session, and always reap its process group.
 
@@ -336,7 +338,7 @@ def run_sandboxed(
         collector = _Collector(proc.stdout, OUTPUT_LIMIT)
         if on_start is not None:
             on_start(proc.pid)
-        timed_out = _wait_or_kill(proc, timeout)
+        timed_out = _wait_or_kill(proc, timeout, should_stop)
         _kill_group(proc.pid, signal.SIGKILL)
         collector.thread.join(timeout=KILL_GRACE_SECONDS)
         output, total = collector.result()
@@ -344,13 +346,23 @@ def run_sandboxed(
     return CommandResult(proc.returncode, output, total, timed_out, sandboxed)
 
 
-def _wait_or_kill(proc: subprocess.Popen[bytes], timeout: float) -> bool:
-    """Wait for the command; on timeout terminate its group, then kill it. True if killed."""
-    try:
-        proc.wait(timeout=timeout)
-        return False
-    except subprocess.TimeoutExpired:
-        pass
+def _wait_or_kill(
+    proc: subprocess.Popen[bytes], timeout: float, should_stop: Callable[[], bool] | None
+) -> bool:
+    """Wait for the command; on timeout terminate its group, then kill it. True if killed.
+
+    Asked to stop (its session was cancelled), the group is killed at once.
+    """
+    deadline = time.monotonic() + timeout
+    while (remaining := deadline - time.monotonic()) > 0:
+        try:
+            proc.wait(timeout=min(remaining, STOP_POLL_SECONDS))
+            return False
+        except subprocess.TimeoutExpired:
+            if should_stop is not None and should_stop():
+                _kill_group(proc.pid, signal.SIGKILL)
+                proc.wait()
+                return False
     _kill_group(proc.pid, signal.SIGTERM)
     deadline = time.monotonic() + KILL_GRACE_SECONDS
     while time.monotonic() < deadline and _group_alive(proc):

@@ -36,6 +36,7 @@ def run_command(ctx: ToolContext, args: RunCommandArgs) -> str:
         ctx.sandbox,
         timeout=args.timeout,
         on_start=ctx.on_process_start,
+        should_stop=ctx.should_stop,
     )
     return format_result(result, args.timeout, approved=ctx.sandbox.approved)
 
