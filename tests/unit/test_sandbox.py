@@ -163,6 +163,24 @@ def test_the_workers_home_is_hidden(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert "PRIVATE KEY" not in out and out.startswith("exit code: 1")
 
 
+@pytest.mark.sandbox
+@requires_bwrap
+def test_agentwebs_runtime_data_is_hidden_by_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default AGENTWEB_VAR (the project's var/: database, Redis socket) is unreadable."""
+    monkeypatch.delenv("AGENTWEB_VAR", raising=False)
+    var = Path(__file__).resolve().parents[2] / "var"
+    var.mkdir(exist_ok=True)
+    marker = var / f"sandbox-test-{os.getpid()}"
+    marker.write_text("DATABASE SECRET\n")
+    try:
+        out = call(_ctx(_repo(tmp_path)), "run_command", {"command": f"cat {marker}"})
+    finally:
+        marker.unlink()
+    assert "DATABASE SECRET" not in out and out.startswith("exit code: 1")
+
+
 def _connect_command(port: int) -> str:
     code = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3); print('up')"
     return f'python3 -c "{code}"'

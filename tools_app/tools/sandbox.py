@@ -236,7 +236,7 @@ def _hidden_dirs(root: Path) -> list[Path]:
     empty tmpfs mounts; the session's own workspace is bound back on top afterwards.
     """
     candidates = [os.environ.get("HOME", ""), os.environ.get("AGENTWEB_WORKSPACES", "")]
-    candidates.append(os.environ.get("AGENTWEB_VAR", str(Path(__file__).parent.parent / "var")))
+    candidates.append(os.environ.get("AGENTWEB_VAR", str(Path(__file__).parents[2] / "var")))
     needed = [Path(os.path.realpath(p)) for p in (sys.prefix, sys.base_prefix)]
     hidden: list[Path] = []
     for candidate in filter(None, candidates):
