@@ -217,3 +217,34 @@ def test_no_erofs_note_when_the_command_succeeds_or_was_approved(tmp_path: Path)
     ws = _repo(tmp_path)
     ok = call(_ctx(ws), "run_command", {"command": "echo x > .env; true"})
     assert ok.startswith("exit code: 0") and EROFS_NOTE not in ok
+
+
+def _guarded_ctx(ws: Path) -> ToolContext:
+    return make_ctx(ws, protected_paths=(".env", ".github/**", "package.json"))
+
+
+def test_a_command_cannot_create_a_protected_file_that_did_not_exist(tmp_path: Path) -> None:
+    ws = _repo(tmp_path)
+    command = "mkdir -p .github/workflows && echo 'on: push' > .github/workflows/x.yml"
+    out = call(_guarded_ctx(ws), "run_command", {"command": command})
+    assert not (ws / ".github" / "workflows" / "x.yml").exists()
+    assert "removed .github/workflows/x.yml" in out
+    assert "write_file" in out
+
+
+def test_a_protected_file_swapped_by_renaming_its_parent_is_put_back(tmp_path: Path) -> None:
+    """With or without bubblewrap: bwrap binds sub/.env read-only, but sub can be renamed."""
+    ws = _repo(tmp_path)
+    (ws / "sub").mkdir()
+    (ws / "sub" / ".env").write_text("SECRET=1\n")
+    command = "mv sub other && mkdir sub && echo SECRET=evil > sub/.env"
+    out = call(_guarded_ctx(ws), "run_command", {"command": command})
+    assert (ws / "sub" / ".env").read_text() == "SECRET=1\n"
+    assert "restored sub/.env" in out
+
+
+def test_an_approved_command_may_create_protected_files(tmp_path: Path) -> None:
+    ws = _repo(tmp_path)
+    ctx = make_ctx(ws, protected_paths=(".env",), approved=True)
+    call(ctx, "run_command", {"command": "echo A=1 > .env"})
+    assert (ws / ".env").read_text() == "A=1\n"

@@ -7,7 +7,7 @@ import signal
 from pydantic import Field
 
 # The module, not its names: sandbox imports tools.base, which loads this package.
-from tools_app.tools import sandbox
+from tools_app.tools import guard, sandbox
 from tools_app.tools.base import ToolArgs, ToolContext
 
 DEFAULT_TIMEOUT = 120.0
@@ -15,6 +15,12 @@ MAX_TIMEOUT = 3600.0
 EROFS_NOTE = (
     "note: the sandbox mounts .git and protected paths read-only; use the git tools "
     "(git_commit, git_branch …) or ask for approval to run this command with write access."
+)
+
+GUARD_NOTE = (
+    "note: commands may not create or change protected paths without approval; undone: "
+    "{changes}. Use write_file or edit_file (a reviewer approves those), or ask for approval "
+    "to run this command."
 )
 
 
@@ -30,6 +36,8 @@ class RunCommandArgs(ToolArgs):
 
 def run_command(ctx: ToolContext, args: RunCommandArgs) -> str:
     """Run `bash -c COMMAND`; a failing command is a result for the agent, not an error."""
+    patterns = () if ctx.sandbox.approved else ctx.sandbox.protected_paths
+    before = guard.record(ctx.workspace, patterns)
     result = sandbox.run_sandboxed(
         ctx.workspace,
         ["bash", "-c", args.command],
@@ -38,7 +46,11 @@ def run_command(ctx: ToolContext, args: RunCommandArgs) -> str:
         on_start=ctx.on_process_start,
         should_stop=ctx.should_stop,
     )
-    return format_result(result, args.timeout, approved=ctx.sandbox.approved)
+    text = format_result(result, args.timeout, approved=ctx.sandbox.approved)
+    undone = guard.undo_unapproved_changes(ctx.workspace, patterns, before)
+    if undone:
+        text += "\n" + GUARD_NOTE.format(changes="; ".join(undone))
+    return text
 
 
 def format_result(result: sandbox.CommandResult, timeout: float, *, approved: bool) -> str:

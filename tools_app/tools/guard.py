@@ -1,0 +1,114 @@
+"""Protected paths after a command that no person approved.
+
+bubblewrap binds only paths that exist read-only, so a command could still create a
+protected file that was not there (`.github/workflows/x.yml` in a repository without
+one), or swap a protected file's parent directory for another. Around every such
+command the protected files are recorded, then what the command created is removed
+and what it changed is put back, and the result says so. This also protects hosts
+where bubblewrap is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tools_app.tools import sandbox
+
+WALK_LIMIT = 50_000
+# Above this, protected files are only watched by size and mtime, not kept to restore.
+KEEP_LIMIT = 16 * 1024 * 1024
+SKIP_DIRS = frozenset({".git", "node_modules"})
+
+
+@dataclass
+class ProtectedState:
+    """Protected files found in a workspace: their bytes (None when too big to keep)."""
+
+    files: dict[str, bytes | None] = field(default_factory=dict)
+    stamps: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+
+def record(workspace: Path, patterns: Sequence[str]) -> ProtectedState:
+    state = ProtectedState()
+    if not patterns:
+        return state
+    kept = 0
+    for rel, path in _protected_files(workspace, patterns):
+        stat = path.lstat()
+        state.stamps[rel] = (stat.st_size, stat.st_mtime_ns)
+        keep = kept + stat.st_size <= KEEP_LIMIT
+        state.files[rel] = path.read_bytes() if keep and path.is_file() else None
+        kept += stat.st_size if keep else 0
+    return state
+
+
+def undo_unapproved_changes(
+    workspace: Path, patterns: Sequence[str], before: ProtectedState
+) -> list[str]:
+    """Remove protected files the command created, restore those it changed; say which."""
+    if not patterns:
+        return []
+    notes: list[str] = []
+    after = dict(_protected_files(workspace, patterns))
+    for rel, path in after.items():
+        if rel not in before.stamps:
+            _remove(path)
+            notes.append(f"removed {rel}, a protected path the command created")
+        elif _changed(path, rel, before):
+            notes.append(_restore(workspace, rel, before))
+    for rel in before.stamps.keys() - after.keys():
+        notes.append(_restore(workspace, rel, before))
+    return notes
+
+
+def _protected_files(workspace: Path, patterns: Sequence[str]) -> list[tuple[str, Path]]:
+    """(relative path, path) of every file or link under a protected pattern."""
+    root = Path(os.path.realpath(workspace))
+    found: list[tuple[str, Path]] = []
+    queue: deque[Path] = deque([root])
+    seen = 0
+    while queue and seen < WALK_LIMIT:
+        try:
+            entries = list(os.scandir(queue.popleft()))
+        except OSError:
+            continue
+        for entry in entries:
+            seen += 1
+            rel = Path(entry.path).relative_to(root).as_posix()
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in SKIP_DIRS:
+                    queue.append(Path(entry.path))
+            elif sandbox.matches_protected(rel, patterns):
+                found.append((rel, Path(entry.path)))
+    return found
+
+
+def _changed(path: Path, rel: str, before: ProtectedState) -> bool:
+    stat = path.lstat()
+    if (stat.st_size, stat.st_mtime_ns) != before.stamps[rel]:
+        return True
+    kept = before.files.get(rel)
+    return kept is not None and path.is_file() and path.read_bytes() != kept
+
+
+def _restore(workspace: Path, rel: str, before: ProtectedState) -> str:
+    kept = before.files.get(rel)
+    if kept is None:
+        return f"{rel} (protected) was changed and is too large to restore; check it"
+    target = Path(os.path.realpath(workspace)) / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _remove(target)
+    target.write_bytes(kept)
+    return f"restored {rel}, a protected path the command changed"
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
