@@ -57,6 +57,8 @@ AGENTWEB_WORKSPACES = Path(
     os.environ.get("AGENTWEB_WORKSPACES") or AGENTWEB_VAR / "workspaces"
 ).resolve()
 AGENTWEB_VAR.mkdir(parents=True, exist_ok=True)
+# Local directories sessions may clone from (comma-separated); empty: any the server reads.
+AGENTWEB_REPO_ROOTS = [Path(root) for root in envlist("AGENTWEB_REPO_ROOTS", "")]
 
 
 def _secret_key() -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 from tools_app.tools.git import HARDENING, git_env
@@ -19,23 +20,40 @@ class WorkspaceError(Exception):
     """A repository that cannot be cloned; the message says why."""
 
 
-def check_repo(repo: str) -> str:
-    """The repository argument as git should see it, or WorkspaceError naming the problem."""
+def check_repo(repo: str, local_roots: Sequence[Path] = ()) -> str:
+    """The repository argument as git should see it, or WorkspaceError naming the problem.
+
+    With `local_roots`, a local repository (a path or a file:// URL) must lie under one
+    of them: an operator may not clone whatever repository the server can read.
+    """
     repo = repo.strip()
     if not repo or repo.startswith("-") or "\x00" in repo:
         raise WorkspaceError("`repo` must be a local path or a git URL.")
+    if repo.startswith("file://"):
+        _check_local(Path(repo.removeprefix("file://")), repo, local_roots)
     if "://" in repo or re.match(r"^[\w.-]+@[\w.-]+:", repo):
         if not URL_FORMS.match(repo):
             raise WorkspaceError(
                 f"`repo` {repo!r} is not a supported git URL (https, http, ssh, git, file)."
             )
         return repo
-    path = Path(repo).expanduser()
+    path = _check_local(Path(repo).expanduser(), repo, local_roots)
     if not path.is_dir():
         raise WorkspaceError(f"`repo` {repo!r} is not a directory on the server.")
     if not _is_git_repository(path):
         raise WorkspaceError(f"`repo` {repo!r} is not a git repository.")
-    return str(path.resolve())
+    return str(path)
+
+
+def _check_local(path: Path, repo: str, local_roots: Sequence[Path]) -> Path:
+    resolved = path.resolve()
+    roots = [root.resolve() for root in local_roots]
+    if roots and not any(resolved.is_relative_to(root) for root in roots):
+        allowed = ", ".join(str(root) for root in roots)
+        raise WorkspaceError(
+            f"`repo` {repo!r} is outside the directories sessions may clone from ({allowed})."
+        )
+    return resolved
 
 
 def clone(repo: str, destination: Path) -> None:

@@ -392,3 +392,14 @@ def use_broker(app: Any, url: str) -> None:
     app.conf.broker_url = url
     app._pool = None
     app.amqp._producer_pool = None
+
+
+def test_local_repositories_outside_the_allowed_roots_are_refused(
+    alice: Api, workspace: Path, tmp_path: Path, settings: Any
+) -> None:
+    settings.AGENTWEB_REPO_ROOTS = [tmp_path / "allowed"]
+    for repo in (str(workspace), f"file://{workspace}"):
+        answer = alice.post("/sessions", {"task": "t", "repo": repo})
+        assert answer.status_code == 400
+        assert "outside the directories" in answer.json()["detail"]
+    assert not AgentSession.objects.exists()

@@ -37,7 +37,7 @@ def session_start(
     if policy is None:
         raise ServiceError(f"There is no policy named {policy_name!r}.")
     try:
-        repo = workspaces.check_repo(repo)
+        repo = workspaces.check_repo(repo, settings.AGENTWEB_REPO_ROOTS)
     except workspaces.WorkspaceError as exc:
         raise ServiceError(str(exc)) from exc
     with transaction.atomic():
