@@ -194,14 +194,14 @@ async def tool_call_detail(
 async def _answer_when_final(call_id: int, wait: float) -> dict[str, Any]:
     """The call as it is once final, or when `wait` runs out; polled, no thread held."""
     deadline = time.monotonic() + wait
-    delay = 0.01
+    delay = 0.005
     while True:
         answer = await sync_to_async(_current)(call_id)
         remaining = deadline - time.monotonic()
         if answer["status"] in ToolCall.FINAL_STATUSES or remaining <= 0:
             return answer
         await asyncio.sleep(min(delay, remaining))
-        delay = min(delay * 1.5, 0.2)
+        delay = min(delay * 1.25, 0.05)  # a short call is seen soon after it ends
 
 
 def _current(call_id: int) -> dict[str, Any]:

@@ -49,7 +49,9 @@ class Shape:
     positionals: tuple[str, ...]
 
 
+@lru_cache(maxsize=8192)
 def shape_of(command: SimpleCommand) -> Shape:
+    """The program, flags and words of a command (cached: every pattern asks again)."""
     aliases = FLAG_ALIASES.get(command.program, {})
     flags: set[str] = set()
     positionals: list[str] = []
