@@ -35,6 +35,7 @@ def sweep() -> None:
     services.tool_call_expire_overdue()
     services.tool_call_recover_interrupted()
     services.tool_call_requeue_orphans()
+    services.session_requeue_unprepared()
 
 
 @worker_ready.connect

@@ -403,3 +403,28 @@ def test_local_repositories_outside_the_allowed_roots_are_refused(
         assert answer.status_code == 400
         assert "outside the directories" in answer.json()["detail"]
     assert not AgentSession.objects.exists()
+
+
+def test_a_session_whose_clone_task_was_lost_is_prepared_by_the_sweep(
+    alice: Api, workspace: Path
+) -> None:
+    from agentweb.celery import app
+
+    working = app.conf.broker_url
+    use_broker(app, "redis://127.0.0.1:1/0")
+    try:
+        answer = alice.post("/sessions", {"task": "t", "repo": str(workspace)})
+    finally:
+        use_broker(app, working)
+    assert answer.status_code == 503
+    session = AgentSession.objects.get()
+    assert session.status == "queued"
+    AgentSession.objects.filter(pk=session.pk).update(
+        updated_at=session.created_at.replace(year=2000)
+    )
+    assert services.session_requeue_unprepared() == 1
+    deadline = time.monotonic() + 30
+    while AgentSession.objects.get(pk=session.pk).status == "queued":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert Path(AgentSession.objects.get(pk=session.pk).workspace, ".git").is_dir()

@@ -27,6 +27,7 @@ from tools_app.services.sessions import (
     session_close_cli,
     session_open_for_workspace,
     session_prepare,
+    session_requeue_unprepared,
     session_start,
 )
 from tools_app.services.tokens import api_token_authenticate, api_token_create
@@ -56,6 +57,7 @@ __all__ = [
     "session_counters",
     "session_open_for_workspace",
     "session_prepare",
+    "session_requeue_unprepared",
     "session_start",
     "tool_call_decide",
     "tool_call_evaluate",

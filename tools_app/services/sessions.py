@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import shutil
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,7 @@ from django.utils import timezone
 
 from tools_app import dispatch, events, workspaces
 from tools_app.models import AgentSession, Policy, ToolCall
-from tools_app.services.errors import ServiceError
+from tools_app.services.errors import ServiceError, Unavailable
 from tools_app.services.queueing import tool_call_dispatch
 
 logger = logging.getLogger(__name__)
@@ -52,21 +54,50 @@ def session_start(
     return session
 
 
+def session_requeue_unprepared() -> int:
+    """Sessions whose clone task was lost (Redis down) or whose cloning worker died."""
+    now = timezone.now()
+    stalled = AgentSession.objects.filter(
+        status=SessionStatus.QUEUED,
+        worker_queue__gt="",
+        updated_at__lte=now - timedelta(seconds=workspaces.CLONE_TIMEOUT + 60),
+    )
+    stalled.update(worker_queue="", updated_at=now)
+    # `updated_at` is when its clone task was last sent: resend at most every 30 s.
+    lost = AgentSession.objects.filter(
+        status=SessionStatus.QUEUED, worker_queue="", updated_at__lte=now - timedelta(seconds=30)
+    )
+    sent = 0
+    try:
+        for session_id in lost.values_list("pk", flat=True):
+            dispatch.enqueue("tools_app.tasks.prepare_session", session_id)
+            AgentSession.objects.filter(pk=session_id).update(updated_at=now)
+            sent += 1
+    except Unavailable:
+        logger.warning("broker unavailable; unprepared sessions are retried on the next sweep")
+    return sent
+
+
 def session_prepare(*, session_id: int, queue: str) -> AgentSession:
-    """On the worker host that picked it up: clone the repository, then take its calls."""
+    """On the worker host that picked it up: clone the repository, then take its calls.
+
+    The session is claimed for this host first (one conditional update), so a duplicated
+    message never clones twice; what a crashed attempt left is cleared before cloning.
+    """
+    claimed = AgentSession.objects.filter(
+        pk=session_id, status=SessionStatus.QUEUED, worker_queue=""
+    ).update(worker_queue=queue, updated_at=timezone.now())
     session = AgentSession.objects.get(pk=session_id)
-    if session.status != SessionStatus.QUEUED or session.worker_queue:
+    if not claimed:
         return session
     workspace = Path(session.workspace)
+    shutil.rmtree(workspace, ignore_errors=True)
     try:
-        if not workspace.exists():
-            workspaces.clone(session.repo, workspace)
+        workspaces.clone(session.repo, workspace)
     except workspaces.WorkspaceError as exc:
         return session_finish(session_id=session.pk, status=SessionStatus.FAILED, summary=str(exc))
     with transaction.atomic():
-        AgentSession.objects.filter(pk=session.pk).update(
-            worker_queue=queue, status=SessionStatus.RUNNING
-        )
+        AgentSession.objects.filter(pk=session.pk).update(status=SessionStatus.RUNNING)
         session.refresh_from_db()
         events.event_append(session_id=session.pk, type="session.running", data=_payload(session))
     for call_id in session.tool_calls.filter(status=ToolCall.Status.PENDING).values_list(
