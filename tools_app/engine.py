@@ -103,14 +103,17 @@ def prepare(
         args = validated.model_dump(exclude_none=True)
     except ToolError as exc:
         return Prepared(status="failed", args=_as_dict(raw_args), error=str(exc))
+    plan_error = ""
     try:
         plan = _plan(tool, validated, args, context)
-    except sandbox.PathOutsideWorkspace:
-        plan = _Plan()  # the policy's invariant check denies it with its own reason
     except ToolError as exc:
-        return Prepared(status="failed", args=args, error=str(exc))
+        plan, plan_error = _Plan(), str(exc)
     facts = CallFacts(tool, args, workspace, plan.changed_lines, plan.extra)
     decision = evaluate(policy, facts, counters)
+    if plan_error and decision.decision != "deny":
+        # A call that cannot work (old_string not found …) fails; one the policy
+        # refuses anyway (a path outside the workspace, into .git) is denied.
+        return Prepared(status="failed", args=args, error=plan_error)
     status = {"allow": "approved", "deny": "denied", "require_approval": "awaiting_approval"}
     return Prepared(
         status=status[decision.decision],

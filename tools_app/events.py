@@ -74,5 +74,22 @@ def publish(event: Event) -> None:
 
     try:
         async_to_sync(send)()  # one event loop hop for every group
-    except Exception:
-        logger.warning("could not publish event %s of session %s", event.seq, event.session_id)
+    except Exception as exc:
+        _report_unpublished(event, exc)
+
+
+_unpublished = {"count": 0}
+
+
+def _report_unpublished(event: Event, exc: Exception) -> None:
+    """Say once per process that live updates are off (Redis down, or not started)."""
+    _unpublished["count"] += 1
+    level = logging.WARNING if _unpublished["count"] == 1 else logging.DEBUG
+    logger.log(
+        level,
+        "live updates are off: event %s of session %s was not published (%s); "
+        "it is kept in the event log for clients to catch up",
+        event.seq,
+        event.session_id,
+        exc.__class__.__name__,
+    )

@@ -102,7 +102,8 @@ def test_log_count_and_full_format(tmp_path: Path) -> None:
     assert len(call(ctx_for(ws), "git_log", {"count": 2}).splitlines()) == 2
     full = call(ctx_for(ws), "git_log", {"count": 1, "oneline": False})
     assert full.startswith("commit ") and "Author: T <t@example.com>" in full
-    assert "commit 2" in full and "commit 1" not in full
+    messages = [line.strip() for line in full.splitlines() if line.startswith("    ")]
+    assert messages == ["commit 2"]
 
 
 @pytest.mark.parametrize(
