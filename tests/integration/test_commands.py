@@ -228,3 +228,29 @@ def test_import_refuses_unreadable_and_non_json_files(tmp_path: Path) -> None:
     file.write_text("[1, 2]")
     with pytest.raises(CommandError, match="one JSON object"):
         call_command("import_policy", str(file))
+
+
+def test_call_tool_denies_a_write_into_git_and_changes_nothing(workspace: Path) -> None:
+    config = workspace / ".git" / "config"
+    before = config.read_bytes()
+    answer = run(
+        "call_tool", "--workspace", str(workspace), "write_file",
+        '{"path": ".git/config", "content": "[core]\\n"}',
+    )  # fmt: skip
+    assert answer["status"] == "denied"
+    assert ".git" in str(answer["reason"])
+    assert config.read_bytes() == before
+
+
+def test_call_tool_denies_a_path_through_a_symlink_out_of_the_workspace(
+    workspace: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep\n")
+    (workspace / "link").symlink_to(outside)
+    answer = run(
+        "call_tool", "--workspace", str(workspace), "write_file",
+        '{"path": "link", "content": "overwritten\\n"}',
+    )  # fmt: skip
+    assert answer["status"] == "denied"
+    assert outside.read_text() == "keep\n"
