@@ -167,7 +167,8 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = AGENTWEB_VAR / "static"
-LOGIN_URL = "/admin/login/"
+LOGIN_URL = "/login/"
+LOGOUT_REDIRECT_URL = "/login/"
 LOGIN_REDIRECT_URL = "/approvals/"
 
 # Redis: REDIS_URL, else the embedded server that `manage.py up` starts on a unix socket.

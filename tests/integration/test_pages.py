@@ -56,7 +56,7 @@ def test_pages_need_a_login(client: Client) -> None:
     for path in ("/", "/approvals/", "/pulls/1/"):
         answer = client.get(path)
         assert answer.status_code == 302
-        assert answer["Location"].startswith("/admin/login/")
+        assert answer["Location"].startswith("/login/")
 
 
 def test_the_inbox_shows_the_diff_and_the_buttons(reviewer: Client, waiting: ToolCall) -> None:
@@ -145,3 +145,31 @@ def test_someone_who_is_not_a_reviewer_cannot_decide(waiting: ToolCall) -> None:
     assert answer.status_code == 404
     waiting.refresh_from_db()
     assert waiting.status == "awaiting_approval"
+
+
+def test_a_reviewer_who_is_not_staff_logs_in_and_reaches_the_inbox(waiting: ToolCall) -> None:
+    user = User.objects.create_user("rosa", password="a-long-password")
+    user.groups.add(Group.objects.get_or_create(name="reviewers")[0])
+    browser = Client(enforce_csrf_checks=True)
+    login_page = browser.get("/login/?next=/approvals/")
+    token = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', login_page.content)
+    assert token
+    answer = browser.post(
+        "/login/",
+        {
+            "username": "rosa",
+            "password": "a-long-password",
+            "next": "/approvals/",
+            "csrfmiddlewaretoken": token.group(1).decode(),
+        },
+    )
+    assert answer.status_code == 302
+    assert answer["Location"] == "/approvals/"
+    assert "+KEY=new" in browser.get("/approvals/").content.decode()
+
+
+def test_a_wrong_password_is_refused_with_a_message(client: Client) -> None:
+    User.objects.create_user("rosa", password="a-long-password")
+    answer = client.post("/login/", {"username": "rosa", "password": "nope"})
+    assert answer.status_code == 200
+    assert b"didn&#x27;t match" in answer.content or b"didn't match" in answer.content

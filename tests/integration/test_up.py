@@ -67,7 +67,7 @@ def test_up_serves_everything_and_ctrl_c_stops_it(tmp_path: Path) -> None:
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )  # fmt: skip
     try:
-        login = wait_for(f"http://127.0.0.1:{port}/admin/login/", up)
+        login = wait_for(f"http://127.0.0.1:{port}/login/", up)
         assert login.status_code == 200
         assert "Secure" not in login.headers.get("set-cookie", "")
         css = httpx.get(f"http://127.0.0.1:{port}/static/admin/css/base.css")

@@ -92,7 +92,7 @@ class Command(BaseCommand):
 
     def _announce(self, port: int) -> None:
         self.stdout.write(f"agentweb is running at http://127.0.0.1:{port}/ (Ctrl-C stops it)")
-        self.stdout.write(f"Admin and login: http://127.0.0.1:{port}/admin/")
+        self.stdout.write(f"Log in: http://127.0.0.1:{port}/login/ (admin: /admin/)")
         self.stdout.write(f"API: http://127.0.0.1:{port}/api/docs")
 
     def _wait(self, children: list[Child]) -> None:
