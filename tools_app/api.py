@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.contrib.auth.decorators import login_required
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI, Query, Schema, Status
@@ -55,6 +56,7 @@ api = NinjaAPI(
     description="Sessions, tool calls, approvals and policies.",
     auth=[BearerToken(), SessionAuth()],
     urls_namespace="api",
+    docs_decorator=login_required,  # the docs are a page: behind login like every page
 )
 
 

@@ -173,3 +173,11 @@ def test_a_wrong_password_is_refused_with_a_message(client: Client) -> None:
     answer = client.post("/login/", {"username": "rosa", "password": "nope"})
     assert answer.status_code == 200
     assert b"didn&#x27;t match" in answer.content or b"didn't match" in answer.content
+
+
+def test_the_api_docs_are_behind_login(client: Client) -> None:
+    assert client.get("/api/docs").status_code == 302
+    client.force_login(User.objects.create_user("olga"))
+    assert client.get("/api/docs").status_code == 200
+    schema = client.get("/api/openapi.json").json()
+    assert "/api/sessions/{session_id}/tool-calls" in schema["paths"]
