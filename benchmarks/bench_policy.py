@@ -5,9 +5,10 @@ Two policies: the `default` policy (DEFAULT_POLICY) and one with 500 explicit ru
 arguments) of which none matches the calls measured here, so every call walks all of
 them (once for the deny rules, once for the others).
 
-A `run_command` is timed "cold": the command-analysis cache (`commands._analyse`, an
-lru_cache) is cleared before each call, as for a command the engine has not seen yet;
-a second table shows what the cache saves when the same command comes again.
+A `run_command` is timed "cold": the command-analysis cache (`commands._analyse`) and
+the shape cache (`patterns.shape_of`), both lru_caches, are cleared before each call, as
+for a command the engine has not seen yet; a second table shows what the caches save
+when the same command comes again.
 
 Pure: no Django, no database. Run: .venv/bin/python benchmarks/bench_policy.py [--quick]
 """
@@ -25,6 +26,7 @@ from _common import emit, markdown_table, parser, summary
 
 from tools_app.policy import DEFAULT_POLICY, CallFacts, SessionCounters, evaluate, policy_from_dict
 from tools_app.policy.commands import _analyse
+from tools_app.policy.patterns import shape_of
 from tools_app.policy.types import PolicySpec
 
 LONG_PIPELINE = (
@@ -90,6 +92,7 @@ def time_calls(
         for kind, call in facts:
             if cold:
                 _analyse.cache_clear()
+                shape_of.cache_clear()
             start = time.perf_counter_ns()
             evaluate(policy, call, counters)
             samples[kind].append((time.perf_counter_ns() - start) / 1000)
@@ -158,8 +161,9 @@ def tables(results: dict[str, Any]) -> list[str]:
     )  # fmt: skip
     return [
         f"Policy evaluation, {results['rounds']} rounds per call kind "
-        "(run_command cold: analysis cache cleared before each call)\n\n" + first,
-        "Command-analysis cache: the same command evaluated again (median µs)\n\n" + second,
+        "(run_command cold: analysis and shape caches cleared before each call)\n\n" + first,
+        "Command-analysis and shape caches: the same command evaluated again (median µs)\n\n"
+        + second,
     ]
 
 

@@ -11,6 +11,7 @@ where bubblewrap is missing.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections import deque
 from collections.abc import Sequence
@@ -67,25 +68,38 @@ def undo_unapproved_changes(
 
 
 def _protected_files(workspace: Path, patterns: Sequence[str]) -> list[tuple[str, Path]]:
-    """(relative path, path) of every file or link under a protected pattern."""
-    root = Path(os.path.realpath(workspace))
+    """(relative path, path) of every file or link under a protected pattern.
+
+    Plain strings and one name match per entry: this runs twice around every command.
+    """
+    names, paths = sandbox.protected_matchers(tuple(patterns))
+    root = os.path.realpath(workspace)
     found: list[tuple[str, Path]] = []
-    queue: deque[Path] = deque([root])
+    # (directory, its path relative to the root, whether a protected pattern covers it)
+    queue: deque[tuple[str, str, bool]] = deque([(root, "", False)])
     seen = 0
     while queue and seen < WALK_LIMIT:
+        directory, prefix, covered = queue.popleft()
         try:
-            entries = list(os.scandir(queue.popleft()))
+            entries = list(os.scandir(directory))
         except OSError:
             continue
         for entry in entries:
             seen += 1
-            rel = Path(entry.path).relative_to(root).as_posix()
+            rel = prefix + entry.name
+            hit = covered or _matches(names, paths, entry.name, rel)
             if entry.is_dir(follow_symlinks=False):
                 if entry.name not in SKIP_DIRS:
-                    queue.append(Path(entry.path))
-            elif sandbox.matches_protected(rel, patterns):
+                    queue.append((entry.path, rel + "/", hit))
+            elif hit:
                 found.append((rel, Path(entry.path)))
     return found
+
+
+def _matches(
+    names: re.Pattern[str] | None, paths: re.Pattern[str] | None, name: str, rel: str
+) -> bool:
+    return bool((names and names.fullmatch(name)) or (paths and paths.match(rel)))
 
 
 def _changed(path: Path, rel: str, before: ProtectedState) -> bool:

@@ -17,7 +17,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import IO
 
 from tools_app.tools.base import SandboxOptions, ToolError
@@ -80,20 +80,52 @@ def matches_protected(rel_path: str, patterns: Iterable[str]) -> bool:
     (`.github/**`, `/config/prod.yml`). A pattern that matches a directory covers
     everything below it, as in gitignore.
     """
-    parts = [p for p in PurePosixPath(rel_path).parts if p not in ("", ".", "/")]
+    parts = [p for p in rel_path.split("/") if p not in ("", ".")]
     if not parts:
         return False
+    matcher = _protected_regex(tuple(patterns))
+    return matcher is not None and matcher.search("/".join(parts)) is not None
+
+
+@functools.lru_cache(maxsize=64)
+def protected_matchers(
+    patterns: tuple[str, ...],
+) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+    """(name regex, path regex): a walk matches each name once and each path once.
+
+    A component whose name fullmatches the first is protected with all below it; a
+    relative path that the second matches (with `re.match`) is protected likewise.
+    """
+    names, paths = [], []
     for pattern in patterns:
         stripped = pattern.strip().rstrip("/")
         if not stripped or stripped.startswith("#"):
             continue
         if "/" in stripped:
-            regex = _glob_regex(stripped.lstrip("/"))
-            if any(regex.fullmatch("/".join(parts[:i])) for i in range(1, len(parts) + 1)):
-                return True
-        elif any(_glob_regex(stripped).fullmatch(part) for part in parts):
-            return True
-    return False
+            paths.append(f"(?:{_glob_regex(stripped.lstrip('/')).pattern})(?:/|$)")
+        else:
+            names.append(f"(?:{_glob_regex(stripped).pattern})")
+    return (
+        re.compile("|".join(names)) if names else None,
+        re.compile("|".join(paths)) if paths else None,
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _protected_regex(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    """All patterns as one regex over a relative path (a workspace walk asks thousands of
+    times): a name pattern matches any whole component, a pattern with a slash any
+    leading run of components."""
+    alternatives = []
+    for pattern in patterns:
+        stripped = pattern.strip().rstrip("/")
+        if not stripped or stripped.startswith("#"):
+            continue
+        if "/" in stripped:
+            alternatives.append(f"^(?:{_glob_regex(stripped.lstrip('/')).pattern})(?:/|$)")
+        else:
+            alternatives.append(f"(?:^|/)(?:{_glob_regex(stripped).pattern})(?:/|$)")
+    return re.compile("|".join(alternatives)) if alternatives else None
 
 
 @functools.lru_cache(maxsize=512)
