@@ -20,7 +20,7 @@ from pathlib import Path
 
 from tools_app.tools import sandbox
 
-WALK_LIMIT = 50_000
+WALK_LIMIT = 200_000
 # Above this, protected files are only watched by size and mtime, not kept to restore.
 KEEP_LIMIT = 16 * 1024 * 1024
 SKIP_DIRS = frozenset({".git", "node_modules"})
@@ -55,7 +55,8 @@ def undo_unapproved_changes(
     if not patterns:
         return []
     notes: list[str] = []
-    after = dict(_protected_files(workspace, patterns))
+    found, complete = _walk(workspace, patterns)
+    after = dict(found)
     for rel, path in after.items():
         if rel not in before.stamps:
             _remove(path)
@@ -64,11 +65,18 @@ def undo_unapproved_changes(
             notes.append(_restore(workspace, rel, before))
     for rel in before.stamps.keys() - after.keys():
         notes.append(_restore(workspace, rel, before))
+    if not complete:
+        notes.append(f"only the first {WALK_LIMIT} entries of the workspace were checked")
     return notes
 
 
 def _protected_files(workspace: Path, patterns: Sequence[str]) -> list[tuple[str, Path]]:
-    """(relative path, path) of every file or link under a protected pattern.
+    return _walk(workspace, patterns)[0]
+
+
+def _walk(workspace: Path, patterns: Sequence[str]) -> tuple[list[tuple[str, Path]], bool]:
+    """(relative path, path) of every file or link under a protected pattern, and whether
+    the whole workspace was walked.
 
     Plain strings and one name match per entry: this runs twice around every command.
     """
@@ -93,7 +101,7 @@ def _protected_files(workspace: Path, patterns: Sequence[str]) -> list[tuple[str
                     queue.append((entry.path, rel + "/", hit))
             elif hit:
                 found.append((rel, Path(entry.path)))
-    return found
+    return found, not queue
 
 
 def _matches(
