@@ -1,4 +1,4 @@
-"""ASGI entry point for daphne: pages, admin, API and static files over one port."""
+"""ASGI entry point for daphne: pages, admin, API, static files and websockets on one port."""
 
 from __future__ import annotations
 
@@ -7,10 +7,21 @@ import os
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentweb.settings")
-django_application = get_asgi_application()
+django_application = get_asgi_application()  # before anything imports models
 
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
-# Static files are served by the app itself so that `manage.py up` needs no web server,
-# with or without DEBUG.
-application = ASGIStaticFilesHandler(django_application)
+from tools_app.routing import websocket_urlpatterns  # noqa: E402
+
+application = ProtocolTypeRouter(
+    {
+        # Static files are served by the app itself, so `manage.py up` needs no web server.
+        "http": ASGIStaticFilesHandler(django_application),
+        "websocket": AllowedHostsOriginValidator(
+            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+        ),
+    }
+)

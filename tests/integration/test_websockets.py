@@ -1,0 +1,136 @@
+"""Websockets: refused before any message without a login or from a foreign origin;
+a snapshot on connect, live events after, and what was missed on reconnect."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.layers import channel_layers
+from channels.testing import WebsocketCommunicator
+from django.conf import settings as django_settings
+from django.contrib.auth.models import Group, User
+from django.test import Client
+
+from agentweb.asgi import application
+from tools_app import services
+from tools_app.models import AgentSession, Policy
+
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+
+
+@pytest.fixture(autouse=True)
+def memory_layer(settings: Any) -> Iterator[None]:
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    channel_layers.backends = {}
+    yield
+    channel_layers.backends = {}
+
+
+def cookie_for(user: User) -> bytes:
+    client = Client()
+    client.force_login(user)
+    return f"{django_settings.SESSION_COOKIE_NAME}={client.cookies[django_settings.SESSION_COOKIE_NAME].value}".encode()
+
+
+def connect(path: str, cookie: bytes | None = None, origin: bytes = b"http://localhost") -> Any:
+    headers = [(b"origin", origin), (b"host", b"localhost")]
+    if cookie:
+        headers.append((b"cookie", cookie))
+    return WebsocketCommunicator(application, path, headers=headers)
+
+
+@pytest.fixture
+def alice() -> User:
+    return User.objects.create_user("alice")
+
+
+@pytest.fixture
+def rita() -> User:
+    user = User.objects.create_user("rita")
+    user.groups.add(Group.objects.get_or_create(name="reviewers")[0])
+    return user
+
+
+@pytest.fixture
+def session(workspace: Path, alice: User) -> AgentSession:
+    return AgentSession.objects.create(
+        task="t", repo=str(workspace), workspace=str(workspace),
+        status=AgentSession.Status.RUNNING, policy=Policy.objects.get(name="default"),
+        creator=alice,
+    )  # fmt: skip
+
+
+async def refused(communicator: Any) -> bool:
+    connected, _ = await communicator.connect()
+    return not connected
+
+
+def test_a_connection_without_a_login_is_refused(session: AgentSession) -> None:
+    assert async_to_sync(refused)(connect(f"/ws/sessions/{session.pk}/"))
+    assert async_to_sync(refused)(connect("/ws/approvals/"))
+
+
+def test_a_connection_from_a_foreign_origin_is_refused(session: AgentSession, alice: User) -> None:
+    evil = connect(f"/ws/sessions/{session.pk}/", cookie_for(alice), origin=b"http://evil.example")
+    assert async_to_sync(refused)(evil)
+
+
+def test_outsiders_and_non_reviewers_are_refused(session: AgentSession, alice: User) -> None:
+    charlie = User.objects.create_user("charlie")
+    assert async_to_sync(refused)(connect(f"/ws/sessions/{session.pk}/", cookie_for(charlie)))
+    assert async_to_sync(refused)(connect("/ws/approvals/", cookie_for(alice)))
+
+
+def test_a_session_stream_sends_a_snapshot_then_events_then_what_was_missed(
+    session: AgentSession, alice: User
+) -> None:
+    cookie = cookie_for(alice)
+
+    async def scenario() -> None:
+        live = connect(f"/ws/sessions/{session.pk}/", cookie)
+        connected, _ = await live.connect()
+        assert connected
+        snapshot = await live.receive_json_from()
+        assert snapshot["type"] == "snapshot"
+        assert snapshot["session"]["id"] == session.pk
+        await submit(session, "write_file", {"path": ".env", "content": "x\n"})
+        first = await live.receive_json_from(timeout=5)
+        assert first["type"].startswith("tool_call.")
+        assert first["seq"] == snapshot["seq"] + 1
+        await live.disconnect()
+
+        await submit(session, "read_file", {"path": "README.md"})
+        again = connect(f"/ws/sessions/{session.pk}/?last_seq={first['seq']}", cookie)
+        assert (await again.connect())[0]
+        missed = await again.receive_json_from(timeout=5)
+        assert missed["seq"] == first["seq"] + 1
+        await again.disconnect()
+
+    async_to_sync(scenario)()
+
+
+def test_reviewers_see_waiting_calls_and_new_ones_live(session: AgentSession, rita: User) -> None:
+    cookie = cookie_for(rita)
+
+    async def scenario() -> None:
+        inbox = connect("/ws/approvals/", cookie)
+        assert (await inbox.connect())[0]
+        snapshot = await inbox.receive_json_from()
+        assert snapshot == {"type": "snapshot", "seq": snapshot["seq"], "tool_calls": []}
+        await submit(session, "write_file", {"path": ".env", "content": "x\n"})
+        event = await inbox.receive_json_from(timeout=5)
+        assert event["type"] == "tool_call.awaiting_approval"
+        assert event["seq"] > snapshot["seq"]
+        await inbox.disconnect()
+
+    async_to_sync(scenario)()
+
+
+async def submit(session: AgentSession, tool: str, args: dict[str, Any]) -> None:
+    from channels.db import database_sync_to_async
+
+    await database_sync_to_async(services.tool_call_submit)(session=session, tool=tool, args=args)
