@@ -33,7 +33,8 @@ def memory_layer(settings: Any) -> Iterator[None]:
 def cookie_for(user: User) -> bytes:
     client = Client()
     client.force_login(user)
-    return f"{django_settings.SESSION_COOKIE_NAME}={client.cookies[django_settings.SESSION_COOKIE_NAME].value}".encode()
+    name = django_settings.SESSION_COOKIE_NAME
+    return f"{name}={client.cookies[name].value}".encode()
 
 
 def connect(path: str, cookie: bytes | None = None, origin: bytes = b"http://localhost") -> Any:
