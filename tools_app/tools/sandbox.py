@@ -83,8 +83,10 @@ def matches_protected(rel_path: str, patterns: Iterable[str]) -> bool:
     parts = [p for p in rel_path.split("/") if p not in ("", ".")]
     if not parts:
         return False
-    matcher = _protected_regex(tuple(patterns))
-    return matcher is not None and matcher.search("/".join(parts)) is not None
+    names, paths = protected_matchers(tuple(patterns))
+    if names is not None and any(names.fullmatch(part) for part in parts):
+        return True
+    return paths is not None and paths.match("/".join(parts)) is not None
 
 
 @functools.lru_cache(maxsize=64)
@@ -109,23 +111,6 @@ def protected_matchers(
         re.compile("|".join(names)) if names else None,
         re.compile("|".join(paths)) if paths else None,
     )
-
-
-@functools.lru_cache(maxsize=64)
-def _protected_regex(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
-    """All patterns as one regex over a relative path (a workspace walk asks thousands of
-    times): a name pattern matches any whole component, a pattern with a slash any
-    leading run of components."""
-    alternatives = []
-    for pattern in patterns:
-        stripped = pattern.strip().rstrip("/")
-        if not stripped or stripped.startswith("#"):
-            continue
-        if "/" in stripped:
-            alternatives.append(f"^(?:{_glob_regex(stripped.lstrip('/')).pattern})(?:/|$)")
-        else:
-            alternatives.append(f"(?:^|/)(?:{_glob_regex(stripped).pattern})(?:/|$)")
-    return re.compile("|".join(alternatives)) if alternatives else None
 
 
 @functools.lru_cache(maxsize=512)
