@@ -254,3 +254,9 @@ def test_call_tool_denies_a_path_through_a_symlink_out_of_the_workspace(
     )  # fmt: skip
     assert answer["status"] == "denied"
     assert outside.read_text() == "keep\n"
+
+
+def test_the_migrations_create_the_reviewers_group() -> None:
+    from django.contrib.auth.models import Group
+
+    assert Group.objects.filter(name="reviewers").exists()
