@@ -57,7 +57,8 @@ def decide(request: HttpRequest, tool_call_id: int) -> HttpResponse:
     except (services.ServiceError, ValueError) as exc:
         messages.error(request, f"Tool call {tool_call_id}: {exc}")
     else:
-        messages.success(request, f"Tool call {tool_call_id}: {decision}d.")
+        done = "denied" if decision == "deny" else "approved"
+        messages.success(request, f"Tool call {tool_call_id}: {done}.")
     return redirect("approvals")
 
 

@@ -90,10 +90,12 @@ def test_a_post_without_the_csrf_token_is_refused(reviewer: Client, waiting: Too
 
 def test_deny_with_a_reason(reviewer: Client, waiting: ToolCall, workspace: Path) -> None:
     token = csrf(reviewer)
-    reviewer.post(
+    answer = reviewer.post(
         f"/tool-calls/{waiting.pk}/decide",
         {"action": "deny", "reason": "keys rotate in the vault", "csrfmiddlewaretoken": token},
+        follow=True,
     )
+    assert f"Tool call {waiting.pk}: denied." in answer.content.decode()
     waiting.refresh_from_db()
     assert waiting.status == "denied"
     assert "keys rotate in the vault" in waiting.result
