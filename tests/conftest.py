@@ -43,7 +43,7 @@ from typing import Any  # noqa: E402
 from tools_app import redis_server  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-LOCAL_REDIS = "redis://127.0.0.1:6379/9"
+LOCAL_REDIS = os.environ.get("AGENTWEB_TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
 
 
 @pytest.fixture(scope="session")
