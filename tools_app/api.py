@@ -16,14 +16,15 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
 from ninja import NinjaAPI, Query, Schema, Status
 from ninja.errors import AuthenticationError
 from ninja.security import HttpBearer, SessionAuth
 from pydantic import Field
 
-from tools_app import access, engine, selectors, services, tool_schemas
+from tools_app import access, selectors, services, tool_schemas
 from tools_app.models import AgentSession, ToolCall
-from tools_app.policy import Decision, SessionCounters
+from tools_app.policy import SessionCounters
 from tools_app.schemas import (
     DecisionIn,
     DecisionOut,
@@ -208,20 +209,11 @@ async def _answer_when_final(call_id: int, wait: float) -> dict[str, Any]:
 
 def _current(call_id: int) -> dict[str, Any]:
     call = ToolCall.objects.select_related("human__user").get(pk=call_id)
-    if (
-        call.status == ToolCall.Status.AWAITING_APPROVAL
-        and call.expires_at
-        and call.expires_at <= _now()
-    ):
+    overdue = call.expires_at is not None and call.expires_at <= timezone.now()
+    if call.status == ToolCall.Status.AWAITING_APPROVAL and overdue:
         services.tool_call_expire_overdue()
         call.refresh_from_db()
     return selectors.tool_call_as_dict(call)
-
-
-def _now() -> Any:
-    from django.utils import timezone
-
-    return timezone.now()
 
 
 @api.get("/approvals", response=list[ToolCallOut])
@@ -269,11 +261,11 @@ def policy_evaluate(request: HttpRequest, name: str, body: EvaluateIn) -> dict[s
     policy = selectors.policy_by_name(name)
     if policy is None:
         raise services.NotFound(f"There is no policy named {name!r}.")
-    spec = services.load_policy_or_denial(policy)
-    if isinstance(spec, Decision):
-        return spec.as_dict()
     workspace, counters = Path(settings.AGENTWEB_WORKSPACES) / "dry-run", SessionCounters()
     if body.session is not None:
         session = _session_for(request, body.session)
         workspace, counters = Path(session.workspace), services.session_counters(session)
-    return engine.dry_run(spec, body.tool, body.args, workspace, counters).as_dict()
+    decision = services.policy_evaluate(
+        policy=policy, tool=body.tool, args=body.args, workspace=workspace, counters=counters
+    )
+    return decision.as_dict()

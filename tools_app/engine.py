@@ -11,11 +11,12 @@ import json
 import logging
 import posixpath
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tools_app.policy import (
+    FILE_WRITE_TOOLS,
     CallFacts,
     Decision,
     PolicySpec,
@@ -23,18 +24,16 @@ from tools_app.policy import (
     analyse_command,
     evaluate,
 )
-from tools_app.tools import files, get_tool, git, sandbox, validate_args
+from tools_app.tools import REGISTRY, files, get_tool, git, sandbox, validate_args
 from tools_app.tools.base import ToolArgs, ToolContext, ToolError
 from tools_app.tools.pull_requests import CreatePullRequestArgs, pull_request_preview
 
 logger = logging.getLogger(__name__)
 
-FILE_WRITE_TOOLS = frozenset({"write_file", "edit_file"})
-# Read-only tools whose results may be answered from the session's cache.
-CACHEABLE_TOOLS = frozenset(
-    {"read_file", "search_codebase", "list_files", "git_status", "git_diff", "git_log"}
-)
+# Stale after any file change (git_log only changes with commits, which clear everything).
 GIT_STATE_TOOLS = frozenset({"git_status", "git_diff"})
+# Not read-only for the policy, yet they change nothing in the workspace.
+WORKSPACE_NEUTRAL_TOOLS = frozenset({"task_done", "spawn_subagent", "web_fetch"})
 
 
 @dataclass(frozen=True)
@@ -66,7 +65,6 @@ class Invalidation:
     everything: bool = False
     paths: tuple[str, ...] = ()
     git_state: bool = False
-    git_log: bool = False
 
 
 @dataclass(frozen=True)
@@ -79,7 +77,6 @@ class CacheKey:
 class _Plan:
     preview: dict[str, Any] | None = None
     changed_lines: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def args_hash(tool: str, args: Mapping[str, Any]) -> str:
@@ -108,7 +105,7 @@ def prepare(
         plan = _plan(tool, validated, args, context)
     except ToolError as exc:
         plan, plan_error = _Plan(), str(exc)
-    facts = CallFacts(tool, args, workspace, plan.changed_lines, plan.extra)
+    facts = CallFacts(tool, args, workspace, plan.changed_lines)
     decision = evaluate(policy, facts, counters)
     if plan_error and decision.decision != "deny":
         # A call that cannot work (old_string not found …) fails; one the policy
@@ -173,7 +170,8 @@ def execute(tool: str, args: Mapping[str, Any], context: ToolContext) -> Outcome
 
 def cache_key(tool: str, args: Mapping[str, Any], workspace: Path) -> CacheKey | None:
     """The cache entry a read-only call would use, or None when it is not cacheable."""
-    if tool not in CACHEABLE_TOOLS:
+    spec = REGISTRY.get(tool)
+    if spec is None or not spec.cacheable:
         return None
     scope = "."
     if tool in {"read_file", "list_files", "search_codebase"} and args.get("path"):
@@ -191,11 +189,10 @@ def invalidation_for(tool: str, args: Mapping[str, Any], workspace: Path) -> Inv
         resolved = sandbox.resolve_path(workspace, str(args["path"]))
         rel = sandbox.relative_to_workspace(workspace, resolved)
         return Invalidation(paths=(rel,), git_state=True)
-    if tool in {"git_commit", "git_branch", "create_pull_request"}:
-        return Invalidation(everything=True)
-    if tool in CACHEABLE_TOOLS or tool in {"task_done", "spawn_subagent", "web_fetch"}:
+    spec = REGISTRY.get(tool)
+    if (spec is not None and spec.read_only) or tool in WORKSPACE_NEUTRAL_TOOLS:
         return Invalidation()
-    # run_command and skill tools may change anything.
+    # Commands, commits, branch switches, pull requests and skill tools: anything.
     return Invalidation(everything=True)
 
 

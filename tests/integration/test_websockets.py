@@ -123,9 +123,11 @@ def test_reviewers_see_waiting_calls_and_new_ones_live(session: AgentSession, ri
         snapshot = await inbox.receive_json_from()
         assert snapshot == {"type": "snapshot", "seq": snapshot["seq"], "tool_calls": []}
         await submit(session, "write_file", {"path": ".env", "content": "x\n"})
+        received = await inbox.receive_json_from(timeout=5)
+        assert received["type"] == "tool_call.received"
         event = await inbox.receive_json_from(timeout=5)
         assert event["type"] == "tool_call.awaiting_approval"
-        assert event["seq"] > snapshot["seq"]
+        assert event["seq"] > received["seq"] > snapshot["seq"]
         await inbox.disconnect()
 
     async_to_sync(scenario)()

@@ -19,6 +19,7 @@ from tools_app.services.maintenance import (
 from tools_app.services.policies import (
     load_policy_or_denial,
     policy_bump_version,
+    policy_evaluate,
     policy_import,
     policy_rule_remember,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "api_token_create",
     "load_policy_or_denial",
     "policy_bump_version",
+    "policy_evaluate",
     "policy_import",
     "policy_rule_remember",
     "session_cancel",

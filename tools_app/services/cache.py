@@ -9,7 +9,6 @@ from django.db.models import Q
 
 from tools_app import engine
 from tools_app.models import CachedResult, ToolCall
-from tools_app.services.sessions import session_count_lines
 
 
 def lookup(call: ToolCall) -> str | None:
@@ -21,8 +20,8 @@ def lookup(call: ToolCall) -> str | None:
 
 
 @transaction.atomic
-def after_success(call: ToolCall, result: str, *, approved_by_human: bool) -> None:
-    """Store a cacheable result, or drop what a change made stale and count its lines."""
+def after_success(call: ToolCall, result: str) -> None:
+    """Store a cacheable result, or drop what the call may have made stale."""
     workspace = Path(call.session.workspace)
     key = engine.cache_key(call.tool, call.args, workspace)
     if key is not None:
@@ -33,12 +32,6 @@ def after_success(call: ToolCall, result: str, *, approved_by_human: bool) -> No
         )
         return
     invalidate(call.session_id, engine.invalidation_for(call.tool, call.args, workspace))
-    if call.changed_lines and call.tool in engine.FILE_WRITE_TOOLS:
-        session_count_lines(
-            session_id=call.session_id,
-            lines=call.changed_lines,
-            approved_by_human=approved_by_human,
-        )
 
 
 def invalidate(session_id: int, stale: engine.Invalidation) -> None:
@@ -53,6 +46,4 @@ def invalidate(session_id: int, stale: engine.Invalidation) -> None:
         condition |= Q(tool__in=["list_files", "search_codebase"], scope__in=listings)
     if stale.git_state:
         condition |= Q(tool__in=sorted(engine.GIT_STATE_TOOLS))
-    if stale.git_log:
-        condition |= Q(tool="git_log")
     entries.filter(condition).delete()

@@ -5,14 +5,22 @@ from __future__ import annotations
 import json
 import logging
 import re
+from pathlib import Path
 from typing import Any
 
 from django.db import transaction
 from django.db.models import F, Max
 
-from tools_app import selectors
+from tools_app import engine, selectors
 from tools_app.models import Policy, PolicyRule
-from tools_app.policy import Decision, PolicyInvalid, PolicySpec, exact_pattern, policy_from_dict
+from tools_app.policy import (
+    Decision,
+    PolicyInvalid,
+    PolicySpec,
+    SessionCounters,
+    exact_pattern,
+    policy_from_dict,
+)
 from tools_app.services.errors import ServiceError
 
 logger = logging.getLogger(__name__)
@@ -106,3 +114,13 @@ def load_policy_or_denial(policy: Policy) -> PolicySpec | Decision:
         logger.error("policy %r cannot be loaded, denying every call: %s", policy.name, exc)
         reason = f"Policy {policy.name!r} cannot be loaded ({exc}); an admin must fix it."
         return Decision("deny", reason, "policy-error")
+
+
+def policy_evaluate(
+    *, policy: Policy, tool: str, args: object, workspace: Path, counters: SessionCounters
+) -> Decision:
+    """A dry run: what the policy would decide for this call; nothing is stored or run."""
+    spec = load_policy_or_denial(policy)
+    if isinstance(spec, Decision):
+        return spec
+    return engine.dry_run(spec, tool, args, workspace, counters)

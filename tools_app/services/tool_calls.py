@@ -15,12 +15,12 @@ from django.utils import timezone
 
 from tools_app import engine, events
 from tools_app.models import AgentSession, Policy, ToolCall
-from tools_app.policy import Decision, PolicySpec, SessionCounters
+from tools_app.policy import FILE_WRITE_TOOLS, Decision, PolicySpec, SessionCounters
 from tools_app.services import cache
 from tools_app.services.policies import load_policy_or_denial
 from tools_app.services.pull_requests import PullRequestStore
 from tools_app.services.queueing import tool_call_dispatch
-from tools_app.services.sessions import session_refresh_status
+from tools_app.services.sessions import session_count_lines, session_refresh_status
 from tools_app.tools.base import SandboxOptions, ToolContext
 from tools_app.tools.forge import ForgeSettings
 
@@ -30,12 +30,9 @@ Status = ToolCall.Status
 
 
 def tool_call_receive(*, session: AgentSession, tool: str, args: object) -> ToolCall:
-    """Store a call as `pending` and queue its evaluation on the session's worker."""
-    with transaction.atomic():
-        call = ToolCall.objects.create(
-            session=session, tool=tool[:200], args=_plain(args), status=Status.PENDING
-        )
-        events.tool_call_event(call, "tool_call.received")
+    """Store a call as `pending` and queue its evaluation on the session's worker (once
+    the session's clone is ready, if it is not yet)."""
+    call = _tool_call_create(session, tool, args)
     if session.worker_queue:
         tool_call_dispatch(tool_call_id=call.pk, task="evaluate", queue=session.worker_queue)
     return call
@@ -43,11 +40,17 @@ def tool_call_receive(*, session: AgentSession, tool: str, args: object) -> Tool
 
 def tool_call_submit(*, session: AgentSession, tool: str, args: object) -> ToolCall:
     """Receive and evaluate in this process (the command line's path)."""
-    with transaction.atomic():
-        call = ToolCall.objects.create(
-            session=session, tool=tool[:200], args=_plain(args), status=Status.PENDING
-        )
+    call = _tool_call_create(session, tool, args)
     return tool_call_evaluate(tool_call_id=call.pk, raw_args=args)
+
+
+@transaction.atomic
+def _tool_call_create(session: AgentSession, tool: str, args: object) -> ToolCall:
+    call = ToolCall.objects.create(
+        session=session, tool=tool[:200], args=_plain(args), status=Status.PENDING
+    )
+    events.tool_call_event(call, "tool_call.received")
+    return call
 
 
 def tool_call_evaluate(*, tool_call_id: int, raw_args: object = None) -> ToolCall:
@@ -138,7 +141,13 @@ def tool_call_execute(*, tool_call_id: int) -> ToolCall:
         return _tool_call_finish(call, Status.SUCCEEDED, cached, from_cache=True)
     outcome = engine.execute(call.tool, call.args, tool_context(call.session, call))
     if outcome.status == Status.SUCCEEDED:
-        cache.after_success(call, outcome.result, approved_by_human=_approved_by_human(call))
+        cache.after_success(call, outcome.result)
+        if call.changed_lines and call.tool in FILE_WRITE_TOOLS:
+            session_count_lines(
+                session_id=call.session_id,
+                lines=call.changed_lines,
+                approved_by_human=_approved_by_human(call),
+            )
     return _tool_call_finish(call, outcome.status, outcome.result)
 
 

@@ -6,15 +6,14 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from tools_app import engine
+from tools_app import services
 from tools_app.management.commands._common import (
     existing_directory,
     existing_policy,
     load_json_argument,
     print_json_line,
 )
-from tools_app.policy import Decision, SessionCounters
-from tools_app.services import load_policy_or_denial
+from tools_app.policy import SessionCounters
 
 
 class Command(BaseCommand):
@@ -29,11 +28,11 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         tool_args = load_json_argument(options["args_json"], name="ARGS_JSON")
         workspace = existing_directory(options["workspace"])
-        spec = load_policy_or_denial(existing_policy(options["policy"]))
-        if isinstance(spec, Decision):
-            decision = spec
-        else:
-            decision = engine.dry_run(
-                spec, options["tool"], tool_args, workspace, SessionCounters()
-            )
+        decision = services.policy_evaluate(
+            policy=existing_policy(options["policy"]),
+            tool=options["tool"],
+            args=tool_args,
+            workspace=workspace,
+            counters=SessionCounters(),
+        )
         print_json_line(self, decision.as_dict())
