@@ -147,13 +147,17 @@ def session_count_lines(*, session_id: int, lines: int, approved_by_human: bool)
 
 
 def session_finish(*, session_id: int, status: str, summary: str = "") -> AgentSession:
+    """End a session once; a session already done, failed or cancelled stays as it is."""
     with transaction.atomic():
-        AgentSession.objects.filter(pk=session_id).exclude(
-            status__in=[SessionStatus.DONE, SessionStatus.FAILED, SessionStatus.CANCELLED]
-        ).update(status=status, summary=summary, finished_at=timezone.now())
-        events.event_append(
-            session_id=session_id, type=f"session.{status}", data={"summary": summary}
+        finished = (
+            AgentSession.objects.filter(pk=session_id)
+            .exclude(status__in=[SessionStatus.DONE, SessionStatus.FAILED, SessionStatus.CANCELLED])
+            .update(status=status, summary=summary, finished_at=timezone.now())
         )
+        if finished:
+            events.event_append(
+                session_id=session_id, type=f"session.{status}", data={"summary": summary}
+            )
     return AgentSession.objects.get(pk=session_id)
 
 
