@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from tools_app.models import AgentSession, Policy, ToolCall
+from tools_app.models import AgentSession, ApiToken, Policy, ToolCall
 
 pytestmark = pytest.mark.django_db
 
@@ -260,3 +260,26 @@ def test_the_migrations_create_the_reviewers_group() -> None:
     from django.contrib.auth.models import Group
 
     assert Group.objects.filter(name="reviewers").exists()
+
+
+def test_create_api_token_prints_a_working_token_alone_on_the_last_line() -> None:
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    User.objects.create_user("alice")
+    out = StringIO()
+    call_command("create_api_token", "alice", "--scope", "agent", stdout=out, stderr=StringIO())
+    token = out.getvalue().strip().splitlines()[-1]
+    assert token.startswith("aw_") and " " not in token
+    answer = Client().get("/api/sessions", headers={"Authorization": f"Bearer {token}"})
+    assert answer.status_code == 200
+    assert ApiToken.objects.get().token_hash != token
+    wrong = Client().get("/api/sessions", headers={"Authorization": "Bearer aw_nope"})
+    assert wrong.status_code == 401
+
+
+def test_create_api_token_refuses_an_unknown_user_and_scope() -> None:
+    with pytest.raises(CommandError, match="no user named 'ghost'"):
+        call_command("create_api_token", "ghost")
+    with pytest.raises(CommandError):
+        call_command("create_api_token", "ghost", "--scope", "admin")
