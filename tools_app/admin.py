@@ -13,8 +13,10 @@ from tools_app.models import (
     AgentSession,
     ApiToken,
     Decision,
+    Event,
     Policy,
     PolicyRule,
+    PullRequest,
     Skill,
     SkillTool,
     ToolCall,
@@ -72,6 +74,18 @@ class ToolCallAdmin(ReadOnlyAdmin):
 class DecisionAdmin(ReadOnlyAdmin):
     list_display = ("id", "tool_call", "decision", "user", "remember", "created_at")
     list_filter = ("decision",)
+
+
+@admin.register(Event)
+class EventAdmin(ReadOnlyAdmin):
+    list_display = ("id", "session", "seq", "type", "created_at")
+    list_filter = ("type",)
+
+
+@admin.register(PullRequest)
+class PullRequestAdmin(ReadOnlyAdmin):
+    list_display = ("number", "title", "head", "base", "repo_key", "created_at")
+    search_fields = ("title", "head", "repo_key")
 
 
 @admin.register(AgentSession)
