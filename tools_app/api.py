@@ -111,7 +111,8 @@ def session_create(request: HttpRequest, body: SessionIn) -> Status[dict[str, An
 
 @api.get("/sessions", response=list[SessionOut])
 def session_list(request: HttpRequest, status: str | None = None) -> list[dict[str, Any]]:
-    sessions = access.visible_sessions(request.user).select_related("policy").order_by("-id")
+    sessions = access.visible_sessions(request.user).select_related("policy")
+    sessions = sessions.prefetch_related("children").order_by("-id")
     if status:
         sessions = sessions.filter(status=status)
     return [selectors.session_as_dict(session) for session in sessions[:500]]

@@ -65,7 +65,7 @@ def session_as_dict(session: AgentSession) -> dict[str, Any]:
         "model": session.model,
         "kind": session.kind,
         "parent": session.parent_id,
-        "children": list(session.children.values_list("pk", flat=True)),
+        "children": [child.pk for child in session.children.all()],
         "tokens": {"input": session.tokens_in, "output": session.tokens_out},
         "summary": session.summary,
         "total_changed_lines": session.total_changed_lines,
