@@ -50,9 +50,3 @@ def may_decide(user: Any, scope: str, call: ToolCall, *, approve: bool) -> bool:
     own_session = call.session.creator_id == user.pk
     distinct = call.session.policy.require_distinct_reviewer
     return not (approve and distinct and own_session)
-
-
-def may_manage_skills(user: Any, scope: str) -> bool:
-    return scope in FULL_SCOPES and bool(
-        user.is_superuser or user.has_perm("tools_app.change_skill")
-    )

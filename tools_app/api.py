@@ -35,6 +35,7 @@ from tools_app.schemas import (
     ToolCallIn,
     ToolCallOut,
 )
+from tools_app.tools import core_tool_schemas
 
 MAX_WAIT_SECONDS = 300.0
 
@@ -141,7 +142,7 @@ def session_tools(
     request: HttpRequest, session_id: int, format: Literal["json", "openai", "anthropic"] = "json"
 ) -> list[dict[str, Any]]:
     _session_for(request, session_id)
-    return tool_schemas.in_format(tool_schemas.core_tools(), format)
+    return tool_schemas.in_format(core_tool_schemas(), format)
 
 
 # --- tool calls -------------------------------------------------------------------------

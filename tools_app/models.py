@@ -173,10 +173,6 @@ class ToolCall(models.Model):
         return f"tool call {self.pk}: {self.tool} ({self.status})"
 
     @property
-    def is_final(self) -> bool:
-        return self.status in self.FINAL_STATUSES
-
-    @property
     def args_json(self) -> str:
         return json.dumps(self.args, indent=2, ensure_ascii=False)
 

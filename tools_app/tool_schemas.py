@@ -4,12 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from tools_app.tools import core_tool_schemas
-
-
-def core_tools() -> list[dict[str, Any]]:
-    return core_tool_schemas()
-
 
 def in_format(tools: list[dict[str, Any]], format: str) -> list[dict[str, Any]]:
     """`json` and `anthropic`: {name, description, input_schema}; `openai`: function tools."""

@@ -179,3 +179,26 @@ def test_without_bubblewrap_the_system_check_warns(tmp_path: Path) -> None:
     )
     assert "agentweb.W001" in done.stderr + done.stdout
     assert "unsandboxed" in done.stderr + done.stdout
+
+
+def test_a_remembered_rule_matches_exactly_those_arguments_lists_and_numbers_too(
+    session: AgentSession,
+) -> None:
+    from django.contrib.auth.models import User
+
+    args = {"summary": "done [1/2] *", "files_changed": ["a.py", "b*.py"]}
+    rule = services.policy_rule_remember(
+        policy=session.policy, tool="task_done", args=args, user=User.objects.create_user("rita")
+    )
+    session.policy.refresh_from_db()
+
+    def decided_by(**call_args: object) -> str:
+        decision = services.policy_evaluate(
+            policy=session.policy, tool="task_done", args=call_args,
+            workspace=Path(session.workspace), counters=services.session_counters(session),
+        )  # fmt: skip
+        return decision.rule
+
+    assert decided_by(**args) == f"rule {rule.pk}"
+    assert decided_by(summary="done [1/2] x", files_changed=["a.py"]) != f"rule {rule.pk}"
+    assert decided_by(summary=args["summary"], files_changed=["c.py"]) != f"rule {rule.pk}"

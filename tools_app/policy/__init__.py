@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from tools_app.policy.commands import CommandAnalysis, Redirect, SimpleCommand, analyse_command
-from tools_app.policy.context import FILE_WRITE_TOOLS, READ_ONLY_TOOLS, is_read_only
+from tools_app.policy.context import (
+    FILE_WRITE_TOOLS,
+    READ_ONLY_TOOLS,
+    argument_strings,
+    is_read_only,
+)
 from tools_app.policy.defaults import DEFAULT_POLICY, DEFAULT_PROTECTED_PATHS
 from tools_app.policy.engine import evaluate
 from tools_app.policy.loader import (
@@ -43,6 +48,7 @@ __all__ = [
     "SimpleCommand",
     "Verdict",
     "analyse_command",
+    "argument_strings",
     "evaluate",
     "exact_pattern",
     "is_read_only",

@@ -74,16 +74,19 @@ class CallContext:
             return self.paths[name]
         if name not in self.args or self.args[name] is None:
             return None
-        return _as_strings(self.args[name])
+        return argument_strings(self.args[name])
 
 
-def _as_strings(value: Any) -> tuple[str, ...]:
+def argument_strings(value: Any) -> tuple[str, ...]:
+    """An argument's value as the strings rule patterns are matched against."""
     if isinstance(value, bool):
         return ("true" if value else "false",)
     if isinstance(value, str):
         return (value,)
     if isinstance(value, list | tuple):
-        return tuple(_as_strings(item)[0] if _is_scalar(item) else _json(item) for item in value)
+        return tuple(
+            argument_strings(item)[0] if _is_scalar(item) else _json(item) for item in value
+        )
     if isinstance(value, int | float):
         return (str(value),)
     return (_json(value),)

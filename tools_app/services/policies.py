@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from pathlib import Path
@@ -18,6 +17,7 @@ from tools_app.policy import (
     PolicyInvalid,
     PolicySpec,
     SessionCounters,
+    argument_strings,
     exact_pattern,
     policy_from_dict,
 )
@@ -92,18 +92,12 @@ def policy_rule_remember(
 
 
 def _exact_pattern(value: Any) -> str:
-    """A pattern matching only `value`, spelled as the policy engine reads arguments."""
+    """A pattern matching only `value`, read as the policy engine reads arguments
+    (a list: each of its items must be one of these)."""
+    strings = argument_strings(value)
     if isinstance(value, list | tuple):
-        return "re:(" + "|".join(re.escape(_text(item)) for item in value) + ")"
-    return exact_pattern(_text(value))
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str | int | float):
-        return str(value)
-    return json.dumps(value, sort_keys=True, default=str)
+        return "re:(" + "|".join(re.escape(text) for text in strings) + ")"
+    return exact_pattern(strings[0])
 
 
 def load_policy_or_denial(policy: Policy) -> PolicySpec | Decision:
