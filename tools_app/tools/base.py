@@ -14,6 +14,7 @@ from tools_app.tools.errors import ToolError
 __all__ = ["SandboxOptions", "ToolArgs", "ToolContext", "ToolError", "ToolSpec"]
 
 if TYPE_CHECKING:
+    from tools_app.tools.effect import Effect
     from tools_app.tools.forge import ForgeSettings
 
 
@@ -54,6 +55,9 @@ class ToolContext:
     git_author: tuple[str, str] = ("agentweb", "agentweb@localhost")
     # Where create_pull_request opens pull requests; None: nowhere (the tool says so).
     forge: ForgeSettings | None = None
+    # Judges and applies what a command changed in its copy-on-write view (the engine's
+    # policy) and returns a note for the agent; None: nothing a command does is applied.
+    effect_handler: Callable[[Effect], str] | None = None
 
 
 @dataclass(frozen=True)
