@@ -38,9 +38,19 @@ class PolicyAdmin(admin.ModelAdmin[Policy]):
     readonly_fields = ("version", "updated_at")
     fieldsets = (
         (None, {"fields": ("name", "description", "version", "updated_at")}),
-        ("Files", {"fields": ("protected_paths", "max_diff_lines", "require_approval_above")}),
+        (
+            "Files",
+            {
+                "fields": (
+                    "protected_paths",
+                    "secret_paths",
+                    "max_diff_lines",
+                    "require_approval_above",
+                )
+            },
+        ),
         ("Commands", {"fields": ("blocked_commands", "approval_commands", "command_network")}),
-        ("Web", {"fields": ("web_allow_hosts",)}),
+        ("Web", {"fields": ("web_allow_hosts", "web_write_hosts")}),
         ("Approvals", {"fields": ("require_distinct_reviewer", "approval_timeout_seconds")}),
     )
 

@@ -128,7 +128,12 @@ def _plan(tool: str, validated: ToolArgs, args: dict[str, Any], context: ToolCon
         return _Plan(preview=pull_request_preview(context, validated))
     if tool in FILE_WRITE_TOOLS:
         change = files.plan_file_change(context, tool, args)
-        preview = {"path": change.path, "diff": change.diff, "changed_lines": change.changed_lines}
+        preview = {
+            "path": change.path,
+            "diff": change.diff,
+            "changed_lines": change.changed_lines,
+            "state": files.preview_state(change),
+        }
         return _Plan(preview=preview, changed_lines=change.changed_lines)
     if tool == "run_command":
         analysis = analyse_command(str(args["command"]))
@@ -147,6 +152,7 @@ def _plan(tool: str, validated: ToolArgs, args: dict[str, Any], context: ToolCon
             "stat": commit.stat,
             "diff": commit.diff,
             "changed_lines": commit.changed_lines,
+            "state": {"tree": commit.tree, "base": commit.base},
         }
         return _Plan(preview=preview, changed_lines=commit.changed_lines)
     return _Plan()

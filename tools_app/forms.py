@@ -9,7 +9,14 @@ from django import forms
 from tools_app.models import Policy, PolicyRule
 from tools_app.policy import validate_policy_dict
 
-LIST_FIELDS = ("protected_paths", "blocked_commands", "approval_commands", "web_allow_hosts")
+LIST_FIELDS = (
+    "protected_paths",
+    "secret_paths",
+    "blocked_commands",
+    "approval_commands",
+    "web_allow_hosts",
+    "web_write_hosts",
+)
 
 
 class LinesField(forms.CharField):
@@ -33,7 +40,17 @@ class PolicyForm(forms.ModelForm[Policy]):
     approval_commands = LinesField(
         required=False, help_text="Commands that need approval, beyond the built-in set."
     )
+    secret_paths = LinesField(
+        required=False,
+        help_text="Patterns of files holding credentials: reading one needs a person; "
+        "search never shows their contents.",
+    )
     web_allow_hosts = LinesField(required=False, help_text="Hosts web_fetch may reach.")
+    web_write_hosts = LinesField(
+        required=False,
+        help_text="Hosts web_fetch may send a body or a method other than GET/HEAD to "
+        "without a person.",
+    )
 
     class Meta:
         model = Policy
@@ -41,12 +58,14 @@ class PolicyForm(forms.ModelForm[Policy]):
             "name",
             "description",
             "protected_paths",
+            "secret_paths",
             "max_diff_lines",
             "require_approval_above",
             "blocked_commands",
             "approval_commands",
             "command_network",
             "web_allow_hosts",
+            "web_write_hosts",
             "require_distinct_reviewer",
             "approval_timeout_seconds",
         )

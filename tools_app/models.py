@@ -15,6 +15,10 @@ def default_protected_paths() -> list[str]:
     return list(DEFAULT_POLICY["protected_paths"])
 
 
+def default_secret_paths() -> list[str]:
+    return list(DEFAULT_POLICY["secret_paths"])
+
+
 def default_blocked_commands() -> list[str]:
     return list(DEFAULT_POLICY["blocked_commands"])
 
@@ -29,7 +33,9 @@ class Policy(models.Model):
     approval_commands = models.JSONField(default=list, blank=True)
     max_diff_lines = models.PositiveIntegerField(default=500)
     require_approval_above = models.PositiveIntegerField(default=200)
+    secret_paths = models.JSONField(default=default_secret_paths, blank=True)
     web_allow_hosts = models.JSONField(default=list, blank=True)
+    web_write_hosts = models.JSONField(default=list, blank=True)
     command_network = models.BooleanField(
         default=False, help_text="Give every command the network, not only approved ones."
     )

@@ -165,6 +165,37 @@ class ProtectedPath(ApprovalCheck):
         return None
 
 
+class SecretRead(ApprovalCheck):
+    name = "builtin:secret-path"
+
+    def reason(self, context: CallContext) -> str | None:
+        if context.tool != "read_file":
+            return None
+        path = context.paths.get("path", ("",))[0]
+        pattern = protected_match(context.policy.secret_paths, path)
+        if pattern:
+            return f"read_file reads {path}, which may hold secrets (pattern `{pattern}`){APPROVE}"
+        return None
+
+
+class WebWrite(ApprovalCheck):
+    name = "builtin:web-write"
+
+    def reason(self, context: CallContext) -> str | None:
+        if context.tool != "web_fetch":
+            return None
+        method = str(context.args.get("method", "GET")).upper()
+        has_body = context.args.get("body") is not None
+        if method in {"GET", "HEAD"} and not has_body:
+            return None
+        host = (urlsplit(str(context.args.get("url", ""))).hostname or "").lower()
+        allowed = {h.lower().rstrip(".") for h in context.policy.web_write_hosts}
+        if host.rstrip(".") in allowed:
+            return None
+        what = f"a {method} request" + (" with a body" if has_body else "")
+        return f"web_fetch sends {what} to {host or 'this host'}, which can carry data out{APPROVE}"
+
+
 class CommandWritesProtected(ApprovalCheck):
     name = "builtin:protected-path"
 
@@ -257,6 +288,8 @@ BUILTIN_DENIES: tuple[Check, ...] = (
 )
 BUILTIN_APPROVALS: tuple[Check, ...] = (
     ProtectedPath(),
+    SecretRead(),
+    WebWrite(),
     CommandWritesProtected(),
     ApprovalCommand(),
     RequireApprovalAbove(),

@@ -29,6 +29,20 @@ DEFAULT_PROTECTED_PATHS: tuple[str, ...] = (
     "*.key",
 )
 
+# Files whose contents are credentials: reading one needs a person.
+DEFAULT_SECRET_PATHS: tuple[str, ...] = (
+    ".env",
+    ".env.*",
+    "*.pem",
+    "*.key",
+    "id_rsa*",
+    "id_ed25519*",
+    ".npmrc",
+    ".pypirc",
+    ".netrc",
+    "*credentials*",
+)
+
 DEFAULT_POLICY: dict[str, Any] = {
     "name": "default",
     "version": 1,
@@ -37,7 +51,9 @@ DEFAULT_POLICY: dict[str, Any] = {
     "approval_commands": [],
     "max_diff_lines": 500,
     "require_approval_above": 200,
+    "secret_paths": list(DEFAULT_SECRET_PATHS),
     "web_allow_hosts": [],
+    "web_write_hosts": [],
     "command_network": False,
     "require_distinct_reviewer": False,
     "approval_timeout_seconds": 3600,

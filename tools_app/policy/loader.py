@@ -18,7 +18,14 @@ from tools_app.policy.patterns import compile_pattern
 from tools_app.policy.rules import value_pattern_problem
 from tools_app.policy.types import VERDICTS, PolicySpec, Rule
 
-LIST_FIELDS = ("protected_paths", "blocked_commands", "approval_commands", "web_allow_hosts")
+LIST_FIELDS = (
+    "protected_paths",
+    "secret_paths",
+    "blocked_commands",
+    "approval_commands",
+    "web_allow_hosts",
+    "web_write_hosts",
+)
 INT_FIELDS = {
     "version": 1,
     "max_diff_lines": 0,
@@ -61,9 +68,11 @@ def _host_problem(host: str) -> str | None:
 
 _ITEM_CHECKS: dict[str, Callable[[str], str | None]] = {
     "protected_paths": pattern_problem,
+    "secret_paths": pattern_problem,
     "blocked_commands": _command_problem,
     "approval_commands": _command_problem,
     "web_allow_hosts": _host_problem,
+    "web_write_hosts": _host_problem,
 }
 
 
@@ -203,6 +212,8 @@ def policy_from_dict(data: Mapping[str, Any]) -> PolicySpec:
         max_diff_lines=merged["max_diff_lines"],
         require_approval_above=merged["require_approval_above"],
         web_allow_hosts=tuple(merged["web_allow_hosts"]),
+        web_write_hosts=tuple(merged["web_write_hosts"]),
+        secret_paths=tuple(merged["secret_paths"]),
         command_network=merged["command_network"],
         require_distinct_reviewer=merged["require_distinct_reviewer"],
         approval_timeout_seconds=merged["approval_timeout_seconds"],

@@ -50,6 +50,11 @@ class PolicySpec:
     max_diff_lines: int = 500
     require_approval_above: int = 200
     web_allow_hosts: tuple[str, ...] = ()
+    # web_fetch with a body or a method other than GET/HEAD reaches these hosts without a
+    # person; any other host needs one (a write can carry the workspace out).
+    web_write_hosts: tuple[str, ...] = ()
+    # Reading one of these needs a person; search and listings never show their contents.
+    secret_paths: tuple[str, ...] = ()
     command_network: bool = False
     require_distinct_reviewer: bool = False
     approval_timeout_seconds: int = 3600

@@ -61,7 +61,9 @@ def _policy_apply(policy: Policy, spec: PolicySpec, *, description: str) -> None
     policy.approval_commands = list(spec.approval_commands)
     policy.max_diff_lines = spec.max_diff_lines
     policy.require_approval_above = spec.require_approval_above
+    policy.secret_paths = list(spec.secret_paths)
     policy.web_allow_hosts = list(spec.web_allow_hosts)
+    policy.web_write_hosts = list(spec.web_write_hosts)
     policy.command_network = spec.command_network
     policy.require_distinct_reviewer = spec.require_distinct_reviewer
     policy.approval_timeout_seconds = spec.approval_timeout_seconds

@@ -160,6 +160,7 @@ def tool_context(session: AgentSession, call: ToolCall | None = None) -> ToolCon
         approved=human,
         protected_paths=tuple(policy.protected_paths),
         web_allow_hosts=tuple(policy.web_allow_hosts),
+        secret_paths=tuple(policy.secret_paths),
     )
     forge = ForgeSettings(
         github_token=settings.GITHUB_TOKEN or None,
@@ -173,9 +174,11 @@ def tool_context(session: AgentSession, call: ToolCall | None = None) -> ToolCon
         def should_stop() -> bool:
             return ToolCall.objects.filter(pk=call_id, status=Status.CANCELLED).exists()
 
+    preview = call.preview if call is not None else None
     return ToolContext(
         workspace=Path(session.workspace),
         sandbox=options,
+        preview_state=preview.get("state") if isinstance(preview, dict) else None,
         should_stop=should_stop,
         session_id=session.pk,
         git_author=(settings.AGENTWEB_GIT_AUTHOR_NAME, settings.AGENTWEB_GIT_AUTHOR_EMAIL),

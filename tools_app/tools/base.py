@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,6 +37,8 @@ class SandboxOptions:
     approved: bool = False
     protected_paths: tuple[str, ...] = ()
     web_allow_hosts: tuple[str, ...] = ()
+    # Files whose contents search never shows (the policy's `secret_paths`).
+    secret_paths: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,9 @@ class ToolContext:
     session_id: int | None = None
     # (name, email) for author and committer: never the server user's git config.
     git_author: tuple[str, str] = ("agentweb", "agentweb@localhost")
+    # The workspace state the call's preview described (a file's content hash, the tree a
+    # commit records, the head a pull request pushes): the tool runs only against it.
+    preview_state: Mapping[str, Any] | None = None
     # Where create_pull_request opens pull requests; None: nowhere (the tool says so).
     forge: ForgeSettings | None = None
     # Judges and applies what a command changed in its copy-on-write view (the engine's

@@ -294,6 +294,15 @@ def _split_lines(text: str) -> list[str]:
     return [*lines, parts[-1]] if parts[-1] else lines
 
 
+def _missing(ctx: ToolContext, path: str) -> FileChange:
+    """A stand-in change for a file whose edit no longer applies: only its hash counts."""
+    resolved = sandbox.resolve_path(ctx.workspace, path)
+    rel = sandbox.relative_to_workspace(ctx.workspace, resolved)
+    data = resolved.read_bytes() if resolved.is_file() else None
+    digest = None if data is None else hashlib.sha256(data).hexdigest()
+    return FileChange(rel, None, "", "", 0, resolved, digest)
+
+
 def apply_file_change(change: FileChange) -> str:
     """Write a planned change atomically, unless the file changed since it was planned."""
     current = change.abs_path.read_bytes() if change.abs_path.is_file() else None
@@ -331,11 +340,38 @@ def atomic_write(path: Path, content: str) -> None:
         raise
 
 
+def preview_state(change: FileChange) -> dict[str, Any]:
+    """What a write's preview describes: the file's content hash (None: no file yet)."""
+    return {"files": {change.path: change.before_sha256}}
+
+
+def _check_previewed(ctx: ToolContext, change: FileChange) -> None:
+    """Refuse to write over a file that changed since the reviewer saw the diff."""
+    state = ctx.preview_state
+    if state is None or not isinstance(state.get("files"), Mapping):
+        return
+    files = state["files"]
+    if change.path not in files or files[change.path] != change.before_sha256:
+        raise ToolError(
+            f"{change.path} changed since this call was previewed (another call wrote it), "
+            "so the approved change was not applied. Read the file again and send the "
+            "change anew; it will be judged (and shown) against what the file is now."
+        )
+
+
 def write_file(ctx: ToolContext, args: WriteFileArgs) -> str:
-    return apply_file_change(plan_file_change(ctx, "write_file", args))
+    change = plan_file_change(ctx, "write_file", args)
+    _check_previewed(ctx, change)
+    return apply_file_change(change)
 
 
 def edit_file(ctx: ToolContext, args: EditFileArgs) -> str:
-    change = plan_file_change(ctx, "edit_file", args)
+    try:
+        change = plan_file_change(ctx, "edit_file", args)
+    except ToolError:
+        if ctx.preview_state is not None:  # the text it replaces is gone: changed since
+            _check_previewed(ctx, _missing(ctx, args.path))
+        raise
+    _check_previewed(ctx, change)
     apply_file_change(change)
     return f"Edited {change.path}: replaced 1 occurrence ({change.changed_lines} lines changed)"

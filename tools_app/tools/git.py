@@ -80,12 +80,19 @@ GIT_STATE_CHANGING_TOOLS = frozenset({"git_commit", "git_branch", "create_pull_r
 
 @dataclass(frozen=True)
 class CommitPreview:
-    """The diff a commit would record, its stat, its changed lines and its files."""
+    """The diff a commit would record, its stat, its changed lines and its files.
+
+    `tree` is the tree object the commit would record and `base` the commit it would
+    follow (None in a repository without commits): `git_commit` records exactly this
+    tree on exactly this base, so what a reviewer saw is what is committed.
+    """
 
     diff: str
     stat: str
     changed_lines: int
     files: list[str]
+    tree: str
+    base: str | None
 
 
 @functools.cache
@@ -312,17 +319,20 @@ def commit_preview(workspace: Path, files: list[str] | None) -> CommitPreview:
     earlier for other paths are not part of that commit.
     """
     paths = _repo_paths(workspace, files)
+    head = head_commit(workspace)
     with tempfile.TemporaryDirectory(prefix="agentweb-index-") as scratch:
         env = git_env({"GIT_INDEX_FILE": str(Path(scratch) / "index")})
-        base = _base_commit(workspace, env)
+        base = head or empty_tree(workspace)
         _seed_index(workspace, env, base if paths else None)
         run_git(workspace, ["add", "-A", "--", *(paths or ["."])], env)
-        diff_args = ["diff", "--cached", *NO_DIFF_PROGRAMS, base]
-        diff = run_git(workspace, [*diff_args, "--"], env)
-        stat = run_git(workspace, [*diff_args, "--stat", "--"], env)
-        numstat = run_git(workspace, [*diff_args, "--numstat", "-z", "--"], env)
+        tree = run_git(workspace, ["write-tree"], env).strip()
+    # The diff of two trees: it cannot depend on any index or stat data.
+    trees = ["diff-tree", "-r", "-M", *NO_DIFF_PROGRAMS]
+    diff = run_git(workspace, [*trees, "-p", base, tree, "--"])
+    stat = run_git(workspace, [*trees, "--stat", base, tree, "--"])
+    numstat = run_git(workspace, [*trees, "--numstat", "-z", base, tree, "--"])
     changed, changed_files = _parse_numstat(numstat)
-    return CommitPreview(cap_diff(diff), stat, changed, changed_files)
+    return CommitPreview(cap_diff(diff), stat, changed, changed_files, tree, head)
 
 
 def cap_diff(diff: str) -> str:
@@ -332,7 +342,12 @@ def cap_diff(diff: str) -> str:
 
 
 def _seed_index(workspace: Path, env: dict[str, str], tree: str | None) -> None:
-    """Fill the scratch index: from a tree (HEAD), or as a copy of the real index."""
+    """Fill the scratch index: from a tree (HEAD), or as a copy of the real index.
+
+    The copy keeps the index file's modification time: git treats an entry whose file
+    changed in the same second as the index was written as "racy" and compares its
+    content, and a copy stamped "now" would hide such a same-size change.
+    """
     if tree is not None:
         run_git(workspace, ["read-tree", tree], env)
         return
@@ -340,7 +355,7 @@ def _seed_index(workspace: Path, env: dict[str, str], tree: str | None) -> None:
     if not index.is_absolute():
         index = Path(os.path.realpath(workspace)) / index
     if index.is_file():
-        shutil.copyfile(index, env["GIT_INDEX_FILE"])
+        shutil.copy2(index, env["GIT_INDEX_FILE"])
 
 
 def repo_paths(workspace: Path, files: list[str] | None) -> list[str]:
@@ -364,12 +379,9 @@ def head_commit(workspace: Path) -> str | None:
     return out.strip() if out else None
 
 
-def _base_commit(workspace: Path, env: dict[str, str]) -> str:
-    """HEAD, or the empty tree in a repository without commits."""
-    head = head_commit(workspace)
-    if head is not None:
-        return head
-    return run_git(workspace, ["hash-object", "-t", "tree", os.devnull], env).strip()
+def empty_tree(workspace: Path) -> str:
+    """The id of the empty tree (what a first commit is compared with)."""
+    return run_git(workspace, ["hash-object", "-t", "tree", os.devnull]).strip()
 
 
 def _parse_numstat(numstat: str) -> tuple[int, list[str]]:

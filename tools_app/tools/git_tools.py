@@ -148,41 +148,67 @@ def _remote_branch(workspace: Path, name: str) -> bool:
 
 
 def git_commit(ctx: ToolContext, args: GitCommitArgs) -> str:
-    """Stage the given files (or every change, untracked files included) and commit.
+    """Commit the given files' changes (or every change, untracked files included).
 
-    Records exactly what `commit_preview` shows: with `files`, `git commit --only`
-    leaves other staged changes out. Author and committer come from the context, and
-    the session id goes into a trailer written here (not `--trailer`, which would run
-    the repository's `trailer.*.command` programs).
+    Records exactly the tree its preview showed, on the commit the preview was made
+    on (`ctx.preview_state`; without one, a preview made now): changes made after the
+    preview stay in the working tree, uncommitted. With `files`, changes staged earlier
+    for other paths stay staged, as with `git commit --only`. Author and committer come
+    from the context, and the session id goes into a trailer written here (not
+    `--trailer`, which would run the repository's `trailer.*.command` programs).
     """
     message = args.message.strip()
     if not message:
         raise ToolError("`message` is blank; describe the change in the commit message.")
     paths = git.repo_paths(ctx.workspace, args.files)
-    git.run_git(ctx.workspace, ["add", "-A", "--", *(paths or ["."])])
-    if not _has_staged_changes(ctx.workspace, paths):
+    tree, base = _previewed_tree(ctx, args.files)
+    if git.head_commit(ctx.workspace) != base:
+        raise ToolError(
+            "HEAD moved since this commit was previewed (another commit or a branch switch); "
+            "nothing was committed. Call git_commit again for a fresh preview."
+        )
+    if tree == _tree_of(ctx.workspace, base):
         raise ToolError(
             "Nothing to commit: " + ("the given files have" if paths else "the working tree has")
             + " no changes. Check git_status; write or edit files first."
         )  # fmt: skip
-    root_commit = git.head_commit(ctx.workspace) is None
+    commit = _commit_tree(ctx, tree, base, _with_trailer(_cleaned(message), ctx.session_id))
+    old = base or "0" * 40
+    git.run_git(ctx.workspace, ["update-ref", "-m", "commit (agentweb)", "HEAD", commit, old])
+    # The index follows the commit for the committed paths; the working tree is untouched.
+    git.run_git(ctx.workspace, ["reset", "--quiet", commit, "--", *(paths or ["."])])
+    return _summary(ctx.workspace, message, base is None)
+
+
+def _previewed_tree(ctx: ToolContext, files: list[str] | None) -> tuple[str, str | None]:
+    state = ctx.preview_state
+    if state is None or not isinstance(state.get("tree"), str):
+        preview = git.commit_preview(ctx.workspace, files)
+        return preview.tree, preview.base
+    base = state.get("base")
+    return str(state["tree"]), str(base) if base else None
+
+
+def _tree_of(workspace: Path, commit: str | None) -> str:
+    if commit is None:
+        return git.empty_tree(workspace)
+    return git.run_git(workspace, ["rev-parse", "--verify", f"{commit}^{{tree}}"]).strip()
+
+
+def _commit_tree(ctx: ToolContext, tree: str, base: str | None, message: str) -> str:
     with tempfile.NamedTemporaryFile("w", prefix="agentweb-msg-", encoding="utf-8") as handle:
-        handle.write(_with_trailer(message, ctx.session_id))
+        handle.write(message)
         handle.flush()
-        command = ["commit", "--quiet", "--no-verify", "--no-gpg-sign", "--cleanup=whitespace"]
-        command += ["--file", handle.name]
-        command += ["--only", "--", *paths] if paths else []
-        git.run_git(ctx.workspace, command, _identity_env(ctx.git_author))
-    return _summary(ctx.workspace, message, root_commit)
+        parent = ["-p", base] if base else []
+        command = ["commit-tree", "--no-gpg-sign", *parent, "-F", handle.name, tree]
+        return git.run_git(ctx.workspace, command, _identity_env(ctx.git_author)).strip()
 
 
-def _has_staged_changes(workspace: Path, paths: list[str]) -> bool:
-    head = git.head_commit(workspace)
-    if head is None:  # no commits yet: anything in the index is a change
-        listed = git.run_git(workspace, ["ls-files", "--cached", "--", *(paths or ["."])])
-        return bool(listed.strip())
-    quiet = ["diff", "--cached", "--quiet", *git.NO_DIFF_PROGRAMS, head, "--"]
-    return not git.git_succeeds(workspace, [*quiet, *paths])
+def _cleaned(message: str) -> str:
+    """`git commit --cleanup=whitespace`: no trailing spaces, no runs of blank lines."""
+    lines = [line.rstrip() for line in message.strip().splitlines()]
+    kept = [line for i, line in enumerate(lines) if line or (i and lines[i - 1])]
+    return "\n".join(kept)
 
 
 def _with_trailer(message: str, session_id: int | None) -> str:

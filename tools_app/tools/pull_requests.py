@@ -66,6 +66,7 @@ def pull_request_preview(ctx: ToolContext, args: CreatePullRequestArgs) -> dict[
     proposal = build_proposal(ctx, args)
     origin = _origin_url(ctx.workspace)
     return {
+        "state": proposal_state(ctx.workspace, proposal),
         "title": proposal.title,
         "body": proposal.body,
         "base": proposal.base,
@@ -81,13 +82,19 @@ def pull_request_preview(ctx: ToolContext, args: CreatePullRequestArgs) -> dict[
 
 
 def create_pull_request(ctx: ToolContext, args: CreatePullRequestArgs) -> str:
-    """Push the head branch to origin, then open the pull request (or return the open one)."""
+    """Push the head branch to origin, then open the pull request (or return the open one).
+
+    Pushes exactly the head commit the preview showed, and only while the branch and
+    its base are where the preview found them.
+    """
     proposal = build_proposal(ctx, args)
+    state = proposal_state(ctx.workspace, proposal)
+    _check_previewed(ctx, state)
     settings = _settings(ctx)
     origin = _origin_url(ctx.workspace)
     provider = _provider(settings, origin)
     if origin is not None:
-        push_branch(ctx.workspace, proposal.head, settings, origin)
+        push_branch(ctx.workspace, proposal.head, settings, origin, commit=state["head_commit"])
     ref, existing = _open(ctx, settings, provider, origin, proposal)
     text = f"Pull request #{ref.number}: {ref.url}"
     if existing:
@@ -95,6 +102,27 @@ def create_pull_request(ctx: ToolContext, args: CreatePullRequestArgs) -> str:
     if origin is None:
         text += "\nThe repository has no origin remote: nothing was pushed."
     return text
+
+
+def proposal_state(workspace: Path, proposal: Proposal) -> dict[str, str]:
+    """The commits a proposal is made of: what an approval of it is bound to."""
+    head = git.run_git(workspace, ["rev-parse", "--verify", f"refs/heads/{proposal.head}"])
+    base_ref = _base_ref(workspace, proposal.base)
+    base = git.run_git(workspace, ["rev-parse", "--verify", f"{base_ref}^{{commit}}"])
+    return {"head": proposal.head, "head_commit": head.strip(), "base_commit": base.strip()}
+
+
+def _check_previewed(ctx: ToolContext, state: dict[str, str]) -> None:
+    previewed = ctx.preview_state
+    if previewed is None or "head_commit" not in previewed:
+        return
+    if any(previewed.get(key) != value for key, value in state.items()):
+        raise ToolError(
+            f"The branch {state['head']!r} or its base changed since this pull request was "
+            f"previewed (head now {state['head_commit'][:12]}, previewed "
+            f"{str(previewed.get('head_commit'))[:12]}); nothing was pushed. Call "
+            "create_pull_request again to show the reviewer what would be proposed now."
+        )
 
 
 def _open(
@@ -241,7 +269,9 @@ def _repo_key(workspace: Path, origin: str | None) -> str:
     return _without_userinfo(origin)
 
 
-def push_branch(workspace: Path, branch: str, settings: ForgeSettings, origin: str) -> None:
+def push_branch(
+    workspace: Path, branch: str, settings: ForgeSettings, origin: str, *, commit: str | None = None
+) -> None:
     """Push refs/heads/<branch> to origin's push URL (GitPython, hardened).
 
     The URL is resolved here and pushed to directly, so `remote.origin.receivepack` and
@@ -254,7 +284,7 @@ def push_branch(workspace: Path, branch: str, settings: ForgeSettings, origin: s
     repo.hardened_git.extra_env = {"GIT_ALLOW_PROTOCOL": PUSH_PROTOCOLS}
     repo.hardened_git.config = _auth_config(url, origin, settings)
     repo.hardened_git.timeout = PUSH_TIMEOUT
-    refspec = f"refs/heads/{branch}:refs/heads/{branch}"
+    refspec = f"{commit or f'refs/heads/{branch}'}:refs/heads/{branch}"
     try:
         repo.git.push(
             "--porcelain", "--no-recurse-submodules", f"--receive-pack={_receive_pack(url)}",

@@ -68,12 +68,16 @@ def search_codebase(ctx: ToolContext, args: SearchCodebaseArgs) -> str:
         raise ToolError(f"`path` {args.path} does not exist; use list_files to find a directory.")
     rel = sandbox.relative_to_workspace(ctx.workspace, resolved)
     cmd = [rg_binary(), "--no-config", "--line-number", "--with-filename", "--no-heading"]
-    cmd += ["--color=never", "--no-follow", "--hidden", "--max-columns=500"]
+    cmd += ["--color=never", "--no-follow", "--hidden", "--max-columns=500", "--null"]
     cmd += ["--max-columns-preview", "--glob=!.git", "--glob=!node_modules"]
-    if args.include:
-        cmd.append(f"--glob={args.include}")
+    secrets = ctx.sandbox.secret_paths
+    cmd += [f"--glob=!{pattern}" for pattern in secrets]
+    if args.include and "/" not in args.include and ":" not in args.include:
+        # A file type, not a --glob: a --glob overrides .gitignore, a type only narrows.
+        cmd += [f"--type-add=agentwebinclude:{args.include}", "--type=agentwebinclude"]
     cmd += [f"--regexp={args.pattern}", "--", rel]
-    shown, more, stderr, code = _run_rg(cmd, Path(os.path.realpath(ctx.workspace)), args)
+    wanted = _ResultFilter(args.include, secrets)
+    shown, more, stderr, code = _run_rg(cmd, Path(os.path.realpath(ctx.workspace)), args, wanted)
     if code == 2 and not shown:
         raise _rg_error(stderr)
     if not shown:
@@ -86,7 +90,27 @@ def search_codebase(ctx: ToolContext, args: SearchCodebaseArgs) -> str:
     return "\n".join(shown)
 
 
-def _run_rg(cmd: list[str], cwd: Path, args: SearchCodebaseArgs) -> tuple[list[str], int, str, int]:
+class _ResultFilter:
+    """Keeps a result line when its file matches `include` and is not a secret.
+
+    rg already applies both; checking each line again with agentweb's own matcher means
+    an explicit `path` naming a secret file, or an `include` spelled to match one, never
+    shows its contents.
+    """
+
+    def __init__(self, include: str | None, secrets: tuple[str, ...]) -> None:
+        self.include = (include,) if include else ()
+        self.secrets = secrets
+
+    def __call__(self, path: str) -> bool:
+        if self.secrets and sandbox.matches_protected(path, self.secrets):
+            return False
+        return not self.include or sandbox.matches_protected(path, self.include)
+
+
+def _run_rg(
+    cmd: list[str], cwd: Path, args: SearchCodebaseArgs, wanted: _ResultFilter
+) -> tuple[list[str], int, str, int]:
     """First max_results lines, how many more there were (counted up to a bound), stderr."""
     proc = subprocess.Popen(
         cmd,
@@ -103,8 +127,12 @@ def _run_rg(cmd: list[str], cwd: Path, args: SearchCodebaseArgs) -> tuple[list[s
     more = 0
     try:
         for raw in proc.stdout:
+            path, _, rest = raw.decode("utf-8", errors="replace").rstrip("\n").partition("\0")
+            path = _strip_dot(path)
+            if not wanted(path):
+                continue
             if len(shown) < args.max_results:
-                shown.append(_strip_dot(raw.decode("utf-8", errors="replace").rstrip("\n")))
+                shown.append(f"{path}:{rest}")
             else:
                 more += 1
                 if more >= COUNT_LIMIT:
