@@ -342,7 +342,7 @@ def test_it_allows_commands_that_only_mention_approval_commands(
         ("make deploy", "make deploy"),
         ("make deploy", "make -j4 deploy"),
         ("docker", "docker build ."),
-        ("npx", "npx prettier --write ."),
+        ("terraform apply", "terraform apply -auto-approve"),
     ],
 )
 def test_policy_approval_commands_ask_a_person(pattern: str, command: str, tmp_path: Path) -> None:
