@@ -255,7 +255,7 @@ def _git_destructive_reason(sub: str, args: tuple[str, ...], flags: set[str]) ->
     if sub == "rebase" and "--abort" not in flags:
         return "rewrites history (git rebase)"
     if sub == "branch" and flags & {"D", "d", "--delete", "M", "C", "f", "--force"}:
-        return "deletes or overwrites a branch (git branch -D)"
+        return "deletes or overwrites a branch (git branch -d/-D/-M)"
     if sub == "reflog" and args[:1] in {("expire",), ("delete",)}:
         return "expires reflog entries, the way back to lost commits (git reflog expire)"
     if sub == "gc" and any(f.startswith("--prune") for f in flags):
@@ -289,12 +289,13 @@ def _config_writes(args: tuple[str, ...], flags: set[str]) -> bool:
     return len(words) != 1 or bool(flags - {"--global", "--local", "--show-origin"})
 
 
-def git_reason(command: SimpleCommand) -> str | None:
-    """Why a git command needs a person, or None."""
+def git_reasons(command: SimpleCommand) -> list[str]:
+    """Why a git command needs a person: its global options, then its subcommand."""
     git = split_git(command)
     if git is None:
-        return None
-    return _git_option_reason(git.global_options) or _git_subcommand_reason(git)
+        return []
+    found = (_git_option_reason(git.global_options), _git_subcommand_reason(git))
+    return [reason for reason in found if reason]
 
 
 _GIT_ENV = re.compile(r"^GIT_[A-Z0-9_]*=")
@@ -336,7 +337,7 @@ def command_approval_reasons(command: SimpleCommand) -> list[str]:
     """Every built-in reason one simple command needs a person (for the preview too)."""
     found = (
         install_reason(command),
-        git_reason(command),
+        *git_reasons(command),
         git_environment(command),
         deletes_workspace(command),
     )

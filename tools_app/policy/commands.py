@@ -155,6 +155,17 @@ class _Builder:
         self.commands.append(command)
         return len(self.commands) - 1
 
+    def attach(self, indices: list[int], notes: list[str]) -> list[int]:
+        """Record `notes` as opaque reasons, and on each command they belong to."""
+        for reason in notes:
+            self.note(reason)
+        for index in indices:
+            command = self.commands[index]
+            added = tuple(n for n in notes if n not in command.notes)
+            if added:
+                self.commands[index] = _replace(command, notes=command.notes + added)
+        return indices
+
     def merge(
         self, sub: CommandAnalysis, wrappers: tuple[str, ...], parent: int | None
     ) -> list[int]:
@@ -365,19 +376,18 @@ def _add_unwrapped(
     assignments: list[Any],
 ) -> list[int]:
     """Add the command that really runs, or the commands of the script it runs."""
+    notes: list[str] = []
     if argv and _BRACE_WORD.match(argv[0]):
-        builder.note(f"builds its command from a brace expansion ({argv[0]})")
-        argv = (*_expand_braces(argv[0]), *argv[1:])
-        dynamic = frozenset()
+        notes.append(f"builds its command from a brace expansion ({argv[0]})")
+        argv, dynamic = (*_expand_braces(argv[0]), *argv[1:]), frozenset()
     unwrapped = unwrap(argv)
     wrappers = unwrapped.wrappers
     if unwrapped.script is not None:
-        if "eval" in wrappers:
-            builder.note("uses eval, which runs a string as a command")
+        notes.extend(_script_notes(wrappers))
         if not dynamic.intersection(unwrapped.script_words):
             sub = _analyse(unwrapped.script, builder.depth + 1)
-            return builder.merge(sub, wrappers, None)
-        builder.note(f"passes `{wrappers[-1]}` a script built at run time, which cannot be checked")
+            return builder.attach(builder.merge(sub, wrappers, None), notes)
+        notes.append(f"passes `{wrappers[-1]}` a script built at run time, which cannot be checked")
     start = unwrapped.start
     command = SimpleCommand(
         argv=argv[start:],
@@ -386,44 +396,63 @@ def _add_unwrapped(
         source=builder.text[node.pos[0] : node.pos[1]],
         dynamic=frozenset(i - start for i in dynamic if i >= start),
     )
-    produced = [_add_noted(builder, command)]
+    index = _add_noted(builder, command)
+    return builder.attach([index, *_add_held(builder, index)], notes)
+
+
+def _script_notes(wrappers: tuple[str, ...]) -> list[str]:
+    notes = ["uses eval, which runs a string as a command"] if "eval" in wrappers else []
+    for feeder in ("xargs", "parallel"):
+        if feeder in wrappers:
+            notes.append(f"{feeder} runs a shell script with arguments only known at run time")
+    return notes
+
+
+def _add_held(builder: _Builder, outer: int) -> list[int]:
+    """Commands held in another's arguments: `find -exec CMD`, `mywrapper CMD`."""
+    command = builder.commands[outer]
+    produced: list[int] = []
     if command.program == "find":
         for exec_argv in find_exec_commands(command.argv):
-            produced.extend(_add_nested(builder, command, exec_argv, "find -exec"))
+            produced.extend(_add_nested(builder, outer, exec_argv, "find -exec"))
     hidden = _unknown_wrapper_tail(command)
     if hidden is not None:
-        builder.note(
+        note = (
             f"runs `{command.program}`, which may run `{hidden[0]}` as a command: "
             "checked as that command too"
         )
-        produced.extend(_add_nested(builder, command, hidden, f"{command.program}?", known=True))
+        nested = _add_nested(builder, outer, hidden, f"{command.program}?", known=True)
+        produced.extend(builder.attach([outer, *nested], [note])[1:])
     return produced
 
 
 def _add_noted(builder: _Builder, command: SimpleCommand) -> int:
-    notes = _command_notes(command)
-    for reason in notes:
-        builder.note(reason)
-    return builder.add(_replace(command, notes=tuple(notes)) if notes else command)
+    index = builder.add(command)
+    builder.attach([index], _command_notes(command))
+    return index
 
 
 def _add_nested(
-    builder: _Builder, outer: SimpleCommand, argv: tuple[str, ...], label: str, known: bool = False
+    builder: _Builder, outer: int, argv: tuple[str, ...], label: str, known: bool = False
 ) -> list[int]:
     """A command held in another's arguments (`find -exec`), unwrapped and checked.
 
     `known` says the arguments it gets are all in `argv` (not names found at run time).
     """
+    source = builder.commands[outer]
     unwrapped = unwrap(argv)
-    wrappers = (*outer.wrappers, label, *unwrapped.wrappers)
-    if unwrapped.script is not None and not known:
-        builder.note(f"{label} runs a shell script on names only known at run time")
+    wrappers = (*source.wrappers, label, *unwrapped.wrappers)
     if unwrapped.script is not None:
-        return builder.merge(_analyse(unwrapped.script, builder.depth + 1), wrappers, None)
-    inner = SimpleCommand(argv[unwrapped.start :], wrappers=wrappers, source=outer.source)
-    if inner.argv and not reads_only(inner) and not known:
-        builder.note(f"{label} runs `{inner.program}` on names only known at run time")
-    return [_add_noted(builder, inner)] if inner.argv else []
+        produced = builder.merge(_analyse(unwrapped.script, builder.depth + 1), wrappers, None)
+        note = f"{label} runs a shell script on names only known at run time"
+    else:
+        inner = SimpleCommand(argv[unwrapped.start :], wrappers=wrappers, source=source.source)
+        produced = [_add_noted(builder, inner)] if inner.argv else []
+        note = f"{label} runs `{inner.program}` on names only known at run time"
+        known = known or reads_only(inner)
+    if not known and produced:
+        builder.attach([outer, *produced], [note])
+    return produced
 
 
 _BRACE_WORD = re.compile(r"^\{[^{}]*,[^{}]*\}$")
@@ -506,9 +535,14 @@ _COMMAND_WORDS = SHELLS | frozenset(
 )
 
 
+_HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "&1", "&2"})
+
+
 def reads_only(command: SimpleCommand) -> bool:
     """A known read-only program (or git subcommand) with no redirection that writes."""
-    if any(r.writes for r in command.redirects) or command.dynamic:
+    if any(r.writes and r.target not in _HARMLESS_TARGETS for r in command.redirects):
+        return False
+    if command.dynamic:
         return False
     if command.program in READ_ONLY_PROGRAMS:
         return True
