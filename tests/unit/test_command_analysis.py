@@ -318,7 +318,8 @@ def test_each_part_of_the_preview_says_why_it_needs_a_person() -> None:
     ).parts_for_preview()
     why = {part["text"]: part["why"] for part in parts}
     assert why["ls -la"] == []
-    assert why["npm ci"] == ["changes dependencies (npm ci)"]
+    assert why["npm ci"][0] == "changes dependencies (npm ci)"
+    assert "script-shell" in why["npm ci"][1]
     assert why["git -c core.pager=x clean -fdx"] == [
         "sets git configuration for this command (git -c), which can run programs",
         "deletes untracked files (git clean)",
@@ -356,3 +357,8 @@ def test_known_read_only_commands_take_the_fast_path(command: str) -> None:
 )
 def test_anything_else_does_not_take_the_fast_path(command: str) -> None:
     assert not analyse_command(command).reads_only
+
+
+def test_an_install_without_scripts_does_not_warn_about_them() -> None:
+    (part,) = analyse_command("npm ci --ignore-scripts").parts_for_preview()
+    assert part["why"] == ["changes dependencies (npm ci)"]

@@ -148,6 +148,21 @@ def install_reason(command: SimpleCommand) -> str | None:
     return f"{effect} ({' '.join(filter(None, (program, subcommand)))})"
 
 
+_NODE_MANAGERS = frozenset({"npm", "pnpm", "yarn", "bun", "npx", "pnpx", "bunx"})
+
+
+def install_scripts(command: SimpleCommand) -> str | None:
+    """A reviewer approving `npm install` should know what else it runs, and from where."""
+    if family(command.program) not in _NODE_MANAGERS or "--ignore-scripts" in command.args:
+        return None
+    if install_reason(command) is None:
+        return None
+    return (
+        "runs the packages' install scripts through a shell that the workspace's "
+        ".npmrc / .yarnrc can choose (script-shell)"
+    )
+
+
 # --- git ---------------------------------------------------------------------------------
 
 
@@ -337,6 +352,7 @@ def command_approval_reasons(command: SimpleCommand) -> list[str]:
     """Every built-in reason one simple command needs a person (for the preview too)."""
     found = (
         install_reason(command),
+        install_scripts(command),
         *git_reasons(command),
         git_environment(command),
         deletes_workspace(command),
