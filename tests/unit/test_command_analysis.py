@@ -353,7 +353,22 @@ def test_known_read_only_commands_take_the_fast_path(command: str) -> None:
 
 @pytest.mark.parametrize(
     "command",
-    ["ls > out", "git push", "npm test", "cat $(x)", "rm x", "grep x | sh", "git commit -m x"],
+    [
+        "ls > out",
+        "git push",
+        "npm test",
+        "cat $(x)",
+        "rm x",
+        "grep x | sh",
+        "git commit -m x",
+        "git reflog expire --all",
+        "git diff --output=patch",
+        "git -c core.pager=x log",
+        "GIT_EXTERNAL_DIFF=x git diff",
+        "sort -o out in",
+        "rg --pre ./x foo",
+        "find . -delete",
+    ],
 )
 def test_anything_else_does_not_take_the_fast_path(command: str) -> None:
     assert not analyse_command(command).reads_only

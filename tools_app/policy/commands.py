@@ -502,22 +502,32 @@ def _hidden_code(command: SimpleCommand) -> list[str]:
     return []
 
 
-# Programs whose arguments are data, never a command to run; and the read-only ones.
+# Programs that only read (the fast path), unless given an option that writes a file
+# or runs a program; and below, programs whose arguments are data, never a command.
 READ_ONLY_PROGRAMS = frozenset(
     {"ls", "cat", "head", "tail", "less", "more", "wc", "grep", "egrep", "fgrep", "rg"}
     | {"ag", "ack", "diff", "cmp", "file", "stat", "du", "df", "pwd", "echo", "printf"}
-    | {"which", "type", "whereis", "whatis", "tree", "sort", "uniq", "cut", "tr", "nl"}
-    | {"true", "false", "test", "[", "date", "id", "whoami", "uname", "hostname", "env"}
-    | {"printenv", "basename", "dirname", "realpath", "readlink", "md5sum", "sha1sum"}
-    | {"sha256sum", "cksum", "column", "jq", "yq", "od", "hexdump", "xxd", "strings"}
-    | {"ps", "free", "uptime", "man", "help", "seq", "comm", "join", "paste", "fold"}
-    | {"expand", "unexpand", "rev", "tac", "fmt", "pr", "look", "tldr", "cd", "pushd", "popd"}
+    | {"which", "type", "whereis", "whatis", "tree", "sort", "cut", "tr", "nl", "true"}
+    | {"false", "test", "[", "id", "whoami", "uname", "printenv", "basename", "dirname"}
+    | {"realpath", "readlink", "md5sum", "sha1sum", "sha256sum", "cksum", "column", "jq"}
+    | {"od", "hexdump", "strings", "ps", "free", "uptime", "man", "help", "seq", "comm"}
+    | {"join", "paste", "fold", "expand", "unexpand", "rev", "tac", "fmt", "look", "cd"}
+    | {"pushd", "popd"}
 )
 _READ_ONLY_SUBCOMMANDS = {
     "git": frozenset(
         {"status", "diff", "log", "show", "blame", "grep", "ls-files", "rev-parse", "describe"}
-        | {"shortlog", "ls-tree", "cat-file", "rev-list", "reflog", "whatchanged", "version"}
+        | {"shortlog", "ls-tree", "cat-file", "rev-list", "whatchanged", "version"}
     ),
+}
+_WRITES_OR_RUNS_WITH = {
+    "sort": ("-o", "--output"),
+    "tree": ("-o",),
+    "file": ("-C",),
+    "rg": ("--pre",),
+    "ag": ("--pager",),
+    "man": ("-P", "--pager", "-H", "--html"),
+    "git": ("--output", "-O", "--open-files-in-pager", "--ext-diff"),
 }
 _DATA_PROGRAMS = READ_ONLY_PROGRAMS | frozenset(
     {"git", "make", "apt", "apt-get", "dpkg", "rpm", "brew", "systemctl", "service", "kill"}
@@ -542,7 +552,10 @@ def reads_only(command: SimpleCommand) -> bool:
     """A known read-only program (or git subcommand) with no redirection that writes."""
     if any(r.writes and r.target not in _HARMLESS_TARGETS for r in command.redirects):
         return False
-    if command.dynamic:
+    if command.dynamic or command.assignments:
+        return False
+    risky = _WRITES_OR_RUNS_WITH.get(command.program, ())
+    if risky and any(arg.startswith(risky) for arg in command.args):
         return False
     if command.program in READ_ONLY_PROGRAMS:
         return True
