@@ -342,7 +342,7 @@ def test_it_allows_commands_that_only_mention_approval_commands(
         ("make deploy", "make deploy"),
         ("make deploy", "make -j4 deploy"),
         ("docker", "docker build ."),
-        ("npx", "npx prettier --write ."),
+        ("terraform apply", "terraform apply -auto-approve"),
     ],
 )
 def test_policy_approval_commands_ask_a_person(pattern: str, command: str, tmp_path: Path) -> None:
@@ -424,3 +424,336 @@ def test_commands_that_cannot_be_analysed_ask_a_person(
 
 def test_an_empty_command_is_allowed_to_fail_on_its_own(tmp_path: Path) -> None:
     assert run("   ", tmp_path).decision == "allow"
+
+
+# --- issue 12: spellings that were allowed -----------------------------------------------
+
+DELETIONS_THE_ANALYSIS_NEVER_RUNS = [
+    "X=/; rm -rf --no-preserve-root $X",
+    "rm -rf $X",
+    'rm -rf "${X}"',
+    'rm -rf "$X"/*',
+    "rm -rf build/$X",
+    "rm -rf $(pwd)",
+    "rm -rf `pwd`",
+    "rm -rf build --no-preserve-root",
+    "chmod -R --no-preserve-root 777 build",
+    "{rm,-rf,/}",
+    "taskset 1 rm -rf /",
+    "taskset -c 0 rm -rf /",
+    "chrt 10 rm -rf /",
+    "chrt -f 10 rm -rf /",
+    "numactl -C 0 rm -rf /",
+    "strace -f -o log rm -rf /",
+    "chroot / rm -rf /",
+    "faketime '2020-01-01' rm -rf /",
+    "rbash -c 'rm -rf /'",
+    "fish -c 'rm -rf /'",
+    "ksh -c 'rm -rf /'",
+    "busybox sh -c 'rm -rf /'",
+    "sg wheel -c 'rm -rf /'",
+    "find . -exec sh -c 'rm -rf /' \\;",
+    "find . -execdir bash -c 'rm -rf ~' \\;",
+    "find . -exec rm -rf / \\;",
+    "find . -exec sudo rm -rf / \\;",
+    "xargs sh -c 'rm -rf /'",
+    "ls | xargs -I{} rm -rf /",
+    "parallel rm -rf ::: /",
+    "poetry run rm -rf /",
+    "uv run --with x rm -rf /",
+    "bundle exec rm -rf /",
+    "mywrapper rm -rf /",
+    "./tools/with-env.sh rm -rf ~",
+    "rm -rf ..",
+    "rm -rf ../*",
+]
+
+
+@pytest.mark.parametrize("command", DELETIONS_THE_ANALYSIS_NEVER_RUNS)
+def test_it_denies_deletions_of_unknown_or_top_level_paths_in_every_spelling(
+    command: str, tmp_path: Path
+) -> None:
+    decision = run(command, tmp_path, PolicySpec())
+    assert (decision.decision, decision.rule) == ("deny", "builtin:dangerous-command"), decision
+
+
+def test_a_run_time_delete_target_is_named_in_the_reason(tmp_path: Path) -> None:
+    decision = run("X=/; rm -rf $X", tmp_path, PolicySpec())
+    assert "path only known at run time ($X)" in decision.reason
+    assert "name the path instead" in decision.reason
+
+
+@pytest.mark.parametrize(
+    "command", ["rm -rf .", "rm -rf ./", "rm -rf *", "rm -rf ./*", "rm -r * .*", "sudo rm -fr ."]
+)
+def test_deleting_the_whole_workspace_asks_a_person(command: str, tmp_path: Path) -> None:
+    decision = run(command, tmp_path)
+    assert (decision.decision, decision.rule) == ("require_approval", "builtin:approval-command")
+    assert "deletes the whole workspace" in decision.reason
+
+
+DEPENDENCY_INSTALLS = [
+    "npm install",
+    "npm i lodash",
+    "npm ci",
+    "npm clean-install",
+    "npm install --offline",
+    "npm add x",
+    "npm update",
+    "npm exec cowsay",
+    "npm --prefix web ci",
+    "npx cowsay",
+    "npx -y cowsay",
+    "npx --yes create-react-app x",
+    "pnpm add x",
+    "pnpm install",
+    "pnpm i",
+    "pnpm dlx x",
+    "pnpm -C web install",
+    "yarn",
+    "yarn --frozen-lockfile",
+    "yarn add react",
+    "yarn install",
+    "yarn dlx x",
+    "bunx x",
+    "bun install",
+    "pip install x",
+    "pip3 install x",
+    "pip3.12 install x",
+    "pip --proxy http://p:1 install x",
+    "python -m pip install x",
+    "python3 -m pip install -r requirements.txt",
+    "python3 -mpip install x",
+    "pipx install black",
+    "pipx run black",
+    "uv add httpx",
+    "uv pip install x",
+    "uv sync",
+    "uv run --with rich python x.py",
+    "uv tool install ruff",
+    "uvx ruff",
+    "poetry add x",
+    "poetry install",
+    "gem i rails",
+    "gem install rails",
+    "bundle",
+    "bundle install",
+    "cargo add serde",
+    "cargo install ripgrep",
+    "go get example.com/x",
+    "go install example.com/x@latest",
+    "go run example.com/tool@v1",
+    "apt install jq",
+    "apt-get install -y jq",
+    "apt-get -d install jq",
+    "apk add jq",
+    "dnf install jq",
+    "yum install jq",
+    "brew install jq",
+    "zypper install jq",
+    "zypper in jq",
+    "pacman -S jq",
+    "sudo -E pip install x",
+    "env CI=1 npm ci",
+]
+
+
+@pytest.mark.parametrize("command", DEPENDENCY_INSTALLS)
+def test_dependency_installs_ask_a_person_in_every_spelling(command: str, tmp_path: Path) -> None:
+    decision = run(command, tmp_path)
+    assert (decision.decision, decision.rule) == (
+        "require_approval",
+        "builtin:approval-command",
+    ), decision
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "python3 manage.py install",
+        "python manage.py migrate",
+        "make install",
+        "./configure && make && make install",
+        "npm run install",
+        "npm run build",
+        "yarn build",
+        "pnpm run test",
+        "cargo run -- install",
+        "cargo build",
+        "go build ./...",
+        "go run ./cmd/server",
+        "uv run pytest",
+        "poetry run pytest",
+        "bundle exec rspec",
+        "python3 -m pip list",
+        "python3 -m pytest",
+        "pip show x",
+        "echo npm install",
+    ],
+)
+def test_a_program_that_is_not_a_package_manager_does_not_install(
+    command: str, tmp_path: Path
+) -> None:
+    assert run(command, tmp_path).decision == "allow", run(command, tmp_path)
+
+
+def test_an_install_reason_names_what_it_does(tmp_path: Path) -> None:
+    assert run("npx -y cowsay", tmp_path).reason == (
+        "`npx -y cowsay` runs a package it may download (npx); a person must approve it"
+    )
+
+
+RISKY_GIT = [
+    ("git --config-env core.pager=HOME clean -fdx", "--config-env"),
+    ("git --config-env=core.pager=HOME status", "--config-env"),
+    ("git -c core.pager=x log", "git -c"),
+    ("git -ccore.hooksPath=x status", "git -c"),
+    ("git --exec-path=/tmp/x status", "--exec-path"),
+    ("git --git-dir=.git --work-tree=. status", "--git-dir"),
+    ("GIT_DIR=x git status", "GIT_DIR"),
+    ("env GIT_SSH_COMMAND='sh x' git fetch", "GIT_SSH_COMMAND"),
+    ("sudo GIT_CONFIG_GLOBAL=x git log", "GIT_CONFIG_GLOBAL"),
+    ("export GIT_EXTERNAL_DIFF=x; git diff", "GIT_EXTERNAL_DIFF"),
+    ("/usr/lib/git-core/git-clean -fdx", "git clean"),
+    ("git-clean -f", "git clean"),
+    ("git-push origin main", "git push"),
+    ("git -C sub clean -fdx", "git clean"),
+    ("git --namespace x push", "git push"),
+    ("git checkout-index -a -f", "checkout-index"),
+    ("git checkout -- .", "discards changes"),
+    ("git checkout -f main", "discards changes"),
+    ("git checkout HEAD -- src/a.py", "discards changes"),
+    ("git restore src/a.py", "git restore"),
+    ("git reset --hard", "reset --hard"),
+    ("git rebase main", "rebase"),
+    ("git rebase -i HEAD~3", "rebase"),
+    ("git branch -D old", "branch"),
+    ("git branch -d old", "branch"),
+    ("git branch --delete old", "branch"),
+    ("git update-ref -d refs/heads/x", "update-ref"),
+    ("git filter-branch --tree-filter x HEAD", "filter-branch"),
+    ("git filter-repo --path x", "filter-repo"),
+    ("git reflog expire --expire=now --all", "reflog expire"),
+    ("git gc --prune=now", "gc --prune"),
+    ("git prune", "git prune"),
+    ("git push", "push"),
+    ("git push --force origin main", "push"),
+    ("git config core.hooksPath .hooks", "git config"),
+    ("git config --unset user.name", "git config"),
+    ("git stash drop", "stash drop"),
+    ("git stash clear", "stash clear"),
+    ("git worktree remove x", "worktree remove"),
+    ("git submodule update --init", "submodule"),
+    ("git submodule foreach 'make'", "submodule"),
+    ("git fetch --upload-pack='sh -c x' origin", "runs a program"),
+    ("git clone -u 'sh -c x' url", "runs a program"),
+    ("git grep -O vim foo", "git grep -O"),
+    ("git difftool -x 'sh -c x'", "difftool"),
+    ("git bisect run make", "bisect run"),
+    ("git credential fill", "credential"),
+]
+
+
+@pytest.mark.parametrize(("command", "fragment"), RISKY_GIT)
+def test_risky_git_asks_a_person(command: str, fragment: str, tmp_path: Path) -> None:
+    decision = run(command, tmp_path)
+    assert (decision.decision, decision.rule) == (
+        "require_approval",
+        "builtin:approval-command",
+    ), decision
+    assert fragment in decision.reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git status",
+        "git diff --stat",
+        "git log --oneline -5",
+        "git -C sub status",
+        "git --no-pager log",
+        "git --exec-path",
+        "git clean -n",
+        "git clean --dry-run -d",
+        "git checkout -b feature",
+        "git checkout main",
+        "git restore --staged src/a.py",
+        "git reset --soft HEAD~1",
+        "git rebase --abort",
+        "git branch new-feature",
+        "git branch -a",
+        "git reflog",
+        "git gc",
+        "git stash",
+        "git stash list",
+        "git worktree list",
+        "git submodule status",
+        "git config user.name",
+        "git config --get user.name",
+        "git config --list",
+        "git grep -n foo",
+        "git add -A && git commit -m 'x'",
+    ],
+)
+def test_ordinary_git_is_allowed(command: str, tmp_path: Path) -> None:
+    assert run(command, tmp_path).decision == "allow", run(command, tmp_path)
+
+
+CODE_THE_ANALYSIS_CANNOT_SEE = [
+    ("python3 -c 'import os; os.remove(\"x\")'", "python3 code given on the command line (-c)"),
+    ("python -Ic 'x'", "(-Ic)"),
+    ("node -e 'require(\"fs\")'", "node code given on the command line (-e)"),
+    ("node --eval 'x'", "(--eval)"),
+    ("perl -e 'unlink q(x)'", "perl code"),
+    ("perl -pi -e 's/a/b/' f", "perl code"),
+    ("perl -ne 'print' f", "(-ne)"),
+    ("ruby -e 'x'", "ruby code"),
+    ("php -r 'x'", "php code"),
+    ("lua -e 'x'", "lua code"),
+    ("awk 'BEGIN{system(\"rm -rf x\")}'", "awk program that starts shell commands"),
+    ("awk -F, '{print $1 | \"sh\"}' f", "awk program that starts shell commands"),
+    ("gawk '{ \"date\" | getline d }' f", "gawk program"),
+    ("sed 'e rm -rf x' f", "sed script"),
+    ("sed -n '1e id' f", "sed script"),
+    ("sed 's/x/rm -rf y/e' f", "sed script"),
+    ("sed -e 's/a/b/' -e '$e id' f", "sed script"),
+    ('find . -exec sh -c \'mv "$1" "$1.bak"\' _ {} \\;', "find -exec runs a shell script"),
+    ("find . -name '*.tmp' -exec rm -f {} +", "find -exec runs `rm`"),
+    ("ls | xargs sh -c 'echo x'", "xargs runs a shell script"),
+    ("eval ls", "eval"),
+    ("source env.sh", "source"),
+    (". ./env.sh", "`.`"),
+    ("bash <<EOF\nls\nEOF", "standard input"),
+    ("mywrapper git status", "may run `git`"),
+    ("parallel echo ::: a b", "GNU parallel"),
+]
+
+
+@pytest.mark.parametrize(("command", "fragment"), CODE_THE_ANALYSIS_CANNOT_SEE)
+def test_code_the_analysis_cannot_see_into_goes_to_a_person(
+    command: str, fragment: str, tmp_path: Path
+) -> None:
+    decision = run(command, tmp_path)
+    assert (decision.decision, decision.rule) == ("require_approval", "builtin:opaque-command")
+    assert fragment in decision.reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "awk '{print $1}' f",
+        "awk -F: '$3 > 100 {print}' /etc/passwd",
+        "sed -i 's/old/new/g' f",
+        "sed -n '/start/,/end/p' f",
+        "sed '/e/d' f",
+        "sed 'y/abc/xyz/' f",
+        "python3 script.py",
+        "python3 -m pytest -x",
+        "node app.js -e",
+        "perl script.pl",
+        "find . -name '*.py' -exec grep -l TODO {} +",
+        "ls | xargs wc -l",
+    ],
+)
+def test_scripts_in_files_and_plain_text_tools_are_not_opaque(command: str, tmp_path: Path) -> None:
+    assert run(command, tmp_path).decision == "allow", run(command, tmp_path)

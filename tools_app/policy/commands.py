@@ -16,7 +16,16 @@ from typing import Any
 
 import bashlex  # type: ignore[import-untyped, unused-ignore]
 
-from tools_app.policy.wrappers import SHELLS, find_exec_commands, program_name, unwrap
+from tools_app.policy.wrappers import (
+    SHELLS,
+    WRAPPERS,
+    awk_runs_commands,
+    find_exec_commands,
+    inline_code_flag,
+    program_name,
+    sed_runs_commands,
+    unwrap,
+)
 
 MAX_DEPTH = 8
 _QUOTED_HEREDOC = re.compile(r"(?<!<)<<(-?)[ \t]*(?:'([^'\n]+)'|\"([^\"\n]+)\"|\\(\w+))")
@@ -45,6 +54,8 @@ class SimpleCommand:
     `parent` is the index of the command in whose arguments this one was found as a
     command or process substitution (`bash <(curl x)`: curl's parent is bash).
     `dynamic` holds the argv positions whose value is only known at run time.
+    `notes` are the reasons this command cannot be fully checked (also in the
+    analysis' `opaque`), kept here so that a reviewer sees which part they belong to.
     """
 
     argv: tuple[str, ...]
@@ -54,6 +65,7 @@ class SimpleCommand:
     source: str = ""
     parent: int | None = None
     dynamic: frozenset[int] = frozenset()
+    notes: tuple[str, ...] = ()
 
     @property
     def program(self) -> str:
@@ -101,9 +113,27 @@ class CommandAnalysis:
                 return True
         return False
 
+    @property
+    def reads_only(self) -> bool:
+        """Every command is a known read-only program that writes no file: the fast path."""
+        return not self.opaque and all(reads_only(c) for c in self.commands)
+
     def parts_for_preview(self) -> list[dict[str, Any]]:
-        """The parsed simple commands as JSON-able dicts, for a reviewer's preview."""
-        return [command.as_dict() for command in self.commands]
+        """The parsed simple commands as JSON-able dicts, for a reviewer's preview.
+
+        `why` lists, for each command, what makes it dangerous, need a person, or
+        impossible to check; an empty list means nothing in it did.
+        """
+        # approvals and dangerous build on this module; imported here to avoid a cycle.
+        from tools_app.policy.approvals import command_approval_reasons
+        from tools_app.policy.dangerous import command_danger
+
+        parts = []
+        for command in self.commands:
+            danger = command_danger(command)
+            why = [*([danger] if danger else []), *command_approval_reasons(command)]
+            parts.append({**command.as_dict(), "why": [*why, *command.notes]})
+        return parts
 
 
 @dataclass
@@ -124,6 +154,17 @@ class _Builder:
     def add(self, command: SimpleCommand) -> int:
         self.commands.append(command)
         return len(self.commands) - 1
+
+    def attach(self, indices: list[int], notes: list[str]) -> list[int]:
+        """Record `notes` as opaque reasons, and on each command they belong to."""
+        for reason in notes:
+            self.note(reason)
+        for index in indices:
+            command = self.commands[index]
+            added = tuple(n for n in notes if n not in command.notes)
+            if added:
+                self.commands[index] = _replace(command, notes=command.notes + added)
+        return indices
 
     def merge(
         self, sub: CommandAnalysis, wrappers: tuple[str, ...], parent: int | None
@@ -335,33 +376,91 @@ def _add_unwrapped(
     assignments: list[Any],
 ) -> list[int]:
     """Add the command that really runs, or the commands of the script it runs."""
+    notes: list[str] = []
+    if argv and _BRACE_WORD.match(argv[0]):
+        notes.append(f"builds its command from a brace expansion ({argv[0]})")
+        argv, dynamic = (*_expand_braces(argv[0]), *argv[1:]), frozenset()
     unwrapped = unwrap(argv)
     wrappers = unwrapped.wrappers
     if unwrapped.script is not None:
-        if "eval" in wrappers:
-            builder.note("uses eval, which runs a string as a command")
+        notes.extend(_script_notes(wrappers))
         if not dynamic.intersection(unwrapped.script_words):
             sub = _analyse(unwrapped.script, builder.depth + 1)
-            return builder.merge(sub, wrappers, None)
-        builder.note(f"passes `{wrappers[-1]}` a script built at run time, which cannot be checked")
+            return builder.attach(builder.merge(sub, wrappers, None), notes)
+        notes.append(f"passes `{wrappers[-1]}` a script built at run time, which cannot be checked")
     start = unwrapped.start
     command = SimpleCommand(
         argv=argv[start:],
-        assignments=tuple(str(a.word) for a in assignments),
+        assignments=(*(str(a.word) for a in assignments), *unwrapped.assignments),
         wrappers=wrappers,
         source=builder.text[node.pos[0] : node.pos[1]],
         dynamic=frozenset(i - start for i in dynamic if i >= start),
     )
-    _note_command(builder, command)
-    produced = [builder.add(command)]
+    index = _add_noted(builder, command)
+    return builder.attach([index, *_add_held(builder, index)], notes)
+
+
+def _script_notes(wrappers: tuple[str, ...]) -> list[str]:
+    notes = ["uses eval, which runs a string as a command"] if "eval" in wrappers else []
+    for feeder in ("xargs", "parallel"):
+        if feeder in wrappers:
+            notes.append(f"{feeder} runs a shell script with arguments only known at run time")
+    return notes
+
+
+def _add_held(builder: _Builder, outer: int) -> list[int]:
+    """Commands held in another's arguments: `find -exec CMD`, `mywrapper CMD`."""
+    command = builder.commands[outer]
+    produced: list[int] = []
     if command.program == "find":
         for exec_argv in find_exec_commands(command.argv):
-            extra = SimpleCommand(
-                exec_argv, wrappers=(*wrappers, "find -exec"), source=command.source
-            )
-            _note_command(builder, extra)
-            produced.append(builder.add(extra))
+            produced.extend(_add_nested(builder, outer, exec_argv, "find -exec"))
+    hidden = _unknown_wrapper_tail(command)
+    if hidden is not None:
+        note = (
+            f"runs `{command.program}`, which may run `{hidden[0]}` as a command: "
+            "checked as that command too"
+        )
+        nested = _add_nested(builder, outer, hidden, f"{command.program}?", known=True)
+        produced.extend(builder.attach([outer, *nested], [note])[1:])
     return produced
+
+
+def _add_noted(builder: _Builder, command: SimpleCommand) -> int:
+    index = builder.add(command)
+    builder.attach([index], _command_notes(command))
+    return index
+
+
+def _add_nested(
+    builder: _Builder, outer: int, argv: tuple[str, ...], label: str, known: bool = False
+) -> list[int]:
+    """A command held in another's arguments (`find -exec`), unwrapped and checked.
+
+    `known` says the arguments it gets are all in `argv` (not names found at run time).
+    """
+    source = builder.commands[outer]
+    unwrapped = unwrap(argv)
+    wrappers = (*source.wrappers, label, *unwrapped.wrappers)
+    if unwrapped.script is not None:
+        produced = builder.merge(_analyse(unwrapped.script, builder.depth + 1), wrappers, None)
+        note = f"{label} runs a shell script on names only known at run time"
+    else:
+        inner = SimpleCommand(argv[unwrapped.start :], wrappers=wrappers, source=source.source)
+        produced = [_add_noted(builder, inner)] if inner.argv else []
+        note = f"{label} runs `{inner.program}` on names only known at run time"
+        known = known or reads_only(inner)
+    if not known and produced:
+        builder.attach([outer, *produced], [note])
+    return produced
+
+
+_BRACE_WORD = re.compile(r"^\{[^{}]*,[^{}]*\}$")
+
+
+def _expand_braces(word: str) -> tuple[str, ...]:
+    """`{rm,-rf,/}` in command position is the command `rm -rf /` to bash."""
+    return tuple(word[1:-1].split(","))
 
 
 _OPAQUE_PROGRAMS = {
@@ -373,15 +472,110 @@ _OPAQUE_PROGRAMS = {
 }
 
 
-def _note_command(builder: _Builder, command: SimpleCommand) -> None:
+def _command_notes(command: SimpleCommand) -> list[str]:
     """Opaque reasons that belong to a single command."""
+    notes: list[str] = []
     if 0 in command.dynamic:
-        builder.note(f"runs a command whose name is only known at run time ({command.argv[0]})")
+        notes.append(f"runs a command whose name is only known at run time ({command.argv[0]})")
     reason = _OPAQUE_PROGRAMS.get(command.program)
     if reason:
-        builder.note(reason)
-    if command.program == "xargs" or ("xargs" in command.wrappers and command.program == "rm"):
-        builder.note("lets xargs pass arguments that are only known at run time")
+        notes.append(reason)
+    if command.program == "xargs" or ("xargs" in command.wrappers and not reads_only(command)):
+        notes.append("lets xargs pass arguments that are only known at run time")
+    if "parallel" in command.wrappers:
+        notes.append(_OPAQUE_PROGRAMS["parallel"])
+    notes.extend(_hidden_code(command))
+    return notes
+
+
+def _hidden_code(command: SimpleCommand) -> list[str]:
+    """Code inside an argument: `python -c`, `awk '{system(…)}'`, `sed 'e …'`."""
+    if not command.argv:
+        return []
+    flag = inline_code_flag(command.argv)
+    if flag is not None:
+        return [f"runs {command.program} code given on the command line ({flag}), unchecked"]
+    if awk_runs_commands(command.argv):
+        return [f"runs an {command.program} program that starts shell commands (system or |)"]
+    if sed_runs_commands(command.argv):
+        return [f"runs a {command.program} script whose `e` command or flag starts shell commands"]
+    return []
+
+
+# Programs that only read (the fast path), unless given an option that writes a file
+# or runs a program; and below, programs whose arguments are data, never a command.
+READ_ONLY_PROGRAMS = frozenset(
+    {"ls", "cat", "head", "tail", "less", "more", "wc", "grep", "egrep", "fgrep", "rg"}
+    | {"ag", "ack", "diff", "cmp", "file", "stat", "du", "df", "pwd", "echo", "printf"}
+    | {"which", "type", "whereis", "whatis", "tree", "sort", "cut", "tr", "nl", "true"}
+    | {"false", "test", "[", "id", "whoami", "uname", "printenv", "basename", "dirname"}
+    | {"realpath", "readlink", "md5sum", "sha1sum", "sha256sum", "cksum", "column", "jq"}
+    | {"od", "hexdump", "strings", "ps", "free", "uptime", "man", "help", "seq", "comm"}
+    | {"join", "paste", "fold", "expand", "unexpand", "rev", "tac", "fmt", "look", "cd"}
+    | {"pushd", "popd"}
+)
+_READ_ONLY_SUBCOMMANDS = {
+    "git": frozenset(
+        {"status", "diff", "log", "show", "blame", "grep", "ls-files", "rev-parse", "describe"}
+        | {"shortlog", "ls-tree", "cat-file", "rev-list", "whatchanged", "version"}
+    ),
+}
+_WRITES_OR_RUNS_WITH = {
+    "sort": ("-o", "--output"),
+    "tree": ("-o",),
+    "file": ("-C",),
+    "rg": ("--pre",),
+    "ag": ("--pager",),
+    "man": ("-P", "--pager", "-H", "--html"),
+    "git": ("--output", "-O", "--open-files-in-pager", "--ext-diff"),
+}
+_DATA_PROGRAMS = READ_ONLY_PROGRAMS | frozenset(
+    {"git", "make", "apt", "apt-get", "dpkg", "rpm", "brew", "systemctl", "service", "kill"}
+    | {"pkill", "pgrep", "killall", "hash", "complete", "unalias", "unset", "export", "ln"}
+    | {"declare", "local", "readonly", "typeset", "read", "set", "mkdir", "touch", "cp"}
+    | {"mv", "rm", "chmod", "chown", "install", "tar", "zip", "unzip", "gzip", "ssh", "scp"}
+    | {"rsync", "docker", "podman", "kubectl", "pip", "npm", "pnpm", "yarn", "cargo", "go"}
+    | {"gem", "uv", "poetry", "pytest", "tox", "nox", "tee", "find", "xargs", "sed", "awk"}
+    | {"apropos", "info", "sudo", "doas", "su", "tmux", "screen", "ldd", "tsp", "at"}
+)
+_COMMAND_WORDS = SHELLS | frozenset(
+    {"rm", "dd", "mv", "cp", "chmod", "chown", "find", "xargs", "git", "curl", "wget", "eval"}
+    | {"sudo", "env", "exec", "python", "python3", "node", "perl", "ruby", "php", "npm", "npx"}
+    | {"pip", "pip3", "shred", "truncate", "mkfs", "tee", "kill", "nc", "socat", "ssh"}
+)
+
+
+_HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "&1", "&2"})
+
+
+def reads_only(command: SimpleCommand) -> bool:
+    """A known read-only program (or git subcommand) with no redirection that writes."""
+    if any(r.writes and r.target not in _HARMLESS_TARGETS for r in command.redirects):
+        return False
+    if command.dynamic or command.assignments:
+        return False
+    risky = _WRITES_OR_RUNS_WITH.get(command.program, ())
+    if risky and any(arg.startswith(risky) for arg in command.args):
+        return False
+    if command.program in READ_ONLY_PROGRAMS:
+        return True
+    subcommands = _READ_ONLY_SUBCOMMANDS.get(command.program)
+    first = next((a for a in command.args if not a.startswith("-")), "")
+    return subcommands is not None and first in subcommands
+
+
+def _unknown_wrapper_tail(command: SimpleCommand) -> tuple[str, ...] | None:
+    """`mywrap rm -rf x`: an unknown program whose first word names a command."""
+    program = command.program
+    if not command.argv or program in _DATA_PROGRAMS or program in WRAPPERS:
+        return None
+    if is_interpreter(program) or program in _OPAQUE_PROGRAMS:
+        return None
+    for i, arg in enumerate(command.args):
+        if arg.startswith("-"):
+            continue
+        return command.args[i:] if program_name(arg) in _COMMAND_WORDS else None
+    return None
 
 
 def _is_dynamic(builder: _Builder, word: Any) -> bool:

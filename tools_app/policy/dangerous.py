@@ -7,6 +7,7 @@ They are the built-in deny checks for `run_command`, applied before any allow ru
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Callable
 
@@ -78,12 +79,38 @@ def _recursive_delete(command: SimpleCommand, in_root: bool = False) -> str | No
         if targets:
             where = " after changing to a top-level directory" if in_root else ""
             return f"`{command.text}` deletes {targets[0]} recursively{where}"
+        return _unknown_delete_target(command)
     if _find_deletes_root(command, shape.positionals):
         return f"`{command.text}` deletes files from {shape.positionals[0]}"
     if program in {"chmod", "chown", "chgrp"} and "R" in shape.flags:
         targets = [t for t in shape.positionals[1:] if is_root_like(t)]
         if targets:
             return f"`{command.text}` changes {targets[0]} recursively"
+    return None
+
+
+def _unknown_delete_target(command: SimpleCommand) -> str | None:
+    """`rm -rf $X`, `rm -rf "$(pwd)"/..`: what is deleted is only known at run time."""
+    for index, arg in enumerate(command.argv):
+        if index and not arg.startswith("-") and index in command.dynamic:
+            return (
+                f"`{command.text}` deletes recursively a path only known at run time ({arg}); "
+                "name the path instead"
+            )
+        if index and not arg.startswith("-") and _above_workspace(arg):
+            return f"`{command.text}` deletes {arg} recursively, above the workspace"
+    return None
+
+
+def _above_workspace(word: str) -> bool:
+    path = posixpath.normpath(word)
+    return path == ".." or path.startswith("../")
+
+
+def _no_preserve_root(command: SimpleCommand) -> str | None:
+    """`--no-preserve-root` only serves to let rm, chmod or chown act on `/`."""
+    if any(a.startswith("--no-preserve-root") for a in command.args):
+        return f"`{command.text}` passes --no-preserve-root, which only serves to act on /"
     return None
 
 
@@ -187,9 +214,19 @@ def _runs_substitution(command: SimpleCommand) -> bool:
 
 _PER_COMMAND: tuple[Callable[[SimpleCommand], str | None], ...] = (
     _recursive_delete,
+    _no_preserve_root,
     _disk_writes,
     _remote_shell,
 )
+
+
+def command_danger(command: SimpleCommand) -> str | None:
+    """Why one simple command on its own must never run, or None."""
+    for check in _PER_COMMAND:
+        reason = check(command)
+        if reason:
+            return reason
+    return None
 
 
 def dangerous_reason(analysis: CommandAnalysis) -> str | None:
@@ -198,8 +235,7 @@ def dangerous_reason(analysis: CommandAnalysis) -> str | None:
     if reason:
         return reason
     for command in analysis.commands:
-        for check in _PER_COMMAND:
-            reason = check(command)
-            if reason:
-                return reason
+        reason = command_danger(command)
+        if reason:
+            return reason
     return _deletes_after_cd(analysis) or _runs_fetched_code(analysis)
