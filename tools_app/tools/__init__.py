@@ -225,6 +225,9 @@ def _explain(name: str, spec: ToolSpec, error: ValidationError) -> str:
             messages.append(f"unexpected argument `{field}`; {name} accepts: {accepted}")
         elif item["type"] == "missing":
             messages.append(f"missing required argument `{field}`")
+        elif item["type"] == "string_too_long":
+            limit, length = item["ctx"]["max_length"], len(item["input"])
+            messages.append(f"`{key}` is too long: {length:,} characters, at most {limit:,}")
         elif index is not None:
             messages.append(f"`{key}` {item['msg'].lower()} (got {_shown(item['input'])})")
         else:

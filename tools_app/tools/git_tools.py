@@ -50,9 +50,8 @@ class GitBranchArgs(ToolArgs):
     action: Literal["create", "switch", "list"] = Field(
         description="Branch operation: create (and switch to it), switch, or list."
     )
-    name: str | SkipJsonSchema[None] = Field(
+    name: Annotated[str, Field(max_length=MAX_NAME_CHARS)] | SkipJsonSchema[None] = Field(
         default=None,
-        max_length=MAX_NAME_CHARS,
         description="Branch name (required for create/switch).",
         json_schema_extra=drop_default,
     )

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
@@ -41,9 +42,8 @@ class SearchCodebaseArgs(ToolArgs):
         max_length=MAX_PATH_CHARS,
         description="Directory (or file) to search in (default: the workspace root).",
     )
-    include: str | SkipJsonSchema[None] = Field(
+    include: Annotated[str, Field(max_length=MAX_PATH_CHARS)] | SkipJsonSchema[None] = Field(
         default=None,
-        max_length=MAX_PATH_CHARS,
         description='Glob pattern to filter files (e.g., "*.ts").',
         json_schema_extra=drop_default,
     )
@@ -56,9 +56,8 @@ class ListFilesArgs(ToolArgs):
         description="Directory path (relative to the workspace; '.' is the root).",
     )
     recursive: bool = Field(default=False, description="Include subdirectories.")
-    pattern: str | SkipJsonSchema[None] = Field(
+    pattern: Annotated[str, Field(max_length=MAX_PATH_CHARS)] | SkipJsonSchema[None] = Field(
         default=None,
-        max_length=MAX_PATH_CHARS,
         description='Glob pattern on file names to filter (e.g., "*.ts").',
         json_schema_extra=drop_default,
     )

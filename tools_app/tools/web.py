@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from http.cookiejar import CookieJar, DefaultCookiePolicy
 from ipaddress import IPv6Address
+from typing import Annotated
 from urllib.parse import urljoin, urlsplit
 
 import httpx
@@ -86,9 +87,8 @@ class WebFetchArgs(ToolArgs):
         description="Custom request headers, name to value.",
         json_schema_extra=drop_default,
     )
-    body: str | SkipJsonSchema[None] = Field(
+    body: Annotated[str, Field(max_length=MAX_TEXT_CHARS)] | SkipJsonSchema[None] = Field(
         default=None,
-        max_length=MAX_TEXT_CHARS,
         description="Request body (sent as UTF-8).",
         json_schema_extra=drop_default,
     )
