@@ -336,24 +336,27 @@ def test_storable_json_makes_keys_and_odd_objects_text() -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ('{"path": "\\ud800x"}', "`ARGS.path` contains a lone surrogate (\\ud800) at character 0"),
-        ('{"a": ["\\u0000"]}', "`ARGS.a[0]` contains a NUL byte"),
-        ('{"\\udc80": 1}', "a key in `ARGS` (\\udc80) contains a lone surrogate"),
-        ('{"n": 1e400}', "the number 1e400 is too large"),
+        ('{"path": "\\ud800x"}', "ARGS: `path` contains a lone surrogate (\\ud800) at character 0"),
+        ('{"a": ["\\u0000"]}', "ARGS: `a[0]` contains a NUL byte"),
+        ('{"\\udc80": 1}', "ARGS: a key in the value (\\udc80) contains a lone surrogate"),
+        ('{"n": 1e400}', "ARGS: the number 1e400 is too large"),
         ('{"n": NaN}', "NaN is not valid JSON"),
         ('{"n": -Infinity}', "-Infinity is not valid JSON"),
         ('{"n": ' + "9" * 5000 + "}", "is too large; integers must fit in 64 bits"),
-        ("[" * 10_000 + "]" * 10_000, "`ARGS` is nested too deeply (more than 32 levels)"),
-        ("[" * 33 + "]" * 33, "is nested too deeply (more than 32 levels)"),
-        ('{"a": ', "`ARGS` is not valid JSON: Expecting value"),
-        (b"\xff{}", "`ARGS` is not valid UTF-8 (invalid start byte at byte 0)"),
+        ("[" * 10_000 + "]" * 10_000, "ARGS is nested too deeply (more than 32 levels)"),
+        (
+            "[" * 33 + "]" * 33,
+            "ARGS: `" + "[0]" * 25 + "[0...` is nested too deeply (more than 32 levels)",
+        ),
+        ('{"a": ', "ARGS is not valid JSON: Expecting value"),
+        (b"\xff{}", "ARGS is not valid UTF-8 (invalid start byte at byte 0)"),
     ],
 )
 def test_loads_refuses_what_cannot_be_stored_and_says_where(
     text: str | bytes, expected: str
 ) -> None:
     with pytest.raises(jsonsafe.UnsafeJSON) as caught:
-        jsonsafe.loads(text, where="ARGS")
+        jsonsafe.loads(text, name="ARGS")
     assert expected in str(caught.value)
     assert_printable(str(caught.value))
 

@@ -25,6 +25,7 @@ __all__ = [
     "printable",
     "problem",
     "storable_json",
+    "storable_text",
     "text_issue",
     "text_problem",
 ]
@@ -99,28 +100,31 @@ def problem(value: object, *, where: str = "", max_depth: int = MAX_DEPTH) -> st
     return None
 
 
-def loads(text: str | bytes, *, where: str = "", max_depth: int = MAX_DEPTH) -> Any:
-    """Parse JSON strictly: RFC 8259 numbers only, no NaN/Infinity, then `problem()`."""
+def loads(text: str | bytes, *, name: str = "the JSON", max_depth: int = MAX_DEPTH) -> Any:
+    """Parse JSON strictly (no NaN or Infinity, numbers that fit 64 bits), then `problem()`.
+
+    `name` is what the document is called where it came from (ARGS_JSON, a file name,
+    the request body); messages start with it and name the part inside by its path.
+    """
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
-            reason = f"{exc.reason} at byte {exc.start}"
-            raise UnsafeJSON(f"{_label(where)} is not valid UTF-8 ({reason})") from None
+            where = f"{exc.reason} at byte {exc.start}"
+            raise UnsafeJSON(f"{name} is not valid UTF-8 ({where})") from None
     try:
         value = json.loads(
             text, parse_int=_checked_int, parse_float=_checked_float, parse_constant=_no_constant
         )
     except json.JSONDecodeError as exc:
-        raise UnsafeJSON(f"{_label(where)} is not valid JSON: {exc}") from None
+        raise UnsafeJSON(f"{name} is not valid JSON: {exc}") from None
     except UnsafeJSON as exc:  # from a number hook, which cannot know where it is
-        raise UnsafeJSON(f"{_label(where)}: {exc}" if where else str(exc)) from None
+        raise UnsafeJSON(f"{name}: {exc}") from None
     except RecursionError:
-        deep = f"{_label(where)} is nested too deeply (more than {max_depth} levels)"
-        raise UnsafeJSON(deep) from None
-    found = problem(value, where=where, max_depth=max_depth)
+        raise UnsafeJSON(f"{name} is nested too deeply (more than {max_depth} levels)") from None
+    found = problem(value, max_depth=max_depth)
     if found:
-        raise UnsafeJSON(found)
+        raise UnsafeJSON(f"{name}: {found}")
     return value
 
 
@@ -134,6 +138,15 @@ def storable_json(value: object) -> Any:
     """
     budget = [MAX_STORED_CHARS]
     return _storable(value, 0, budget)
+
+
+def storable_text(text: str) -> str:
+    """`text` with lone surrogates as U+FFFD and NUL as `\\u0000`: what any store takes.
+
+    For text that comes from the disk or a process, not from a client: a file name
+    that is not UTF-8 reaches Python as lone surrogates (os.fsdecode).
+    """
+    return _SURROGATE.sub(REPLACEMENT, text).replace("\x00", "\\u0000")
 
 
 def _storable(value: object, depth: int, budget: list[int]) -> Any:
@@ -171,7 +184,7 @@ def _storable_text(text: str, budget: list[int]) -> str:
         kept = max(budget[0], 0)
         text = text[:kept] + f"… [{len(text) - kept} characters left out]"
     budget[0] -= len(text)
-    return _SURROGATE.sub(REPLACEMENT, text).replace("\x00", "\\u0000")
+    return storable_text(text)
 
 
 def _big_int(value: int) -> str:
