@@ -10,6 +10,9 @@ bad body is refused before any view runs and nothing is stored.
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
@@ -18,7 +21,7 @@ from ninja import NinjaAPI
 from ninja.errors import HttpError
 from ninja.parser import Parser
 
-from tools_app.tools.jsonsafe import UnsafeJSON, loads, text_problem
+from tools_app.tools.jsonsafe import UnsafeJSON, loads, printable, text_issue
 
 BODY = "the request body"
 
@@ -47,21 +50,46 @@ class CheckedParser(Parser):
     ) -> dict[str, Any]:
         for key, values in data.lists():
             for text in (key, *values):
-                found = isinstance(text, str) and text_problem(text, f"query parameter {key}")
-                if found:
-                    raise BadInput(found)
+                issue = isinstance(text, str) and text_issue(text)
+                if issue:
+                    raise BadInput(f"the query parameter `{printable(key)}` {issue}")
         return super().parse_querydict(data, list_fields, request)
 
 
 def install(api: NinjaAPI) -> None:
-    """Parse with CheckedParser and answer its refusals with their own message."""
+    """Parse with CheckedParser, check path parameters, answer refusals with their reason."""
     api.parser = CheckedParser()
+    api.add_decorator(functools.partial(_checked_path, api), mode="view")
 
     @api.exception_handler(HttpError)
     def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
         # ninja wraps any parse failure in "Cannot parse request body"; the cause says why.
         cause = exc.__cause__ if isinstance(exc.__cause__, BadInput) else exc
         return api.create_response(request, {"detail": str(cause)}, status=exc.status_code)
+
+
+def _checked_path(api: NinjaAPI, run: Callable[..., Any]) -> Callable[..., Any]:
+    """A path parameter with NUL (`/policies/%00`) is refused before a query could carry it."""
+
+    def refusal(request: HttpRequest, params: dict[str, Any]) -> HttpResponse | None:
+        for key, value in params.items():
+            issue = isinstance(value, str) and text_issue(value)
+            if issue:
+                detail = f"the path parameter `{key}` {issue}"
+                return api.create_response(request, {"detail": detail}, status=400)
+        return None
+
+    if inspect.iscoroutinefunction(run):
+
+        async def checked_async(request: HttpRequest, **params: Any) -> Any:
+            return refusal(request, params) or await run(request, **params)
+
+        return checked_async
+
+    def checked(request: HttpRequest, **params: Any) -> Any:
+        return refusal(request, params) or run(request, **params)
+
+    return checked
 
 
 def _kind(value: object) -> str:

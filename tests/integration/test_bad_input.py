@@ -200,7 +200,17 @@ def test_a_hostile_edit_in_a_decision_is_refused_by_name(rita: Api, waiting_call
 
 
 def test_a_query_string_with_nul_is_refused(alice: tuple[User, Api]) -> None:
-    refused(alice[1].get("/sessions?status=%00"), "`query parameter status` contains a NUL")
+    refused(alice[1].get("/sessions?status=%00"), "the query parameter `status` contains a NUL")
+
+
+def test_a_policy_name_with_nul_in_the_path_is_refused(rita: Api) -> None:
+    refused(rita.get("/policies/%00"), "the path parameter `name` contains a NUL byte")
+    body = {"tool": "read_file", "args": {"path": "a"}}
+    refused(rita.post("/policies/a%00b/evaluate", body), "the path parameter `name` contains")
+
+
+def test_a_policy_name_that_is_not_utf8_is_not_found(rita: Api) -> None:
+    assert rita.get("/policies/%ED%A0%80").status_code == 404
 
 
 @pytest.mark.parametrize("wait", ["nan", "inf", "-1", "1e999", "x"])
