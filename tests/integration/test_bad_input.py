@@ -20,10 +20,12 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection
 from django.test import Client
 
 from tools_app import services
 from tools_app.models import AgentSession, Policy, PolicyRule, ToolCall
+from tools_app.tools.jsonsafe import storable_json
 
 pytestmark = pytest.mark.django_db
 
@@ -426,6 +428,17 @@ def test_import_policy_refuses_hostile_files_and_writes_nothing(
     assert not Policy.objects.filter(name="strict").exists()
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="policy_from_dict does not bound rules[].tool to PolicyRule.tool's 200 "
+    "characters: PostgreSQL raises DataError, SQLite stores it (the lead's change)",
+)
+def test_import_policy_refuses_a_rule_tool_longer_than_the_column(tmp_path: Path) -> None:
+    text = json.dumps({"name": "strict", "rules": [{"tool": "t" * 300, "decision": "allow"}]})
+    with pytest.raises(CommandError, match=r"rules\[0\]\.tool"):
+        call_command("import_policy", policy_file(tmp_path, text), stdout=StringIO())
+
+
 def test_import_policy_refuses_a_file_name_with_nul() -> None:
     with pytest.raises(CommandError, match="Cannot read"):
         call_command("import_policy", "policy\x00.json", stdout=StringIO())
@@ -448,3 +461,44 @@ def test_manage_py_call_tool_with_a_lone_surrogate_exits_without_a_traceback(
     assert "Traceback" not in done.stderr
     assert "CommandError: ARGS_JSON: `path` contains a lone surrogate (\\ud800)" in done.stderr
     assert done.stdout == ""
+
+
+# --- storable_json on the real database -----------------------------------------------------
+
+
+def test_storable_json_of_hostile_arguments_is_stored_and_read_back(session: AgentSession) -> None:
+    """What the receive path must store before validation (see services._tool_call_create)."""
+    hostile = {
+        "path": "\ud800x",
+        "content": "a\x00b",
+        "n": [2**64, float("nan"), float("inf")],
+        "deep": json.loads("[" * 100 + "]" * 100),
+        "\udcff": None,
+    }
+    call = ToolCall.objects.create(
+        session=session, tool="write_file", args=storable_json(hostile), status="pending"
+    )
+    call.refresh_from_db()
+    assert call.args["path"] == "\ufffdx"
+    assert call.args["content"] == "a\\u0000b"
+    assert call.args["n"] == [str(2**64), "nan", "inf"]
+    assert "nested deeper than 32 levels" in json.dumps(call.args["deep"])
+    assert call.args["\ufffd"] is None
+
+
+def test_the_receive_path_records_hostile_raw_arguments_as_a_failed_call(
+    session: AgentSession, request: pytest.FixtureRequest
+) -> None:
+    """Arguments that bypass the API's parser (a model's tool call) are still recorded."""
+    if connection.vendor == "postgresql":
+        request.applymarker(
+            pytest.mark.xfail(
+                strict=True,
+                reason="services._tool_call_create and engine._as_dict store raw args: "
+                "they must go through jsonsafe.storable_json (the lead's change)",
+            )
+        )
+    args = {"path": "\ud800x", "content": "a\x00b"}
+    call = services.tool_call_submit(session=session, tool="write_file", args=args)
+    assert call.status == ToolCall.Status.FAILED
+    assert "`path` contains a lone surrogate (\\ud800)" in call.result
