@@ -22,7 +22,7 @@ from ninja.errors import AuthenticationError
 from ninja.security import HttpBearer, SessionAuth
 from pydantic import Field
 
-from tools_app import access, selectors, services, tool_schemas
+from tools_app import access, api_input, selectors, services, tool_schemas
 from tools_app.models import AgentSession, ToolCall
 from tools_app.policy import SessionCounters
 from tools_app.schemas import (
@@ -60,6 +60,7 @@ api = NinjaAPI(
     urls_namespace="api",
     docs_decorator=login_required,  # the docs are a page: behind login like every page
 )
+api_input.install(api)  # strict JSON bodies: a bad one is a 400 naming the problem
 
 
 def scope(request: HttpRequest) -> str:

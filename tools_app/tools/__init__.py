@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,6 +31,7 @@ from tools_app.tools.git_tools import (
     git_log,
     git_status,
 )
+from tools_app.tools.jsonsafe import printable, text_issue
 from tools_app.tools.pull_requests import CreatePullRequestArgs, create_pull_request
 from tools_app.tools.search import ListFilesArgs, SearchCodebaseArgs, list_files, search_codebase
 from tools_app.tools.shell import RunCommandArgs, run_command
@@ -177,10 +179,22 @@ def validate_args(name: str, args: object) -> ToolArgs:
             f"Arguments for {name} must be a JSON object of named arguments "
             f"({', '.join(spec.args_model.model_fields)}); got {type(args).__name__}."
         )
+    _check_names(name, args)
     try:
         return spec.args_model.model_validate(dict(args))
     except ValidationError as error:
-        raise ToolError(_explain(name, spec, error)) from None
+        raise ToolError(printable(_explain(name, spec, error))) from None
+
+
+def _check_names(name: str, args: Mapping[Any, Any]) -> None:
+    """Argument names are text without surrogates or NUL (the model cannot even report those)."""
+    for key in args:
+        if not isinstance(key, str):
+            raise ToolError(f"Invalid arguments for {name}: names must be strings; got {key!r}")
+        issue = text_issue(key)
+        if issue:
+            shown = printable(key)
+            raise ToolError(f"Invalid arguments for {name}: the argument name `{shown}` {issue}")
 
 
 def core_tool_schemas() -> list[dict[str, Any]]:
@@ -211,6 +225,9 @@ def _explain(name: str, spec: ToolSpec, error: ValidationError) -> str:
             messages.append(f"unexpected argument `{field}`; {name} accepts: {accepted}")
         elif item["type"] == "missing":
             messages.append(f"missing required argument `{field}`")
+        elif item["type"] == "string_too_long":
+            limit, length = item["ctx"]["max_length"], len(item["input"])
+            messages.append(f"`{key}` is too long: {length:,} characters, at most {limit:,}")
         elif index is not None:
             messages.append(f"`{key}` {item['msg'].lower()} (got {_shown(item['input'])})")
         else:
@@ -243,6 +260,13 @@ def _expectation(schema: Mapping[str, Any]) -> str:
     return "a valid value"
 
 
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = 80
+_SHORT.maxother = 80
+_SHORT.maxlevel = 3
+
+
 def _shown(value: object) -> str:
-    text = repr(value)
+    """A short repr, safe for values nested far deeper than the recursion limit."""
+    text = _SHORT.repr(value)
     return text if len(text) <= 80 else text[:77] + "..."

@@ -8,13 +8,23 @@ from typing import Literal
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-from tools_app.tools.base import ToolArgs, ToolContext, ToolError
+from tools_app.tools.base import (
+    MAX_COMMAND_CHARS,
+    MAX_NAME_CHARS,
+    ToolArgs,
+    ToolContext,
+    ToolError,
+)
 from tools_app.tools.files import drop_default
 
 
 class SpawnSubagentArgs(ToolArgs):
-    title: str = Field(min_length=1, description="Subtask title.")
-    description: str = Field(min_length=1, description="Detailed description of the subtask.")
+    title: str = Field(min_length=1, max_length=MAX_NAME_CHARS, description="Subtask title.")
+    description: str = Field(
+        min_length=1,
+        max_length=MAX_COMMAND_CHARS,
+        description="Detailed description of the subtask.",
+    )
     modelRole: Literal["fast", "coder", "architect"] | SkipJsonSchema[None] = Field(
         default=None,
         description='Model role for the sub-agent ("fast", "coder", "architect").',

@@ -7,11 +7,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
+from tools_app.tools import jsonsafe
 from tools_app.tools.errors import ToolError
 
-__all__ = ["SandboxOptions", "ToolArgs", "ToolContext", "ToolError", "ToolSpec"]
+__all__ = [
+    "MAX_COMMAND_CHARS",
+    "MAX_NAME_CHARS",
+    "MAX_PATH_CHARS",
+    "MAX_TEXT_CHARS",
+    "SandboxOptions",
+    "ToolArgs",
+    "ToolContext",
+    "ToolError",
+    "ToolSpec",
+]
+
+# Bounds the args models state in their JSON Schema, so that a model reads them and an
+# absurd value is refused by name before any tool touches the disk or a subprocess.
+MAX_PATH_CHARS = 4096  # PATH_MAX on Linux
+MAX_NAME_CHARS = 255  # a branch, a title, a method: one line
+MAX_COMMAND_CHARS = 100_000  # a command line, a regex, a commit message
+MAX_TEXT_CHARS = 5_000_000  # a whole file's content (the API refuses bodies over 10 MB)
 
 if TYPE_CHECKING:
     from tools_app.tools.effect import Effect
@@ -19,9 +37,23 @@ if TYPE_CHECKING:
 
 
 class ToolArgs(BaseModel):
-    """Base for every tool's arguments: unknown keys and wrong types are refused."""
+    """Base for every tool's arguments: unknown keys and wrong types are refused.
+
+    Every argument, at any depth, is also refused when it holds what no tool can use
+    and no store can keep: a lone surrogate or NUL in text, an integer beyond 64 bits,
+    NaN or infinity, or nesting deeper than `jsonsafe.MAX_DEPTH`. The check runs
+    before the type check, so it names the argument instead of crashing later.
+    """
 
     model_config = ConfigDict(extra="forbid", strict=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _storable_value(cls, value: object, info: ValidationInfo) -> object:
+        found = jsonsafe.problem(value, where=info.field_name or "argument")
+        if found:
+            raise ValueError(found)
+        return value
 
 
 @dataclass(frozen=True)

@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field
 
-from tools_app.tools.base import ToolArgs, ToolContext, ToolError
+from tools_app.tools.base import (
+    MAX_COMMAND_CHARS,
+    MAX_PATH_CHARS,
+    ToolArgs,
+    ToolContext,
+    ToolError,
+)
 
 
 class TaskDoneArgs(ToolArgs):
-    summary: str = Field(min_length=1, description="Summary of what was accomplished.")
-    files_changed: list[str] = Field(
+    summary: str = Field(
+        min_length=1,
+        max_length=MAX_COMMAND_CHARS,
+        description="Summary of what was accomplished.",
+    )
+    files_changed: list[Annotated[str, Field(max_length=MAX_PATH_CHARS)]] = Field(
         default_factory=list, description="List of files that were modified."
     )
 

@@ -18,7 +18,13 @@ from pydantic.json_schema import SkipJsonSchema
 
 # The module, not its names: sandbox imports tools.base, which loads this package.
 from tools_app.tools import sandbox
-from tools_app.tools.base import ToolArgs, ToolContext, ToolError
+from tools_app.tools.base import (
+    MAX_PATH_CHARS,
+    MAX_TEXT_CHARS,
+    ToolArgs,
+    ToolContext,
+    ToolError,
+)
 
 MAX_LINES = 2000
 MAX_OUTPUT_BYTES = 256 * 1024
@@ -32,7 +38,10 @@ def drop_default(schema: dict[str, Any]) -> None:
 
 
 class ReadFileArgs(ToolArgs):
-    path: str = Field(description="Absolute or relative file path (relative to the workspace).")
+    path: str = Field(
+        max_length=MAX_PATH_CHARS,
+        description="Absolute or relative file path (relative to the workspace).",
+    )
     offset: Annotated[int, Field(ge=1)] | SkipJsonSchema[None] = Field(
         default=None,
         description="Start reading from this line (1-based). Default: 1.",
@@ -46,17 +55,27 @@ class ReadFileArgs(ToolArgs):
 
 
 class WriteFileArgs(ToolArgs):
-    path: str = Field(description="File path to write (parent directories are created).")
-    content: str = Field(description="Full file content.")
+    path: str = Field(
+        max_length=MAX_PATH_CHARS,
+        description="File path to write (parent directories are created).",
+    )
+    content: str = Field(
+        max_length=MAX_TEXT_CHARS,
+        description=f"Full file content: UTF-8 text, at most {MAX_TEXT_CHARS:,} characters.",
+    )
 
 
 class EditFileArgs(ToolArgs):
-    path: str = Field(description="File path to edit.")
+    path: str = Field(max_length=MAX_PATH_CHARS, description="File path to edit.")
     old_string: str = Field(
+        max_length=MAX_TEXT_CHARS,
         description="Exact string to find; it must occur exactly once in the file, "
-        "including whitespace and indentation."
+        "including whitespace and indentation.",
     )
-    new_string: str = Field(description="Replacement string; must differ from old_string.")
+    new_string: str = Field(
+        max_length=MAX_TEXT_CHARS,
+        description="Replacement string; must differ from old_string.",
+    )
 
 
 # --- read_file -----------------------------------------------------------------------

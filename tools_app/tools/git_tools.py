@@ -16,7 +16,14 @@ from pydantic import Field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from tools_app.tools import git
-from tools_app.tools.base import ToolArgs, ToolContext, ToolError
+from tools_app.tools.base import (
+    MAX_COMMAND_CHARS,
+    MAX_NAME_CHARS,
+    MAX_PATH_CHARS,
+    ToolArgs,
+    ToolContext,
+    ToolError,
+)
 from tools_app.tools.files import drop_default
 
 MAX_LOG_COUNT = 500
@@ -43,7 +50,7 @@ class GitBranchArgs(ToolArgs):
     action: Literal["create", "switch", "list"] = Field(
         description="Branch operation: create (and switch to it), switch, or list."
     )
-    name: str | SkipJsonSchema[None] = Field(
+    name: Annotated[str, Field(max_length=MAX_NAME_CHARS)] | SkipJsonSchema[None] = Field(
         default=None,
         description="Branch name (required for create/switch).",
         json_schema_extra=drop_default,
@@ -67,8 +74,8 @@ class GitBranchArgs(ToolArgs):
 
 
 class GitCommitArgs(ToolArgs):
-    message: str = Field(min_length=1, description="Commit message.")
-    files: list[str] | SkipJsonSchema[None] = Field(
+    message: str = Field(min_length=1, max_length=MAX_COMMAND_CHARS, description="Commit message.")
+    files: list[Annotated[str, Field(max_length=MAX_PATH_CHARS)]] | SkipJsonSchema[None] = Field(
         default=None,
         description="Specific files to stage and commit (default: all changed files, "
         "untracked ones included).",

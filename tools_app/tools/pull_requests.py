@@ -28,7 +28,13 @@ import git as gitpython
 from pydantic import Field, field_validator
 
 from tools_app.tools import forge, git
-from tools_app.tools.base import ToolArgs, ToolContext, ToolError
+from tools_app.tools.base import (
+    MAX_COMMAND_CHARS,
+    MAX_NAME_CHARS,
+    ToolArgs,
+    ToolContext,
+    ToolError,
+)
 from tools_app.tools.forge import ForgeSettings, GitHubRepo, Proposal, PullRequestRef
 
 PUSH_TIMEOUT = 300.0
@@ -46,9 +52,11 @@ Provider = Literal["github", "gh", "local"]
 
 
 class CreatePullRequestArgs(ToolArgs):
-    title: str = Field(min_length=1, description="PR title.")
-    body: str = Field(default="", description="PR description.")
-    base: str = Field(default="main", description='Base branch (default: "main").')
+    title: str = Field(min_length=1, max_length=MAX_NAME_CHARS, description="PR title.")
+    body: str = Field(default="", max_length=MAX_COMMAND_CHARS, description="PR description.")
+    base: str = Field(
+        default="main", max_length=MAX_NAME_CHARS, description='Base branch (default: "main").'
+    )
     draft: bool = Field(default=False, description="Create as draft PR (default: false).")
 
     @field_validator("base")

@@ -9,13 +9,20 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 # The module, not its names: sandbox imports tools.base, which loads this package.
 from tools_app.tools import sandbox
-from tools_app.tools.base import ToolArgs, ToolContext, ToolError
+from tools_app.tools.base import (
+    MAX_COMMAND_CHARS,
+    MAX_PATH_CHARS,
+    ToolArgs,
+    ToolContext,
+    ToolError,
+)
 from tools_app.tools.files import drop_default
 
 SEARCH_TIMEOUT = 60.0
@@ -25,11 +32,17 @@ HIDDEN_NAMES = frozenset({".git", "node_modules"})
 
 
 class SearchCodebaseArgs(ToolArgs):
-    pattern: str = Field(min_length=1, description="Regex pattern to search for (ripgrep syntax).")
-    path: str = Field(
-        default=".", description="Directory (or file) to search in (default: the workspace root)."
+    pattern: str = Field(
+        min_length=1,
+        max_length=MAX_COMMAND_CHARS,
+        description="Regex pattern to search for (ripgrep syntax).",
     )
-    include: str | SkipJsonSchema[None] = Field(
+    path: str = Field(
+        default=".",
+        max_length=MAX_PATH_CHARS,
+        description="Directory (or file) to search in (default: the workspace root).",
+    )
+    include: Annotated[str, Field(max_length=MAX_PATH_CHARS)] | SkipJsonSchema[None] = Field(
         default=None,
         description='Glob pattern to filter files (e.g., "*.ts").',
         json_schema_extra=drop_default,
@@ -38,9 +51,12 @@ class SearchCodebaseArgs(ToolArgs):
 
 
 class ListFilesArgs(ToolArgs):
-    path: str = Field(description="Directory path (relative to the workspace; '.' is the root).")
+    path: str = Field(
+        max_length=MAX_PATH_CHARS,
+        description="Directory path (relative to the workspace; '.' is the root).",
+    )
     recursive: bool = Field(default=False, description="Include subdirectories.")
-    pattern: str | SkipJsonSchema[None] = Field(
+    pattern: Annotated[str, Field(max_length=MAX_PATH_CHARS)] | SkipJsonSchema[None] = Field(
         default=None,
         description='Glob pattern on file names to filter (e.g., "*.ts").',
         json_schema_extra=drop_default,

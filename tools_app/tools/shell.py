@@ -8,7 +8,7 @@ from pydantic import Field
 
 # The module, not its names: sandbox imports tools.base, which loads this package.
 from tools_app.tools import guard, sandbox
-from tools_app.tools.base import ToolArgs, ToolContext
+from tools_app.tools.base import MAX_COMMAND_CHARS, ToolArgs, ToolContext
 
 DEFAULT_TIMEOUT = 120.0
 MAX_TIMEOUT = 3600.0
@@ -25,7 +25,11 @@ GUARD_NOTE = (
 
 
 class RunCommandArgs(ToolArgs):
-    command: str = Field(min_length=1, description="Shell command to execute (run with bash -c).")
+    command: str = Field(
+        min_length=1,
+        max_length=MAX_COMMAND_CHARS,
+        description="Shell command to execute (run with bash -c).",
+    )
     timeout: float = Field(
         default=DEFAULT_TIMEOUT,
         gt=0,

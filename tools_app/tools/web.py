@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from http.cookiejar import CookieJar, DefaultCookiePolicy
 from ipaddress import IPv6Address
+from typing import Annotated
 from urllib.parse import urljoin, urlsplit
 
 import httpx
@@ -25,7 +26,13 @@ from pydantic import Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from tools_app.tools import netguard
-from tools_app.tools.base import ToolArgs, ToolContext, ToolError
+from tools_app.tools.base import (
+    MAX_NAME_CHARS,
+    MAX_TEXT_CHARS,
+    ToolArgs,
+    ToolContext,
+    ToolError,
+)
 from tools_app.tools.files import drop_default
 from tools_app.tools.netguard import IPAddress, Target, check_target
 
@@ -38,6 +45,7 @@ __all__ = [
 ]
 
 DEFAULT_MAX_LENGTH = 50_000
+MAX_URL_CHARS = 8192  # what common servers and proxies accept in a request line
 DEADLINE_SECONDS = 30.0
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 10.0
@@ -66,16 +74,20 @@ WEB_FETCH_DESCRIPTION = (
 
 
 class WebFetchArgs(ToolArgs):
-    url: str = Field(description="URL to fetch (http:// or https:// only).")
+    url: str = Field(
+        max_length=MAX_URL_CHARS, description="URL to fetch (http:// or https:// only)."
+    )
     method: str = Field(
-        default="GET", description=f"HTTP method: one of {', '.join(METHODS)}. Default: GET."
+        default="GET",
+        max_length=MAX_NAME_CHARS,
+        description=f"HTTP method: one of {', '.join(METHODS)}. Default: GET.",
     )
     headers: dict[str, str] | SkipJsonSchema[None] = Field(
         default=None,
         description="Custom request headers, name to value.",
         json_schema_extra=drop_default,
     )
-    body: str | SkipJsonSchema[None] = Field(
+    body: Annotated[str, Field(max_length=MAX_TEXT_CHARS)] | SkipJsonSchema[None] = Field(
         default=None,
         description="Request body (sent as UTF-8).",
         json_schema_extra=drop_default,

@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from tools_app import services
 from tools_app.management.commands._common import (
+    checked_text,
     existing_directory,
     existing_policy,
     load_json_argument,
@@ -28,11 +29,12 @@ class Command(BaseCommand):
         parser.add_argument("--policy", default="default")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        tool = checked_text(options["tool"], name="TOOL")
         tool_args = load_json_argument(options["args_json"], name="ARGS_JSON")
         workspace = existing_directory(options["workspace"])
         policy = existing_policy(options["policy"])
         session = services.session_open_for_workspace(workspace=workspace, policy=policy)
-        call = services.tool_call_submit(session=session, tool=options["tool"], args=tool_args)
+        call = services.tool_call_submit(session=session, tool=tool, args=tool_args)
         services.session_close_cli(session=session)
         print_json_line(
             self,

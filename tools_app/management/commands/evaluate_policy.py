@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from tools_app import services
 from tools_app.management.commands._common import (
+    checked_text,
     existing_directory,
     existing_policy,
     load_json_argument,
@@ -26,11 +27,12 @@ class Command(BaseCommand):
         parser.add_argument("--workspace", default=".")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        tool = checked_text(options["tool"], name="TOOL")
         tool_args = load_json_argument(options["args_json"], name="ARGS_JSON")
         workspace = existing_directory(options["workspace"])
         decision = services.policy_evaluate(
             policy=existing_policy(options["policy"]),
-            tool=options["tool"],
+            tool=tool,
             args=tool_args,
             workspace=workspace,
             counters=SessionCounters(),

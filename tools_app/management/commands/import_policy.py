@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tools_app import services
 from tools_app.management.commands._common import load_json_argument
 from tools_app.policy import PolicyInvalid
+from tools_app.tools.jsonsafe import printable
 
 
 class Command(BaseCommand):
@@ -20,19 +21,17 @@ class Command(BaseCommand):
         parser.add_argument("file")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        text = _read(options["file"])
-        data = load_json_argument(text, name=options["file"])
+        name = printable(options["file"])
+        data = load_json_argument(_read(options["file"]), name=name)
         try:
             policy = services.policy_import(data=data)
         except (PolicyInvalid, services.ServiceError) as exc:
-            raise CommandError(f"{options['file']}: {exc}") from exc
+            raise CommandError(f"{name}: {exc}") from exc
         self.stdout.write(f"Imported policy {policy.name!r} (version {policy.version}).")
 
 
 def _read(name: str) -> str:
-    if name == "-":
-        return sys.stdin.read()
     try:
-        return Path(name).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CommandError(f"Cannot read {name}: {exc}") from exc
+        return sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise CommandError(f"Cannot read {printable(name)}: {exc}") from exc
