@@ -303,8 +303,8 @@ def test_an_agent_token_does_not_carry_its_users_reviewer_rights(world: World) -
 def test_a_deactivated_creator_sees_nothing(world: World) -> None:
     alice = world.people["creator"]
     token = services.api_token_create(user=alice, scope="agent")
+    browser = world.browser("creator")
     User.objects.filter(pk=alice.pk).update(is_active=False)
-    answer = Client().get(
-        f"/api/sessions/{world.session.pk}", headers={"Authorization": f"Bearer {token}"}
-    )
-    assert answer.status_code in {401, 404}
+    url = f"/api/sessions/{world.session.pk}"
+    assert Client().get(url, headers={"Authorization": f"Bearer {token}"}).status_code == 401
+    assert browser.get(url).status_code == 401
