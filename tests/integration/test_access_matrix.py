@@ -30,6 +30,7 @@ from agentweb.asgi import application
 from tools_app import routing, services, urls
 from tools_app.api import api
 from tools_app.models import AgentSession, Policy, PullRequest, ToolCall
+from tools_app.services.pull_requests import PullRequestStore
 
 pytestmark = pytest.mark.django_db
 
@@ -308,3 +309,12 @@ def test_a_deactivated_creator_sees_nothing(world: World) -> None:
     url = f"/api/sessions/{world.session.pk}"
     assert Client().get(url, headers={"Authorization": f"Bearer {token}"}).status_code == 401
     assert browser.get(url).status_code == 401
+
+
+def test_a_pull_request_recorded_for_a_session_belongs_to_it(world: World) -> None:
+    store = PullRequestStore(session_id=world.session.pk)
+    ref = store.create("demo", "Fix", "", "main", "feature/b", False, [], "+fix\n")
+    pull = PullRequest.objects.get(number=ref.number, repo_key="demo")
+    assert pull.session == world.session
+    assert world.browser("creator").get(f"/pulls/{pull.pk}/").status_code == 200
+    assert world.browser("outsider").get(f"/pulls/{pull.pk}/").status_code == 404
