@@ -9,13 +9,13 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from tools_app import access, selectors, services
 
 
 @login_required
-@require_GET
+@require_safe
 def approvals(request: HttpRequest) -> HttpResponse:
     """The inbox: every call still awaiting a decision, for reviewers. A read only:
     overdue calls are left out here and expired by the sweep."""
@@ -77,7 +77,7 @@ def _edited_args(request: HttpRequest) -> dict[str, object]:
 
 
 @login_required
-@require_GET
+@require_safe
 def pull_request(request: HttpRequest, pull_id: int) -> HttpResponse:
     pull = access.pull_request_for(request.user, pull_id)
     return render(request, "tools_app/pull_request.html", {"pull": pull})
