@@ -1,20 +1,28 @@
 """Every "may this user see / do this?" in one place, one condition a line.
 
 `scope` is how the user came in: "session" (browser), or an API token's scope
-("agent" or "review"). Agent tokens start, follow and cancel sessions and send
-tool calls; they never decide.
+("agent" or "review"). Agent tokens start, follow and cancel their user's own sessions
+and send tool calls; they never decide and never see other people's sessions.
+
+The `*_for` helpers fetch an object and check it in one step, as healthchecks does:
+an object the user may not see does not exist for them (Http404, never 403), so ids
+reveal nothing. 403 (PermissionDenied) is only for a visible object that the user may
+not act on. Pages, the API and the websockets all fetch through these.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
+from django.http import Http404
 
-from tools_app.models import AgentSession, ToolCall
+from tools_app.models import AgentSession, PullRequest, ToolCall
 
 REVIEWERS_GROUP = "reviewers"
 FULL_SCOPES = frozenset({"session", "review"})
+BROWSER = "session"
 
 
 def is_reviewer(user: Any) -> bool:
@@ -25,13 +33,18 @@ def is_reviewer(user: Any) -> bool:
     return bool(user.groups.filter(name=REVIEWERS_GROUP).exists())
 
 
-def may_see_session(user: Any, session: AgentSession) -> bool:
-    return bool(session.creator_id == user.pk or is_reviewer(user))
+def may_review(user: Any, scope: str) -> bool:
+    return scope in FULL_SCOPES and is_reviewer(user)
 
 
-def visible_sessions(user: Any) -> QuerySet[AgentSession]:
+def may_see_session(user: Any, session: AgentSession, scope: str = BROWSER) -> bool:
+    """A creator sees their own sessions; a reviewer (or superuser) sees every one."""
+    return bool(session.creator_id == user.pk or may_review(user, scope))
+
+
+def visible_sessions(user: Any, scope: str = BROWSER) -> QuerySet[AgentSession]:
     sessions = AgentSession.objects.all()
-    return sessions if is_reviewer(user) else sessions.filter(creator=user)
+    return sessions if may_review(user, scope) else sessions.filter(creator=user)
 
 
 def may_act_on_session(user: Any, session: AgentSession) -> bool:
@@ -39,8 +52,11 @@ def may_act_on_session(user: Any, session: AgentSession) -> bool:
     return bool(session.creator_id == user.pk or user.is_superuser)
 
 
-def may_review(user: Any, scope: str) -> bool:
-    return scope in FULL_SCOPES and is_reviewer(user)
+def may_see_pull_request(user: Any, pull: PullRequest, scope: str = BROWSER) -> bool:
+    """As its session; a pull request whose session is gone is for reviewers only."""
+    if pull.session is None:
+        return may_review(user, scope)
+    return may_see_session(user, pull.session, scope)
 
 
 def may_decide(user: Any, scope: str, call: ToolCall, *, approve: bool) -> bool:
@@ -50,3 +66,40 @@ def may_decide(user: Any, scope: str, call: ToolCall, *, approve: bool) -> bool:
     own_session = call.session.creator_id == user.pk
     distinct = call.session.policy.require_distinct_reviewer
     return not (approve and distinct and own_session)
+
+
+# --- fetch and check: 404 to outsiders ---------------------------------------------------
+
+
+def session_for(user: Any, session_id: int, *, scope: str = BROWSER) -> AgentSession:
+    session = AgentSession.objects.select_related("policy").filter(pk=session_id).first()
+    if session is None or not _active(user) or not may_see_session(user, session, scope):
+        raise Http404(f"There is no session {session_id}.")
+    return session
+
+
+def session_to_act_on(user: Any, session_id: int, *, scope: str = BROWSER) -> AgentSession:
+    session = session_for(user, session_id, scope=scope)
+    if not may_act_on_session(user, session):
+        raise PermissionDenied("Only the session's creator may send calls to it or cancel it.")
+    return session
+
+
+def tool_call_for(user: Any, tool_call_id: int, *, scope: str = BROWSER) -> ToolCall:
+    calls = ToolCall.objects.select_related("session__policy", "human__user")
+    call = calls.filter(pk=tool_call_id).first()
+    if call is None or not _active(user) or not may_see_session(user, call.session, scope):
+        raise Http404(f"There is no tool call {tool_call_id}.")
+    return call
+
+
+def pull_request_for(user: Any, pull_id: int, *, scope: str = BROWSER) -> PullRequest:
+    pull = PullRequest.objects.select_related("session").filter(pk=pull_id).first()
+    if pull is None or not _active(user) or not may_see_pull_request(user, pull, scope):
+        raise Http404(f"There is no pull request {pull_id}.")
+    return pull
+
+
+def _active(user: Any) -> bool:
+    """Anonymous and deactivated users see nothing, whatever they once created."""
+    return bool(user.is_authenticated and user.is_active)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from tools_app import services
+from tools_app import access, services
 from tools_app.forms import PolicyForm, PolicyRuleForm
 from tools_app.models import (
     AgentSession,
@@ -60,6 +61,13 @@ class PolicyAdmin(admin.ModelAdmin[Policy]):
             services.policy_bump_version(policy=form.instance)
 
 
+FINISHED = (
+    AgentSession.Status.DONE,
+    AgentSession.Status.FAILED,
+    AgentSession.Status.CANCELLED,
+)
+
+
 class ReadOnlyAdmin(admin.ModelAdmin[Any]):
     """Audit rows: visible to admins, changed only by the services."""
 
@@ -94,23 +102,30 @@ class EventAdmin(ReadOnlyAdmin):
 
 @admin.register(PullRequest)
 class PullRequestAdmin(ReadOnlyAdmin):
-    list_display = ("number", "title", "head", "base", "repo_key", "created_at")
+    list_display = ("number", "title", "session", "head", "base", "repo_key", "created_at")
     search_fields = ("title", "head", "repo_key")
 
 
 @admin.register(AgentSession)
-class AgentSessionAdmin(admin.ModelAdmin[AgentSession]):
+class AgentSessionAdmin(ReadOnlyAdmin):
+    """Read-only: a session's status changes only through its services, with an event.
+    Cancel is the one action, and it goes through `session_cancel`."""
+
     list_display = ("id", "task", "status", "kind", "policy", "creator", "created_at")
     list_filter = ("status", "kind")
-    readonly_fields = (
-        "workspace",
-        "total_changed_lines",
-        "changed_since_approval",
-        "tokens_in",
-        "tokens_out",
-        "created_at",
-        "finished_at",
-    )
+    actions = ["cancel_sessions"]
+
+    @admin.action(description="Cancel the selected sessions")
+    def cancel_sessions(self, request: HttpRequest, queryset: QuerySet[AgentSession]) -> None:
+        open_sessions = queryset.exclude(status__in=FINISHED)
+        allowed = [s for s in open_sessions if access.may_act_on_session(request.user, s)]
+        for session in allowed:
+            services.session_cancel(session=session)
+        self.message_user(request, f"Cancelled {len(allowed)} session(s).", messages.SUCCESS)
+        skipped = len(open_sessions) - len(allowed)
+        if skipped:
+            note = f"{skipped} session(s) left running: only a creator or a superuser cancels."
+            self.message_user(request, note, messages.WARNING)
 
 
 class SkillToolInline(admin.StackedInline[SkillTool, Skill]):

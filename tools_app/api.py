@@ -14,9 +14,8 @@ from typing import Any, Literal
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse
-from django.utils import timezone
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI, Query, Schema, Status
 from ninja.errors import AuthenticationError
 from ninja.security import HttpBearer, SessionAuth
@@ -72,6 +71,17 @@ def service_error(request: HttpRequest, exc: services.ServiceError) -> HttpRespo
     return api.create_response(request, {"detail": str(exc)}, status=exc.status)
 
 
+@api.exception_handler(Http404)
+def not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
+    """What an outsider gets for any object id: the same answer as for no object."""
+    return api.create_response(request, {"detail": str(exc) or "Not found."}, status=404)
+
+
+@api.exception_handler(PermissionDenied)
+def forbidden(request: HttpRequest, exc: PermissionDenied) -> HttpResponse:
+    return api.create_response(request, {"detail": str(exc) or "Forbidden."}, status=403)
+
+
 @api.exception_handler(RequestDataTooBig)
 def too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
@@ -90,17 +100,11 @@ def unauthorized(request: HttpRequest, exc: AuthenticationError) -> HttpResponse
 
 
 def _session_for(request: HttpRequest, session_id: int) -> AgentSession:
-    session = selectors.session_get(session_id)
-    if session is None or not access.may_see_session(request.user, session):
-        raise services.NotFound(f"There is no session {session_id}.")
-    return session
+    return access.session_for(request.user, session_id, scope=scope(request))
 
 
 def _session_to_act_on(request: HttpRequest, session_id: int) -> AgentSession:
-    session = _session_for(request, session_id)
-    if not access.may_act_on_session(request.user, session):
-        raise services.Forbidden("Only the session's creator may send calls to it or cancel it.")
-    return session
+    return access.session_to_act_on(request.user, session_id, scope=scope(request))
 
 
 @api.post("/sessions", response={201: SessionOut, 400: ErrorOut, 503: ErrorOut})
@@ -113,7 +117,7 @@ def session_create(request: HttpRequest, body: SessionIn) -> Status[dict[str, An
 
 @api.get("/sessions", response=list[SessionOut])
 def session_list(request: HttpRequest, status: str | None = None) -> list[dict[str, Any]]:
-    sessions = access.visible_sessions(request.user).select_related("policy")
+    sessions = access.visible_sessions(request.user, scope(request)).select_related("policy")
     sessions = sessions.prefetch_related("children").order_by("-id")
     if status:
         sessions = sessions.filter(status=status)
@@ -183,10 +187,7 @@ async def tool_call_create(
 
 
 def _visible_call(request: HttpRequest, tool_call_id: int) -> ToolCall:
-    call = selectors.tool_call_get(tool_call_id)
-    if call is None or not access.may_see_session(request.user, call.session):
-        raise services.NotFound(f"There is no tool call {tool_call_id}.")
-    return call
+    return access.tool_call_for(request.user, tool_call_id, scope=scope(request))
 
 
 @api.get("/tool-calls/{tool_call_id}", response={200: ToolCallOut, 404: ErrorOut})
@@ -211,11 +212,8 @@ async def _answer_when_final(call_id: int, wait: float) -> dict[str, Any]:
 
 
 def _current(call_id: int) -> dict[str, Any]:
+    """A read: an overdue call shows as expired (the sweep records it), nothing is written."""
     call = ToolCall.objects.select_related("human__user").get(pk=call_id)
-    overdue = call.expires_at is not None and call.expires_at <= timezone.now()
-    if call.status == ToolCall.Status.AWAITING_APPROVAL and overdue:
-        services.tool_call_expire_overdue()
-        call.refresh_from_db()
     return selectors.tool_call_as_dict(call)
 
 
@@ -223,7 +221,6 @@ def _current(call_id: int) -> dict[str, Any]:
 def approvals(request: HttpRequest) -> list[dict[str, Any]]:
     if not access.may_review(request.user, scope(request)):
         return []
-    services.tool_call_expire_overdue()
     return [selectors.tool_call_as_dict(call) for call in selectors.approvals_awaiting()]
 
 
@@ -240,6 +237,8 @@ def approvals(request: HttpRequest) -> list[dict[str, Any]]:
 )
 def tool_call_decision(request: HttpRequest, tool_call_id: int, body: DecisionIn) -> dict[str, Any]:
     call = _visible_call(request, tool_call_id)
+    if selectors.tool_call_overdue(call):
+        raise services.Conflict(f"Tool call {call.pk} expired before a decision.")
     decided = services.tool_call_decide(
         call=call, user=request.user, scope=scope(request), decision=body.decision,
         reason=body.reason, args=body.args, remember=body.remember,

@@ -16,6 +16,7 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.core.serializers.json import DjangoJSONEncoder
+from django.http import Http404
 
 from tools_app import access, events, selectors
 from tools_app.models import Event
@@ -104,13 +105,20 @@ def _user(scope: dict[str, Any]) -> Any:
 
 
 def _may_see_session(scope: dict[str, Any], session_id: int) -> bool:
-    user, session = _user(scope), selectors.session_get(session_id)
-    return bool(user and session and access.may_see_session(user, session))
+    """Through the same helper as the pages and the API: refused when it would be a 404."""
+    user = _user(scope)
+    if user is None:
+        return False
+    try:
+        access.session_for(user, session_id, scope=access.BROWSER)
+    except Http404:
+        return False
+    return True
 
 
 def _may_review(scope: dict[str, Any]) -> bool:
     user = _user(scope)
-    return bool(user and access.is_reviewer(user))
+    return bool(user and access.may_review(user, access.BROWSER))
 
 
 def _session_snapshot(session_id: int) -> dict[str, Any]:
@@ -133,7 +141,7 @@ def _session_events_after(session_id: int, last_seq: int) -> list[dict[str, Any]
 
 def _approvals_snapshot() -> dict[str, Any]:
     last = Event.objects.order_by("-id").values_list("id", flat=True).first() or 0
-    calls = selectors.approvals_awaiting().order_by("created_at")
+    calls = selectors.approvals_awaiting()
     return {
         "type": "snapshot",
         "seq": last,

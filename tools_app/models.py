@@ -309,6 +309,16 @@ class ApiToken(models.Model):
 class PullRequest(models.Model):
     """A pull request recorded in agentweb itself, for a repository with no forge."""
 
+    # Who may read it follows its session. SET_NULL, not CASCADE: a pull request is a
+    # record of what was pushed and proposed, kept when its session is deleted (then
+    # only reviewers see it).
+    session = models.ForeignKey(
+        AgentSession,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="pull_requests",
+    )
     repo_key = models.CharField(max_length=1000)
     number = models.PositiveIntegerField()
     title = models.CharField(max_length=500)

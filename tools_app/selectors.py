@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
+from django.utils import timezone
 
 from tools_app.models import AgentSession, Decision, Policy, PolicyRule, ToolCall
 from tools_app.policy import PolicySpec, policy_from_dict
@@ -87,7 +88,7 @@ def tool_call_as_dict(call: ToolCall) -> dict[str, Any]:
         "session": call.session_id,
         "tool": call.tool,
         "args": call.args,
-        "status": call.status,
+        "status": ToolCall.Status.EXPIRED if tool_call_overdue(call) else call.status,
         "decision": call.decision,
         "reason": call.reason,
         "rule": call.rule,
@@ -107,12 +108,18 @@ def session_get(session_id: int) -> AgentSession | None:
     return AgentSession.objects.select_related("policy").filter(pk=session_id).first()
 
 
-def tool_call_get(tool_call_id: int) -> ToolCall | None:
-    calls = ToolCall.objects.select_related("session__policy", "human__user")
-    return calls.filter(pk=tool_call_id).first()
+def tool_call_overdue(call: ToolCall) -> bool:
+    """Awaiting a person past its deadline: it can no longer be decided or run.
+
+    The sweep marks it `expired` (with its event) within seconds; until then reads
+    already treat it as expired, so that no read has to write.
+    """
+    overdue = call.expires_at is not None and call.expires_at <= timezone.now()
+    return call.status == ToolCall.Status.AWAITING_APPROVAL and overdue
 
 
 def approvals_awaiting() -> QuerySet[ToolCall]:
-    return ToolCall.objects.select_related("session__policy", "human__user").filter(
-        status=ToolCall.Status.AWAITING_APPROVAL
-    )
+    """Calls a reviewer can still decide, oldest first (overdue ones are left out)."""
+    in_time = Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now())
+    calls = ToolCall.objects.select_related("session__policy", "human__user")
+    return calls.filter(in_time, status=ToolCall.Status.AWAITING_APPROVAL).order_by("created_at")

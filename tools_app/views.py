@@ -6,21 +6,22 @@ import json
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST, require_safe
 
 from tools_app import access, selectors, services
-from tools_app.models import PullRequest
 
 
 @login_required
+@require_safe
 def approvals(request: HttpRequest) -> HttpResponse:
-    """The inbox: every call awaiting a decision that this reviewer may decide."""
+    """The inbox: every call still awaiting a decision, for reviewers. A read only:
+    overdue calls are left out here and expired by the sweep."""
     calls = []
-    if access.may_review(request.user, "session"):
-        services.tool_call_expire_overdue()
-        calls = list(selectors.approvals_awaiting().order_by("created_at"))
+    if access.may_review(request.user, access.BROWSER):
+        calls = list(selectors.approvals_awaiting())
     return render(request, "tools_app/approvals.html", {"calls": calls})
 
 
@@ -36,14 +37,17 @@ ACTIONS = {
 @login_required
 @require_POST
 def decide(request: HttpRequest, tool_call_id: int) -> HttpResponse:
-    call = selectors.tool_call_get(tool_call_id)
-    if call is None or not access.may_see_session(request.user, call.session):
-        raise Http404("No such tool call.")
+    call = access.tool_call_for(request.user, tool_call_id)
+    if not access.may_review(request.user, access.BROWSER):
+        raise PermissionDenied("Only reviewers decide tool calls.")
     action = request.POST.get("action", "")
     if action not in ACTIONS:
         messages.error(request, f"Tool call {tool_call_id}: unknown action {action!r}.")
         return redirect("approvals")
     decision, remember, edit = ACTIONS[action]
+    if selectors.tool_call_overdue(call):
+        messages.error(request, f"Tool call {tool_call_id}: it expired before a decision.")
+        return redirect("approvals")
     try:
         services.tool_call_decide(
             call=call,
@@ -73,6 +77,7 @@ def _edited_args(request: HttpRequest) -> dict[str, object]:
 
 
 @login_required
+@require_safe
 def pull_request(request: HttpRequest, pull_id: int) -> HttpResponse:
-    pull = get_object_or_404(PullRequest, pk=pull_id)
+    pull = access.pull_request_for(request.user, pull_id)
     return render(request, "tools_app/pull_request.html", {"pull": pull})

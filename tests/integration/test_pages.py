@@ -69,12 +69,13 @@ def test_the_inbox_shows_the_diff_and_the_buttons(reviewer: Client, waiting: Too
 
 
 def test_a_reviewer_approves_in_the_browser(
-    reviewer: Client, waiting: ToolCall, workspace: Path
+    reviewer: Client, waiting: ToolCall, workspace: Path, django_capture_on_commit_callbacks: Any
 ) -> None:
-    answer = reviewer.post(
-        f"/tool-calls/{waiting.pk}/decide",
-        {"action": "approve", "csrfmiddlewaretoken": csrf(reviewer)},
-    )
+    token = csrf(reviewer)
+    with django_capture_on_commit_callbacks(execute=True):  # the run is queued on commit
+        answer = reviewer.post(
+            f"/tool-calls/{waiting.pk}/decide", {"action": "approve", "csrfmiddlewaretoken": token}
+        )
     assert answer.status_code == 302
     waiting.refresh_from_db()
     assert waiting.status == "succeeded"
@@ -103,16 +104,18 @@ def test_deny_with_a_reason(reviewer: Client, waiting: ToolCall, workspace: Path
 
 
 def test_edit_and_approve_runs_the_edited_arguments(
-    reviewer: Client, waiting: ToolCall, workspace: Path
+    reviewer: Client, waiting: ToolCall, workspace: Path, django_capture_on_commit_callbacks: Any
 ) -> None:
-    reviewer.post(
-        f"/tool-calls/{waiting.pk}/decide",
-        {
-            "action": "edit",
-            "args": '{"path": ".env", "content": "KEY=edited\\n"}',
-            "csrfmiddlewaretoken": csrf(reviewer),
-        },
-    )
+    token = csrf(reviewer)
+    with django_capture_on_commit_callbacks(execute=True):
+        reviewer.post(
+            f"/tool-calls/{waiting.pk}/decide",
+            {
+                "action": "edit",
+                "args": '{"path": ".env", "content": "KEY=edited\\n"}',
+                "csrfmiddlewaretoken": token,
+            },
+        )
     assert (workspace / ".env").read_text() == "KEY=edited\n"
 
 

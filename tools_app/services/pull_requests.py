@@ -12,7 +12,14 @@ from tools_app.tools.forge import PullRequestRef
 
 
 class PullRequestStore:
-    """The LocalPullRequestStore the pull request tool writes to."""
+    """The LocalPullRequestStore the pull request tool writes to.
+
+    `session_id` is the session whose tool call records the pull request: who may read
+    it later follows who may see that session.
+    """
+
+    def __init__(self, session_id: int | None = None) -> None:
+        self.session_id = session_id
 
     def find(self, repo_key: str, head: str) -> PullRequestRef | None:
         found = PullRequest.objects.filter(repo_key=repo_key, head=head).first()
@@ -36,6 +43,7 @@ class PullRequestStore:
                 pull = PullRequest.objects.create(
                     repo_key=repo_key, number=(last["n"] or 0) + 1, title=title, body=body,
                     base=base, head=head, draft=draft, commits=commits, diff=diff,
+                    session_id=self.session_id,
                 )  # fmt: skip
         except IntegrityError:
             existing = self.find(repo_key, head)

@@ -13,10 +13,10 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from tools_app import dispatch, events, workspaces
+from tools_app import events, workspaces
 from tools_app.models import AgentSession, Policy, ToolCall
 from tools_app.services.errors import ServiceError, Unavailable
-from tools_app.services.queueing import tool_call_dispatch
+from tools_app.services.queueing import session_prepare_dispatch, tool_call_dispatch
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ def session_start(
         AgentSession.objects.filter(pk=session.pk).update(workspace=str(workspace))
         session.workspace = str(workspace)
         events.event_append(session_id=session.pk, type="session.created", data=_payload(session))
-    dispatch.enqueue("tools_app.tasks.prepare_session", session.pk)
+        session_prepare_dispatch(session_id=session.pk)
     return session
 
 
@@ -70,7 +70,7 @@ def session_requeue_unprepared() -> int:
     sent = 0
     try:
         for session_id in lost.values_list("pk", flat=True):
-            dispatch.enqueue("tools_app.tasks.prepare_session", session_id)
+            session_prepare_dispatch(session_id=session_id)
             AgentSession.objects.filter(pk=session_id).update(updated_at=now)
             sent += 1
     except Unavailable:

@@ -1,0 +1,320 @@
+"""Who may see and do what, over every URL and socket that agentweb serves.
+
+Alice (the creator) started a session; she is not a reviewer. Rita is a reviewer. Charlie
+has an account and no relation to Alice's session. Sam is a superuser. An anonymous
+visitor has no account. An object someone may not see does not exist for them (404);
+403 is only for an object they may see but not act on.
+
+Every page URL name and every API route must have a row here: a new URL without one
+fails `test_the_matrix_covers_every_url_and_socket`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.layers import channel_layers
+from channels.testing import WebsocketCommunicator
+from django.conf import settings as django_settings
+from django.contrib.auth.models import Group, User
+from django.test import Client
+from django.utils import timezone
+
+from agentweb.asgi import application
+from tools_app import routing, services, urls
+from tools_app.api import api
+from tools_app.models import AgentSession, Policy, PullRequest, ToolCall
+from tools_app.services.pull_requests import PullRequestStore
+
+pytestmark = pytest.mark.django_db
+
+ROLES = ("creator", "reviewer", "outsider", "superuser", "anonymous")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One URL and method, and the status each role gets."""
+
+    key: str  # a page's URL name, or "METHOD /api/route" as django-ninja declares it
+    method: str
+    url: str  # with {session}, {call}, {pull}, {orphan_pull} filled in per test
+    expect: dict[str, int]
+    body: dict[str, Any] | None = None
+
+
+def expect(creator: int, reviewer: int, outsider: int, superuser: int, anonymous: int) -> dict:
+    return dict(zip(ROLES, (creator, reviewer, outsider, superuser, anonymous), strict=True))
+
+
+EVERYONE_LOGGED_IN = expect(200, 200, 200, 200, 302)  # pages send anonymous visitors to log in
+API_FOR_EVERYONE = expect(200, 200, 200, 200, 401)
+SEES_THE_SESSION = expect(200, 200, 404, 200, 401)
+ACTS_ON_THE_SESSION = expect(200, 403, 404, 200, 401)
+DECIDES = expect(403, 200, 404, 200, 401)
+
+PAGES = [
+    Row("home", "GET", "/", EVERYONE_LOGGED_IN),
+    Row("approvals", "GET", "/approvals/", EVERYONE_LOGGED_IN),
+    Row(
+        "decide", "POST", "/tool-calls/{call}/decide", expect(403, 302, 404, 302, 302),
+        {"action": "deny", "reason": "not now"},
+    ),
+    Row("pull_request", "GET", "/pulls/{pull}/", expect(200, 200, 404, 200, 302)),
+    Row("pull_request", "GET", "/pulls/{orphan_pull}/", expect(404, 200, 404, 200, 302)),
+]  # fmt: skip
+
+API = [
+    Row("POST /sessions", "POST", "/api/sessions", expect(201, 201, 201, 201, 401),
+        {"task": "fix the bug", "repo": "{repo}"}),
+    Row("GET /sessions", "GET", "/api/sessions", API_FOR_EVERYONE),
+    Row("GET /sessions/{session_id}", "GET", "/api/sessions/{session}", SEES_THE_SESSION),
+    Row("POST /sessions/{session_id}/cancel", "POST", "/api/sessions/{session}/cancel",
+        ACTS_ON_THE_SESSION, {}),
+    Row("GET /sessions/{session_id}/tool-calls", "GET", "/api/sessions/{session}/tool-calls",
+        SEES_THE_SESSION),
+    Row("POST /sessions/{session_id}/tool-calls", "POST", "/api/sessions/{session}/tool-calls",
+        expect(201, 403, 404, 201, 401), {"tool": "read_file", "args": {"path": "README.md"}}),
+    Row("GET /sessions/{session_id}/tools", "GET", "/api/sessions/{session}/tools",
+        SEES_THE_SESSION),
+    Row("GET /tool-calls/{tool_call_id}", "GET", "/api/tool-calls/{call}", SEES_THE_SESSION),
+    Row("POST /tool-calls/{tool_call_id}/decision", "POST", "/api/tool-calls/{call}/decision",
+        DECIDES, {"decision": "deny", "reason": "not now"}),
+    Row("GET /approvals", "GET", "/api/approvals", API_FOR_EVERYONE),
+    Row("GET /policies/{name}", "GET", "/api/policies/default", API_FOR_EVERYONE),
+    Row("POST /policies/{name}/evaluate", "POST", "/api/policies/default/evaluate",
+        API_FOR_EVERYONE, {"tool": "read_file", "args": {"path": "README.md"}}),
+    Row("POST /policies/{name}/evaluate", "POST", "/api/policies/default/evaluate",
+        SEES_THE_SESSION, {"tool": "read_file", "args": {"path": "README.md"},
+                           "session": "{session}"}),
+    Row("docs", "GET", "/api/docs", expect(200, 200, 200, 200, 302)),
+    Row("openapi.json", "GET", "/api/openapi.json", expect(200, 200, 200, 200, 302)),
+]  # fmt: skip
+
+SOCKETS = {
+    "/ws/sessions/{session}/": expect(True, True, False, True, False),
+    "/ws/approvals/": expect(False, True, False, True, False),
+}
+
+
+@dataclass
+class World:
+    """Alice's session with a call awaiting a decision, its pull request, and an older
+    pull request whose session is gone."""
+
+    session: AgentSession
+    call: ToolCall
+    pull: PullRequest
+    orphan_pull: PullRequest
+    repo: Path
+    people: dict[str, User | None]
+
+    def fill(self, text: str) -> str:
+        ids = {"session": self.session.pk, "call": self.call.pk, "pull": self.pull.pk,
+               "orphan_pull": self.orphan_pull.pk, "repo": self.repo}  # fmt: skip
+        for name, value in ids.items():
+            text = text.replace(f"{{{name}}}", str(value))
+        return text
+
+    def browser(self, role: str) -> Client:
+        client = Client()
+        user = self.people[role]
+        if user is not None:
+            client.force_login(user)
+        return client
+
+
+@pytest.fixture
+def world(workspace: Path) -> World:
+    reviewers = Group.objects.get_or_create(name="reviewers")[0]
+    alice = User.objects.create_user("alice")
+    rita = User.objects.create_user("rita")
+    rita.groups.add(reviewers)
+    people: dict[str, User | None] = {
+        "creator": alice,
+        "reviewer": rita,
+        "outsider": User.objects.create_user("charlie"),
+        "superuser": User.objects.create_superuser("sam", "sam@example.com", "a-long-password"),
+        "anonymous": None,
+    }
+    session = AgentSession.objects.create(
+        task="rotate the key", repo=str(workspace), workspace=str(workspace),
+        status=AgentSession.Status.WAITING, policy=Policy.objects.get(name="default"),
+        creator=alice,
+    )  # fmt: skip
+    call = ToolCall.objects.create(
+        session=session, tool="write_file", args={"path": ".env", "content": "KEY=new\n"},
+        status=ToolCall.Status.AWAITING_APPROVAL, decision="require_approval",
+        expires_at=timezone.now() + timedelta(hours=1),
+    )  # fmt: skip
+    pull = _pull(session, "feature/a")
+    orphan = _pull(None, "feature/old")
+    return World(session, call, pull, orphan, workspace, people)
+
+
+def _pull(session: AgentSession | None, head: str) -> PullRequest:
+    number = PullRequest.objects.count() + 1
+    return PullRequest.objects.create(
+        session=session, repo_key="demo", number=number, title=f"PR {head}", base="main",
+        head=head, diff="+secret change\n",
+    )  # fmt: skip
+
+
+def send(world: World, role: str, row: Row) -> Any:
+    browser, url = world.browser(role), world.fill(row.url)
+    if row.method == "GET":
+        return browser.get(url)
+    if url.startswith("/api/"):
+        body = json.loads(world.fill(json.dumps(row.body or {})))
+        if "session" in body:
+            body["session"] = int(body["session"])
+        return browser.post(url, json.dumps(body), content_type="application/json")
+    return browser.post(url, row.body or {})
+
+
+def cases(rows: list[Row]) -> list[Any]:
+    return [
+        pytest.param(row, role, id=f"{row.method} {row.url} as {role}")
+        for row in rows
+        for role in ROLES
+    ]
+
+
+@pytest.mark.parametrize(("row", "role"), cases(PAGES + API))
+def test_each_role_gets_the_expected_status(world: World, row: Row, role: str) -> None:
+    answer = send(world, role, row)
+    assert answer.status_code == row.expect[role], answer.content[:300]
+    if answer.status_code == 302 and role == "anonymous":
+        assert "/login/" in answer["Location"]
+    if answer.status_code in {401, 403, 404} and row.url.startswith("/api/"):
+        assert answer.json()["detail"]
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+@pytest.mark.parametrize(
+    ("path", "role"), [(path, role) for path in SOCKETS for role in ROLES], ids=str
+)
+def test_each_role_connects_to_the_sockets_it_may(
+    world: World, path: str, role: str, memory_layer: None
+) -> None:
+    headers = [(b"origin", b"http://localhost"), (b"host", b"localhost")]
+    user = world.people[role]
+    if user is not None:
+        client = world.browser(role)
+        name = django_settings.SESSION_COOKIE_NAME
+        headers.append((b"cookie", f"{name}={client.cookies[name].value}".encode()))
+
+    async def connected() -> bool:
+        communicator = WebsocketCommunicator(application, world.fill(path), headers=headers)
+        ok, _ = await communicator.connect()
+        if ok:
+            snapshot = await communicator.receive_json_from()
+            assert snapshot["type"] == "snapshot"
+            await communicator.disconnect()
+        return bool(ok)
+
+    assert async_to_sync(connected)() == SOCKETS[path][role]
+
+
+@pytest.fixture
+def memory_layer(settings: Any) -> Any:
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    channel_layers.backends = {}
+    yield
+    channel_layers.backends = {}
+
+
+def test_the_matrix_covers_every_url_and_socket() -> None:
+    page_names = {pattern.name for pattern in urls.urlpatterns}
+    assert page_names == {row.key for row in PAGES}
+    routes = {
+        f"{method} {path}"
+        for _, router in api._routers
+        for path, view in router.path_operations.items()
+        for operation in view.operations
+        for method in operation.methods
+    }
+    assert routes == {row.key for row in API if row.key.startswith(("GET ", "POST "))}
+    sockets = {str(pattern.pattern) for pattern in routing.websocket_urlpatterns}
+    assert sockets == {"ws/approvals/", "ws/sessions/<int:session_id>/"}
+    assert len(SOCKETS) == len(sockets)
+
+
+# --- what each role sees, not only the status ----------------------------------------------
+
+
+def test_an_outsider_gets_the_same_answer_as_for_an_id_that_does_not_exist(world: World) -> None:
+    charlie = world.browser("outsider")
+    hidden = charlie.get(f"/api/sessions/{world.session.pk}")
+    missing = charlie.get("/api/sessions/999999")
+    assert hidden.json() == {"detail": f"There is no session {world.session.pk}."}
+    assert missing.json() == {"detail": "There is no session 999999."}
+
+
+def test_the_session_list_shows_a_creator_only_their_own(world: World) -> None:
+    assert [s["id"] for s in world.browser("creator").get("/api/sessions").json()] == [
+        world.session.pk
+    ]
+    assert world.browser("outsider").get("/api/sessions").json() == []
+    assert [s["id"] for s in world.browser("reviewer").get("/api/sessions").json()] == [
+        world.session.pk
+    ]
+
+
+def test_only_reviewers_see_the_inbox(world: World) -> None:
+    for role in ("creator", "outsider"):
+        assert world.browser(role).get("/api/approvals").json() == []
+        assert b"Nothing is waiting" in world.browser(role).get("/approvals/").content
+    for role in ("reviewer", "superuser"):
+        assert [c["id"] for c in world.browser(role).get("/api/approvals").json()] == [
+            world.call.pk
+        ]
+        assert b"KEY=new" in world.browser(role).get("/approvals/").content
+
+
+def test_a_pull_request_is_readable_by_whoever_sees_its_session(world: World) -> None:
+    assert b"+secret change" in world.browser("creator").get(f"/pulls/{world.pull.pk}/").content
+    assert world.browser("outsider").get(f"/pulls/{world.pull.pk}/").status_code == 404
+
+
+def test_a_creator_who_is_refused_a_decision_changes_nothing(world: World) -> None:
+    answer = world.browser("creator").post(
+        f"/api/tool-calls/{world.call.pk}/decision", {"decision": "deny"},
+        content_type="application/json",
+    )  # fmt: skip
+    assert answer.status_code == 403
+    world.call.refresh_from_db()
+    assert world.call.status == ToolCall.Status.AWAITING_APPROVAL
+
+
+def test_an_agent_token_does_not_carry_its_users_reviewer_rights(world: World) -> None:
+    rita = world.people["reviewer"]
+    agent = services.api_token_create(user=rita, scope="agent")
+    review = services.api_token_create(user=rita, scope="review")
+    url = f"/api/sessions/{world.session.pk}"
+    assert Client().get(url, headers={"Authorization": f"Bearer {agent}"}).status_code == 404
+    assert Client().get(url, headers={"Authorization": f"Bearer {review}"}).status_code == 200
+
+
+def test_a_deactivated_creator_sees_nothing(world: World) -> None:
+    alice = world.people["creator"]
+    token = services.api_token_create(user=alice, scope="agent")
+    browser = world.browser("creator")
+    User.objects.filter(pk=alice.pk).update(is_active=False)
+    url = f"/api/sessions/{world.session.pk}"
+    assert Client().get(url, headers={"Authorization": f"Bearer {token}"}).status_code == 401
+    assert browser.get(url).status_code == 401
+
+
+def test_a_pull_request_recorded_for_a_session_belongs_to_it(world: World) -> None:
+    store = PullRequestStore(session_id=world.session.pk)
+    ref = store.create("demo", "Fix", "", "main", "feature/b", False, [], "+fix\n")
+    pull = PullRequest.objects.get(number=ref.number, repo_key="demo")
+    assert pull.session == world.session
+    assert world.browser("creator").get(f"/pulls/{pull.pk}/").status_code == 200
+    assert world.browser("outsider").get(f"/pulls/{pull.pk}/").status_code == 404
