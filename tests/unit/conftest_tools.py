@@ -31,7 +31,8 @@ def apply_outside_git(workspace: Path) -> Callable[[Effect], str]:
         kept = {e.path for e in effect.entries if not in_git_dir(e.path)}
         notes = apply_effect(workspace, effect.only(kept))
         refused = [f"{path}: {why}" for path, why in effect.refused]
-        return "\n".join(["applied: " + "; ".join(notes), "refused: " + "; ".join(refused)])
+        lines = ["applied: " + "; ".join(notes)] if notes else []
+        return "\n".join(lines + (["refused: " + "; ".join(refused)] if refused else []))
 
     return handler
 
