@@ -56,11 +56,12 @@ SANDBOX_UID = "65534"
 # The OS's program and library directories; symlinks (merged /usr) are recreated as such.
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 # Mounts the overlay from the scratch dir (relative paths: no escaping of the workspace
-# path in mount options), then replaces itself with bubblewrap.
+# path in mount options), then runs bubblewrap. This shell is PID 1 of the namespace:
+# SIGTERM from outside reaches it only through a handler, which kills everything at once.
 _MOUNT_SCRIPT = (
     'cd "$1" && mount -t overlay overlay '
-    "-o lowerdir=lower,upperdir=upper,workdir=work,userxattr merged "
-    '&& shift && exec "$@"'
+    "-o lowerdir=lower,upperdir=upper,workdir=work,userxattr merged || exit 125; "
+    'shift; trap "kill -KILL -1; exit 143" TERM INT HUP; "$@" & wait $!'
 )
 
 
