@@ -408,3 +408,24 @@ def test_an_unprivileged_worker_gets_the_same_sandbox() -> None:
     finally:
         shutil.rmtree(base, ignore_errors=True)
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def test_other_workspaces_stay_hidden_even_under_a_visible_path(
+    tmp_path: Path, cow: list[CowRun], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    visible = tmp_path / "opt"
+    (visible / "workspaces" / "mine").mkdir(parents=True)
+    (visible / "workspaces" / "other").mkdir()
+    (visible / "workspaces" / "other" / "secret").write_text("OTHER SESSION\n")
+    monkeypatch.setenv("AGENTWEB_SANDBOX_READONLY_PATHS", str(visible))
+    monkeypatch.setenv("AGENTWEB_WORKSPACES", str(visible / "workspaces"))
+    mine = visible / "workspaces" / "mine"
+    run = _run(cow, mine, "cat ../other/secret; ls ..; echo ok > mine.txt; pwd")
+    assert "OTHER SESSION" not in _out(run) and "other" not in _out(run).split()
+    assert _out(run).splitlines()[-1] == str(mine)
+    assert _paths(run.effect) == {"mine.txt": "file"}
+
+
+def test_a_held_effect_is_named_by_its_digest_only(tmp_path: Path) -> None:
+    with pytest.raises(ToolError, match="not an effect digest"):
+        load_held_effect(tmp_path, "../../etc")

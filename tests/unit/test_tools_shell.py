@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.unit.conftest_tools import call, make_ctx, make_workspace, requires_cow
-from tools_app.tools.base import SandboxOptions, ToolContext
+from tools_app.tools.base import SandboxOptions, ToolContext, ToolError
+from tools_app.tools.effect import Effect
 from tools_app.tools.overlay import run_copy_on_write
 from tools_app.tools.sandbox import OUTPUT_LIMIT, run_plain
 from tools_app.tools.shell import NO_HANDLER_NOTE, format_result
@@ -135,3 +136,17 @@ def test_killed_by_a_signal_is_described(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     out = _run(ws, "kill -9 $$", False)
     assert out.startswith("exit code: -9 (killed by SIGKILL)")
+
+
+@requires_cow
+@pytest.mark.sandbox
+def test_a_refusal_to_apply_keeps_the_output(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+
+    def refuse(effect: Effect) -> str:
+        raise ToolError("a.txt changed since the command ran")
+
+    ctx = ToolContext(workspace=ws, effect_handler=refuse)
+    out = call(ctx, "run_command", {"command": "echo hi; echo x > a.txt"})
+    assert out.startswith("exit code: 0\nhi\nnote: nothing the command changed was applied")
+    assert not (ws / "a.txt").exists()

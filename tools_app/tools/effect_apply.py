@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import stat
 from collections.abc import Iterator
@@ -26,6 +27,7 @@ from tools_app.tools.paths import in_git_dir
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 _CHUNK = 1024 * 1024
 MANIFEST = "manifest.json"
+_HEX64 = re.compile("[0-9a-f]{64}")
 
 
 def apply_effect(workspace: Path, effect: Effect) -> list[str]:
@@ -186,6 +188,8 @@ def hold_effect(effect: Effect, store: Path) -> Effect:
 
 def load_held_effect(store: Path, digest: str) -> Effect:
     """The held effect `digest`, its manifest and every blob verified, or ToolError."""
+    if not _HEX64.fullmatch(digest):
+        raise ToolError(f"{digest!r} is not an effect digest; not applied.")
     held = store / digest
     try:
         data = json.loads((held / MANIFEST).read_text())
@@ -212,4 +216,6 @@ def _blob_sha256(blobs: Path, rel: str) -> str | None:
 
 def drop_held_effect(store: Path, digest: str) -> None:
     """Forget a held effect (after it was applied or denied)."""
+    if not _HEX64.fullmatch(digest):
+        raise ToolError(f"{digest!r} is not an effect digest.")
     shutil.rmtree(store / digest, ignore_errors=True)

@@ -77,9 +77,8 @@ class CowRun:
         self.scratch = scratch
 
     def cleanup(self) -> None:
-        """Remove the upper and work dirs (work dirs may hold root-only 0000 entries)."""
-        _make_removable(self.scratch)
-        shutil.rmtree(self.scratch, ignore_errors=True)
+        """Remove the scratch dir: lower link, upper, work and merged."""
+        remove_scratch(self.scratch)
 
     def __enter__(self) -> CowRun:
         return self
@@ -117,12 +116,15 @@ def run_copy_on_write(
         )
         effect = read_effect(root, scratch / "upper")
     except BaseException:
-        CowRun.cleanup(CowRun(sandbox.CommandResult(None, b"", 0, False, True), _EMPTY, scratch))
+        remove_scratch(scratch)
         raise
     return CowRun(result, effect, scratch)
 
 
-_EMPTY = Effect(entries=(), refused=(), blobs=Path("/nonexistent"))
+def remove_scratch(scratch: Path) -> None:
+    """Remove a scratch dir (overlay leaves `work/work` mode 0000: made removable first)."""
+    _make_removable(scratch)
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 def make_scratch(root: Path) -> Path:
@@ -211,8 +213,8 @@ def _mask_args(root: Path) -> list[str]:
     visible = [Path(os.path.realpath(p)) for p in SYSTEM_DIRS] + readonly_paths()
     out: list[str] = []
     for hidden in hidden_paths():
-        if is_within(root, hidden) or not any(is_within(hidden, v) for v in visible):
-            continue
+        if not any(is_within(hidden, v) for v in visible):
+            continue  # not mounted at all; the workspace is bound on top of any mask
         if os.path.isdir(hidden):
             out += ["--tmpfs", str(hidden)]
         elif os.path.lexists(hidden):
@@ -248,5 +250,5 @@ def cow_available() -> bool:
             ) as run:
                 changed = [e.path for e in run.effect.entries]
                 return run.result.exit_code == 0 and changed == ["probe"]
-        except OSError:
+        except Exception:  # any failure means: not available, commands need a person
             return False

@@ -9,7 +9,8 @@ from pydantic import Field
 
 # The modules, not their names: sandbox imports tools.base, which loads this package.
 from tools_app.tools import overlay, sandbox
-from tools_app.tools.base import ToolArgs, ToolContext
+from tools_app.tools.base import ToolArgs, ToolContext, ToolError
+from tools_app.tools.effect import Effect
 
 DEFAULT_TIMEOUT = 120.0
 MAX_TIMEOUT = 3600.0
@@ -53,8 +54,18 @@ def run_command(ctx: ToolContext, args: RunCommandArgs) -> str:
         should_stop=ctx.should_stop,
     ) as run:
         text = format_result(run.result, args.timeout)
-        note = ctx.effect_handler(run.effect) if ctx.effect_handler else NO_HANDLER_NOTE
+        note = _judge(ctx, run.effect)
     return text + "\n" + note if note else text
+
+
+def _judge(ctx: ToolContext, effect: Effect) -> str:
+    """The handler's note; a refusal to apply is a note too, so the output is kept."""
+    if ctx.effect_handler is None:
+        return NO_HANDLER_NOTE
+    try:
+        return ctx.effect_handler(effect)
+    except ToolError as exc:
+        return f"note: nothing the command changed was applied: {exc}"
 
 
 def format_result(result: sandbox.CommandResult, timeout: float) -> str:
