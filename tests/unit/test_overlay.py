@@ -429,3 +429,20 @@ def test_other_workspaces_stay_hidden_even_under_a_visible_path(
 def test_a_held_effect_is_named_by_its_digest_only(tmp_path: Path) -> None:
     with pytest.raises(ToolError, match="not an effect digest"):
         load_held_effect(tmp_path, "../../etc")
+
+
+def test_locking_the_workspace_root_does_not_stop_the_effect(ws: Path, cow: list[CowRun]) -> None:
+    """Issue 12: `chmod 555 .` after writing once made the guard fail open."""
+    command = (
+        "python3 -c \"open('Dockerfile','w').write('FROM x'); "
+        "open('.env.production','w').write('K=1')\"; mkdir -p ro/sub; "
+        "echo f > ro/sub/f; chmod 500 ro/sub ro; chmod 555 ."
+    )
+    run = _run(cow, ws, command)
+    assert {"Dockerfile", ".env.production", "ro/sub/f"} <= set(_paths(run.effect))
+    _apply_all(ws, run.effect)
+    assert (ws / "ro/sub/f").read_text() == "f\n"
+    assert (ws / "ro").stat().st_mode & 0o777 == 0o500
+    assert ws.stat().st_mode & 0o777 == 0o755
+    os.chmod(ws / "ro" / "sub", 0o700)
+    os.chmod(ws / "ro", 0o700)

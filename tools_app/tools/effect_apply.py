@@ -40,6 +40,9 @@ def apply_effect(workspace: Path, effect: Effect) -> list[str]:
     for entry in effect.entries:
         _apply_entry(root, entry, effect.blobs)
         notes.append(_note(entry))
+    for entry in reversed(effect.entries):  # deepest first: a 0500 dir is filled first
+        if entry.kind == "dir":
+            _set_dir_mode(root, entry)
     return notes
 
 
@@ -79,14 +82,19 @@ def _apply_entry(root: Path, entry: EffectEntry, blobs: Path) -> None:
             _remove(parent, name)
         elif entry.kind == "dir":
             _remove(parent, name)
-            os.mkdir(name, entry.mode if entry.mode is not None else 0o755, dir_fd=parent)
-            os.chmod(name, entry.mode or 0o755, dir_fd=parent, follow_symlinks=False)
+            os.mkdir(name, 0o700, dir_fd=parent)
         elif entry.kind == "symlink":
             assert entry.target is not None
             _remove(parent, name)
             os.symlink(entry.target, name, dir_fd=parent)
         else:
             _write_file(parent, name, entry, blobs)
+
+
+def _set_dir_mode(root: Path, entry: EffectEntry) -> None:
+    mode = (entry.mode if entry.mode is not None else 0o755) & 0o777
+    with _open_dir(root, entry.path.split("/"), create=False) as fd:
+        os.fchmod(fd, mode)
 
 
 @contextlib.contextmanager
