@@ -47,7 +47,9 @@ __all__ = [
     "hidden_paths",
     "hold_effect",
     "load_held_effect",
+    "make_scratch",
     "readonly_paths",
+    "remove_scratch",
     "run_copy_on_write",
 ]
 
