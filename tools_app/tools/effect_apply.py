@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import re
+import secrets
 import shutil
 import stat
 from collections.abc import Iterator
@@ -132,7 +133,7 @@ def _remove(parent: int, name: str) -> None:
 def _write_file(parent: int, name: str, entry: EffectEntry, blobs: Path) -> None:
     """Write the blob to a temp file beside `name`, then rename it over (atomic)."""
     mode = (entry.mode if entry.mode is not None else 0o644) & 0o777
-    tmp = f".{name}.agentweb-{os.getpid()}.tmp"
+    tmp = f".{name}.agentweb-{secrets.token_hex(6)}.tmp"
     with _open_blob(blobs, entry.path) as source:
         fd = os.open(
             tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=parent
