@@ -2,7 +2,6 @@
 
 * read_file on a small file (default policy, allowed) vs `open().read()` plus line
   numbering: medians in µs and the ratio; also prepare and execute alone.
-* run_command's protected-path guard (two walks of the same tree), in ms.
 * search_codebase on a large tree (the installed Django package, copied once into a
   temporary workspace) vs the same `rg` command line the tool builds (same flags, same
   pattern, same tree, all output read): medians in ms and the ratio.
@@ -26,7 +25,6 @@ from _common import emit, markdown_table, parser, summary
 
 from tools_app import engine
 from tools_app.policy import DEFAULT_POLICY, SessionCounters, policy_from_dict
-from tools_app.tools import guard
 from tools_app.tools.base import SandboxOptions, ToolContext
 from tools_app.tools.search import rg_binary
 
@@ -124,17 +122,6 @@ def bench_search(policy: Any, workspace: Path, rounds: int) -> dict[str, Any]:
     return found
 
 
-def bench_guard(policy: Any, workspace: Path, rounds: int) -> dict[str, float]:
-    """Milliseconds: guard.record + guard.undo_unapproved_changes (nothing to undo)."""
-    samples: list[float] = []
-    for _ in range(rounds):
-        start = time.perf_counter_ns()
-        before = guard.record(workspace, policy.protected_paths)
-        assert not guard.undo_unapproved_changes(workspace, policy.protected_paths, before)
-        samples.append((time.perf_counter_ns() - start) / 1e6)
-    return summary(samples)
-
-
 def main() -> None:
     options = parser(__doc__.splitlines()[0]).parse_args()
     read_rounds, search_rounds = (300, 3) if options.quick else (3000, 15)
@@ -148,7 +135,6 @@ def main() -> None:
             "search_rounds": search_rounds,
             "read_file_us": bench_read(policy, workspace, read_rounds),
             "search_ms": bench_search(policy, workspace, search_rounds),
-            "guard_ms": bench_guard(policy, workspace, search_rounds),
         }
     emit("bench_engine", results, tables(results), options.json)
 
@@ -176,16 +162,10 @@ def tables(results: dict[str, Any]) -> list[str]:
          "engine median ms", "raw rg median ms", "engine / raw"],
         rows,
     )  # fmt: skip
-    guard_ms = results["guard_ms"]
-    third = markdown_table(
-        ["protected-path guard per unapproved run_command", "median ms", "p99 ms"],
-        [["guard.record + undo_unapproved_changes, django/", guard_ms["median"], guard_ms["p99"]]],
-    )
     return [
         f"read_file through the engine, {results['read_rounds']} rounds\n\n" + first,
         f"search_codebase through the engine vs raw rg, {results['search_rounds']} rounds "
         "per pattern\n\n" + second,
-        f"run_command's protected-path guard, {results['search_rounds']} rounds\n\n" + third,
     ]
 
 

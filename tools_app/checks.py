@@ -1,4 +1,4 @@
-"""System checks: warn when commands would run without the bubblewrap sandbox."""
+"""System checks: warn when commands would run without the copy-on-write sandbox."""
 
 from __future__ import annotations
 
@@ -6,17 +6,19 @@ from typing import Any
 
 from django.core.checks import CheckMessage, Warning, register
 
-from tools_app.tools.sandbox import bwrap_available
+from tools_app.tools.overlay import cow_available
 
 
 @register()
 def check_sandbox(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
-    if bwrap_available():
+    if cow_available():
         return []
     return [
         Warning(
-            "bubblewrap (bwrap) is not available: run_command runs commands unsandboxed.",
-            hint="Install bubblewrap (apt-get install bubblewrap) on every worker host.",
+            "the copy-on-write sandbox (unshare + overlayfs + bubblewrap) does not work here: "
+            "every run_command waits for a person and runs unsandboxed.",
+            hint="Install bubblewrap and util-linux (apt-get install bubblewrap) and allow "
+            "unprivileged user namespaces on every worker host.",
             id="agentweb.W001",
         )
     ]

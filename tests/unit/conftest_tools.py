@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,13 +12,29 @@ import pytest
 
 from tools_app.tools import get_tool, validate_args
 from tools_app.tools.base import SandboxOptions, ToolContext
-from tools_app.tools.sandbox import bwrap_available
+from tools_app.tools.effect import Effect
+from tools_app.tools.overlay import apply_effect, cow_available
+from tools_app.tools.paths import in_git_dir
 
-requires_bwrap = pytest.mark.skipif(
-    not bwrap_available(),
-    reason="bubblewrap is not installed or cannot create namespaces here "
-    "(apt-get install bubblewrap; user namespaces must be allowed)",
+requires_cow = pytest.mark.skipif(
+    not cow_available(),
+    reason="the copy-on-write sandbox does not work here: it needs unshare, an overlay "
+    "mount in a user namespace and bubblewrap (apt-get install bubblewrap; user "
+    "namespaces must be allowed)",
 )
+
+
+def apply_outside_git(workspace: Path) -> Callable[[Effect], str]:
+    """An effect handler that applies everything not inside `.git` (no policy)."""
+
+    def handler(effect: Effect) -> str:
+        kept = {e.path for e in effect.entries if not in_git_dir(e.path)}
+        notes = apply_effect(workspace, effect.only(kept))
+        refused = [f"{path}: {why}" for path, why in effect.refused]
+        lines = ["applied: " + "; ".join(notes)] if notes else []
+        return "\n".join(lines + (["refused: " + "; ".join(refused)] if refused else []))
+
+    return handler
 
 
 def make_workspace(tmp_path: Path) -> Path:
@@ -30,7 +47,12 @@ def make_workspace(tmp_path: Path) -> Path:
 
 
 def make_ctx(workspace: Path, **sandbox: Any) -> ToolContext:
-    return ToolContext(workspace=workspace, sandbox=SandboxOptions(**sandbox))
+    """A context whose commands' effects are applied outside `.git`, as a lax policy would."""
+    return ToolContext(
+        workspace=workspace,
+        sandbox=SandboxOptions(**sandbox),
+        effect_handler=apply_outside_git(workspace),
+    )
 
 
 def call(ctx: ToolContext, name: str, args: dict[str, Any]) -> str:

@@ -8,29 +8,25 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.conftest_tools import call, make_ctx, make_workspace
-from tools_app.tools.base import ToolContext
-from tools_app.tools.sandbox import OUTPUT_LIMIT, SandboxOptions, bwrap_available, run_sandboxed
-from tools_app.tools.shell import format_result
+from tests.unit.conftest_tools import call, make_ctx, make_workspace, requires_cow
+from tools_app.tools.base import SandboxOptions, ToolContext, ToolError
+from tools_app.tools.effect import Effect
+from tools_app.tools.overlay import run_copy_on_write
+from tools_app.tools.sandbox import OUTPUT_LIMIT, run_plain
+from tools_app.tools.shell import NO_HANDLER_NOTE, format_result
 
 MODES = [
     pytest.param(False, id="plain"),
-    pytest.param(
-        True,
-        id="bwrap",
-        marks=[
-            pytest.mark.sandbox,
-            pytest.mark.skipif(not bwrap_available(), reason="bubblewrap unavailable"),
-        ],
-    ),
+    pytest.param(True, id="copy-on-write", marks=[pytest.mark.sandbox, requires_cow]),
 ]
 
 
 def _run(ws: Path, command: str, sandboxed: bool, timeout: float = 30) -> str:
-    result = run_sandboxed(
-        ws, ["bash", "-c", command], SandboxOptions(), timeout=timeout, use_sandbox=sandboxed
-    )
-    return format_result(result, timeout, approved=False)
+    argv = ["bash", "-c", command]
+    if not sandboxed:
+        return format_result(run_plain(ws, argv, timeout=timeout), timeout)
+    with run_copy_on_write(ws, argv, SandboxOptions(), timeout=timeout) as run:
+        return format_result(run.result, timeout)
 
 
 def _alive(marker: str) -> bool:
@@ -70,6 +66,15 @@ def test_process_group_is_reported_to_the_context(tmp_path: Path) -> None:
     ctx = ToolContext(workspace=ws, on_process_start=started.append)
     call(ctx, "run_command", {"command": "true"})
     assert len(started) == 1 and started[0] > 1
+
+
+@requires_cow
+@pytest.mark.sandbox
+def test_without_an_effect_handler_nothing_is_applied(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+    out = call(ToolContext(workspace=ws), "run_command", {"command": "echo x > new.txt"})
+    assert out == "exit code: 0\n" + NO_HANDLER_NOTE
+    assert not (ws / "new.txt").exists()
 
 
 @pytest.mark.parametrize("sandboxed", MODES)
@@ -131,3 +136,17 @@ def test_killed_by_a_signal_is_described(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path)
     out = _run(ws, "kill -9 $$", False)
     assert out.startswith("exit code: -9 (killed by SIGKILL)")
+
+
+@requires_cow
+@pytest.mark.sandbox
+def test_a_refusal_to_apply_keeps_the_output(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path)
+
+    def refuse(effect: Effect) -> str:
+        raise ToolError("a.txt changed since the command ran")
+
+    ctx = ToolContext(workspace=ws, effect_handler=refuse)
+    out = call(ctx, "run_command", {"command": "echo hi; echo x > a.txt"})
+    assert out.startswith("exit code: 0\nhi\nnote: nothing the command changed was applied")
+    assert not (ws / "a.txt").exists()

@@ -58,11 +58,12 @@ class ToolArgs(BaseModel):
 
 @dataclass(frozen=True)
 class SandboxOptions:
-    """What a command may touch.
+    """What a command may reach.
 
-    By default a command gets no network and may not write `.git` or protected paths.
-    A command a reviewer approved runs with `approved=True`: the workspace fully
-    writable and the network on.
+    A command runs copy-on-write (`tools/overlay.py`) and gets no network unless the
+    policy grants it (`network`) or a reviewer approved it (`approved`: network on).
+    What it changes is its effect, which the policy judges against `protected_paths`;
+    the sandbox itself makes nothing read-only inside the workspace view.
     """
 
     network: bool = False

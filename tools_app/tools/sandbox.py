@@ -1,149 +1,49 @@
-"""Workspace path resolution (every tool path goes through `resolve_path`) and the
-bubblewrap runner that every agent command goes through."""
+"""Running an agent's command: a scrubbed environment, bounded output, a reaped group.
+
+`tools/overlay.py` wraps a command in its copy-on-write sandbox and runs it through
+`run_process`; where that sandbox cannot work, `run_plain` runs it as a plain process
+(the policy then asks a person first). The path helpers are re-exported from
+`tools/paths.py` for the callers that have always imported them from here.
+"""
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
-import re
-import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from tools_app.tools.base import SandboxOptions, ToolError
+from tools_app.tools.paths import (
+    PathOutsideWorkspace,
+    is_inside_git_dir,
+    is_within,
+    matches_protected,
+    relative_to_workspace,
+    resolve_path,
+)
 
+__all__ = [
+    "OUTPUT_LIMIT",
+    "CommandResult",
+    "PathOutsideWorkspace",
+    "is_inside_git_dir",
+    "is_within",
+    "matches_protected",
+    "relative_to_workspace",
+    "resolve_path",
+    "run_plain",
+    "run_process",
+    "scrubbed_env",
+]
 
-class PathOutsideWorkspace(ToolError):
-    """A path that resolves outside the session's workspace."""
-
-
-def resolve_path(workspace: Path, path: str, *, argument: str = "path") -> Path:
-    """Resolve `path` inside `workspace`, following symlinks, or raise.
-
-    Relative paths are relative to the workspace; absolute paths are accepted only
-    inside it. Containment is compared by path components, so a sibling
-    `/ws-evil` of `/ws` is outside.
-    """
-    if "\x00" in path:
-        raise ToolError(f"`{argument}` contains a NUL byte; pass a plain file path.")
-    if path.strip() == "":
-        raise ToolError(f"`{argument}` is empty; pass a path relative to the workspace.")
-    root = Path(os.path.realpath(workspace))
-    candidate = Path(path).expanduser() if path.startswith("~") else Path(path)
-    if not candidate.is_absolute():
-        candidate = root / candidate
-    resolved = Path(os.path.realpath(candidate))
-    if not is_within(resolved, root):
-        raise PathOutsideWorkspace(
-            f"`{argument}` {path!r} is outside the workspace; use a path inside it "
-            "(relative paths are relative to the workspace root)."
-        )
-    return resolved
-
-
-def is_within(path: Path, root: Path) -> bool:
-    """True when `path` is `root` or below it, compared component by component."""
-    return path.parts[: len(root.parts)] == root.parts
-
-
-def relative_to_workspace(workspace: Path, resolved: Path) -> str:
-    """The workspace-relative POSIX form of an already resolved path ('.' for the root)."""
-    root = Path(os.path.realpath(workspace))
-    rel = resolved.relative_to(root).as_posix()
-    return rel or "."
-
-
-def is_inside_git_dir(workspace: Path, resolved: Path) -> bool:
-    """True when a resolved path is a `.git` directory or anything below one."""
-    root = Path(os.path.realpath(workspace))
-    return ".git" in resolved.relative_to(root).parts
-
-
-# --- Protected path matching ---------------------------------------------------------
-
-
-def matches_protected(rel_path: str, patterns: Iterable[str]) -> bool:
-    """True when a workspace-relative path is covered by a gitignore-style pattern.
-
-    A pattern without a slash matches a name at any depth (`.env` covers `sub/.env`
-    but not `.envrc`); one with a slash is anchored at the workspace root
-    (`.github/**`, `/config/prod.yml`). A pattern that matches a directory covers
-    everything below it, as in gitignore.
-    """
-    parts = [p for p in rel_path.split("/") if p not in ("", ".")]
-    if not parts:
-        return False
-    names, paths = protected_matchers(tuple(patterns))
-    if names is not None and any(names.fullmatch(part) for part in parts):
-        return True
-    return paths is not None and paths.match("/".join(parts)) is not None
-
-
-@functools.lru_cache(maxsize=64)
-def protected_matchers(
-    patterns: tuple[str, ...],
-) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
-    """(name regex, path regex): a walk matches each name once and each path once.
-
-    A component whose name fullmatches the first is protected with all below it; a
-    relative path that the second matches (with `re.match`) is protected likewise.
-    """
-    names, paths = [], []
-    for pattern in patterns:
-        stripped = pattern.strip().rstrip("/")
-        if not stripped or stripped.startswith("#"):
-            continue
-        if "/" in stripped:
-            paths.append(f"(?:{_glob_regex(stripped.lstrip('/')).pattern})(?:/|$)")
-        else:
-            names.append(f"(?:{_glob_regex(stripped).pattern})")
-    return (
-        re.compile("|".join(names)) if names else None,
-        re.compile("|".join(paths)) if paths else None,
-    )
-
-
-@functools.lru_cache(maxsize=512)
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    """Translate a gitignore glob: `*` and `?` stay within a component, `**` crosses them."""
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("/**", i) and i + 3 == len(pattern):
-            out.append("(?:/.*)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif pattern[i] == "[" and "]" in pattern[i + 2 :]:
-            end = pattern.index("]", i + 2)
-            body = pattern[i + 1 : end].replace("\\", "\\\\")
-            out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
-            i = end + 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out))
-
+SANDBOX_HOME = "/tmp/home"
 
 # --- Environment ---------------------------------------------------------------------
 
@@ -162,108 +62,6 @@ def scrubbed_env(home: str) -> dict[str, str]:
     env.setdefault("LANG", "C.UTF-8")
     env.update({"HOME": home, "CI": "1", "PAGER": "cat", "TMPDIR": "/tmp"})
     return env
-
-
-# --- Bubblewrap ----------------------------------------------------------------------
-
-_WALK_LIMIT = 200_000
-_SKIP_DIRS = frozenset({"node_modules"})
-SANDBOX_HOME = "/tmp/home"
-
-
-@functools.cache
-def bwrap_available() -> bool:
-    """True when bubblewrap is installed AND can create the namespaces it needs.
-
-    In many containers user namespaces are off and `bwrap` exits with an error; the
-    probe runs once per process with the same isolation flags that commands use.
-    """
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
-        return False
-    probe = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs"]
-    probe += ["/tmp", "--unshare-all", "--new-session", "--die-with-parent", "true"]
-    try:
-        done = subprocess.run(probe, capture_output=True, timeout=15, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return done.returncode == 0
-
-
-def build_command(workspace: Path, argv: Sequence[str], options: SandboxOptions) -> list[str]:
-    """The bwrap command line that runs `argv` in `workspace`.
-
-    The whole host is read-only, /tmp is private, the workspace is writable except for
-    `.git` and protected paths (unless a reviewer approved the command), and there is
-    no network unless the policy or an approval grants it.
-    """
-    root = os.path.realpath(workspace)
-    cmd = [shutil.which("bwrap") or "bwrap", "--ro-bind", "/", "/", "--dev", "/dev"]
-    cmd += ["--proc", "/proc", "--tmpfs", "/tmp", "--dir", SANDBOX_HOME]
-    for hidden in _hidden_dirs(Path(root)):
-        cmd += ["--tmpfs", str(hidden)]
-    cmd += ["--bind", root, root]
-    if not options.approved:
-        for path in read_only_paths(Path(root), options.protected_paths):
-            cmd += ["--ro-bind", str(path), str(path)]
-    cmd += ["--unshare-all"]
-    if options.network or options.approved:
-        cmd += ["--share-net"]
-    cmd += ["--new-session", "--die-with-parent", "--chdir", root, "--", *argv]
-    return cmd
-
-
-def read_only_paths(root: Path, patterns: Sequence[str]) -> list[Path]:
-    """Every `.git` and every existing protected path in the workspace, shallowest first.
-
-    Walked breadth-first without following symlinks, skipping `node_modules`, so that a
-    huge tree cannot hide the top-level `.git` behind the walk limit.
-    """
-    found: list[Path] = []
-    queue: deque[Path] = deque([root])
-    seen = 0
-    while queue and seen < _WALK_LIMIT:
-        try:
-            entries = sorted(os.scandir(queue.popleft()), key=lambda e: e.name)
-        except OSError:
-            continue
-        for entry in entries:
-            seen += 1
-            rel = Path(entry.path).relative_to(root).as_posix()
-            if entry.name == ".git" or matches_protected(rel, patterns):
-                found.extend(_bindable(root, Path(entry.path)))
-            elif entry.is_dir(follow_symlinks=False) and entry.name not in _SKIP_DIRS:
-                queue.append(Path(entry.path))
-    return found
-
-
-def _bindable(root: Path, path: Path) -> list[Path]:
-    """The real path to re-bind read-only, if it exists inside the workspace."""
-    real = Path(os.path.realpath(path))
-    if real.exists() and is_within(real, root) and real != root:
-        return [real]
-    return []
-
-
-def _hidden_dirs(root: Path) -> list[Path]:
-    """Host directories a command must not even read: secrets and other sessions.
-
-    The worker's HOME (credentials such as ~/.ssh or a gh token) and agentweb's runtime
-    data (database, embedded Redis socket, other sessions' workspaces) are covered by
-    empty tmpfs mounts; the session's own workspace is bound back on top afterwards.
-    """
-    candidates = [os.environ.get("HOME", ""), os.environ.get("AGENTWEB_WORKSPACES", "")]
-    candidates.append(os.environ.get("AGENTWEB_VAR", str(Path(__file__).parents[2] / "var")))
-    needed = [Path(os.path.realpath(p)) for p in (sys.prefix, sys.base_prefix)]
-    hidden: list[Path] = []
-    for candidate in filter(None, candidates):
-        real = Path(os.path.realpath(candidate))
-        if real in (Path("/"), root) or not real.is_dir():
-            continue
-        if any(is_within(n, real) for n in needed) or is_within(real, root):
-            continue
-        hidden.append(real)
-    return sorted(set(hidden), key=lambda p: len(p.parts))
 
 
 # --- Running -------------------------------------------------------------------------
@@ -320,47 +118,68 @@ class _Collector:
             return bytes(self.buffer), self.total
 
 
-def run_sandboxed(
+def run_process(
+    cmd: Sequence[str],
+    *,
+    cwd: str,
+    env: dict[str, str],
+    timeout: float,
+    sandboxed: bool,
+    on_start: Callable[[int], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> CommandResult:
+    """Run `cmd` in its own session and always reap its process group.
+
+    On timeout the group gets SIGTERM, then SIGKILL after a grace period; after a
+    normal exit, leftover background processes of the group are killed too, so a
+    command can neither outlive its call nor keep the output pipe open. Returns only
+    once no process of the group is left running.
+    """
+    proc = subprocess.Popen(
+        list(cmd),
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    assert proc.stdout is not None
+    collector = _Collector(proc.stdout, OUTPUT_LIMIT)
+    if on_start is not None:
+        on_start(proc.pid)
+    timed_out = _wait_or_kill(proc, timeout, should_stop)
+    _kill_group(proc.pid, signal.SIGKILL)
+    _wait_group_gone(proc.pid, KILL_GRACE_SECONDS)
+    collector.thread.join(timeout=KILL_GRACE_SECONDS)
+    output, total = collector.result()
+    proc.stdout.close()
+    return CommandResult(proc.returncode, output, total, timed_out, sandboxed)
+
+
+def run_plain(
     workspace: Path,
     argv: Sequence[str],
-    options: SandboxOptions,
     *,
     timeout: float,
     on_start: Callable[[int], None] | None = None,
-    use_sandbox: bool | None = None,
     should_stop: Callable[[], bool] | None = None,
 ) -> CommandResult:
-    """Run `argv` in the workspace, in its own session, and always reap its process group.
+    """Run `argv` in the workspace as a plain process: no sandbox, a private HOME.
 
-    Under bubblewrap when it works (`use_sandbox=None`), else as a plain process. On
-    timeout the group gets SIGTERM, then SIGKILL after a grace period; after a normal
-    exit, leftover background processes of the group are killed too, so a command
-    can neither outlive its call nor keep the output pipe open.
+    Only for hosts where the copy-on-write sandbox cannot work; the policy makes every
+    such command wait for a person.
     """
-    sandboxed = bwrap_available() if use_sandbox is None else use_sandbox
     with tempfile.TemporaryDirectory(prefix="agentweb-home-") as home:
-        env = scrubbed_env(SANDBOX_HOME if sandboxed else home)
-        root = os.path.realpath(workspace)
-        cmd = build_command(Path(root), argv, options) if sandboxed else list(argv)
-        proc = subprocess.Popen(
-            cmd,
-            cwd=root,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+        return run_process(
+            argv,
+            cwd=os.path.realpath(workspace),
+            env=scrubbed_env(home),
+            timeout=timeout,
+            sandboxed=False,
+            on_start=on_start,
+            should_stop=should_stop,
         )
-        assert proc.stdout is not None
-        collector = _Collector(proc.stdout, OUTPUT_LIMIT)
-        if on_start is not None:
-            on_start(proc.pid)
-        timed_out = _wait_or_kill(proc, timeout, should_stop)
-        _kill_group(proc.pid, signal.SIGKILL)
-        collector.thread.join(timeout=KILL_GRACE_SECONDS)
-        output, total = collector.result()
-        proc.stdout.close()
-    return CommandResult(proc.returncode, output, total, timed_out, sandboxed)
 
 
 def _wait_or_kill(
@@ -397,6 +216,32 @@ def _group_alive(proc: subprocess.Popen[bytes]) -> bool:
     except (ProcessLookupError, PermissionError):
         return False
     return True
+
+
+def _wait_group_gone(pgid: int, limit: float) -> None:
+    """Wait (at most `limit` s) until no live process of group `pgid` is left.
+
+    The copy-on-write run's namespace init is in the group: once it is gone, every
+    process of the command's PID namespace is gone, so nothing writes the upper layer
+    while it is read. Zombies count as gone: they run nothing.
+    """
+    deadline = time.monotonic() + limit
+    while _group_members_running(pgid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def _group_members_running(pgid: int) -> bool:
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
 
 
 def _kill_group(pgid: int, sig: signal.Signals) -> None:

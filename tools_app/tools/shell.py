@@ -1,4 +1,5 @@
-"""run_command: a shell command in the workspace, sandboxed, bounded in time and output."""
+"""run_command: a shell command on a copy-on-write view of the workspace, bounded in
+time and output; what it changed is judged before anything is applied."""
 
 from __future__ import annotations
 
@@ -6,22 +7,15 @@ import signal
 
 from pydantic import Field
 
-# The module, not its names: sandbox imports tools.base, which loads this package.
-from tools_app.tools import guard, sandbox
-from tools_app.tools.base import MAX_COMMAND_CHARS, ToolArgs, ToolContext
+# The modules, not their names: sandbox imports tools.base, which loads this package.
+from tools_app.tools import overlay, sandbox
+from tools_app.tools.base import MAX_COMMAND_CHARS, ToolArgs, ToolContext, ToolError
+from tools_app.tools.effect import Effect
 
 DEFAULT_TIMEOUT = 120.0
 MAX_TIMEOUT = 3600.0
-EROFS_NOTE = (
-    "note: the sandbox mounts .git and protected paths read-only; use the git tools "
-    "(git_commit, git_branch …) or ask for approval to run this command with write access."
-)
-
-GUARD_NOTE = (
-    "note: commands may not create or change protected paths without approval; undone: "
-    "{changes}. Use write_file or edit_file (a reviewer approves those), or ask for approval "
-    "to run this command."
-)
+NO_HANDLER_NOTE = "note: nothing the command changed was applied (no effect handler)."
+UNSANDBOXED_NOTE = "note: ran without the copy-on-write sandbox (unavailable on this host)."
 
 
 class RunCommandArgs(ToolArgs):
@@ -39,25 +33,46 @@ class RunCommandArgs(ToolArgs):
 
 
 def run_command(ctx: ToolContext, args: RunCommandArgs) -> str:
-    """Run `bash -c COMMAND`; a failing command is a result for the agent, not an error."""
-    patterns = () if ctx.sandbox.approved else ctx.sandbox.protected_paths
-    before = guard.record(ctx.workspace, patterns)
-    result = sandbox.run_sandboxed(
+    """Run `bash -c COMMAND`; a failing command is a result for the agent, not an error.
+
+    On a copy-on-write view when the host supports it: what the command changed is its
+    effect, which only `ctx.effect_handler` (the policy) may apply. Without one, nothing
+    is applied: failing closed.
+    """
+    argv = ["bash", "-c", args.command]
+    if not overlay.cow_available():
+        result = sandbox.run_plain(
+            ctx.workspace,
+            argv,
+            timeout=args.timeout,
+            on_start=ctx.on_process_start,
+            should_stop=ctx.should_stop,
+        )
+        return format_result(result, args.timeout) + "\n" + UNSANDBOXED_NOTE
+    with overlay.run_copy_on_write(
         ctx.workspace,
-        ["bash", "-c", args.command],
+        argv,
         ctx.sandbox,
         timeout=args.timeout,
         on_start=ctx.on_process_start,
         should_stop=ctx.should_stop,
-    )
-    text = format_result(result, args.timeout, approved=ctx.sandbox.approved)
-    undone = guard.undo_unapproved_changes(ctx.workspace, patterns, before)
-    if undone:
-        text += "\n" + GUARD_NOTE.format(changes="; ".join(undone))
-    return text
+    ) as run:
+        text = format_result(run.result, args.timeout)
+        note = _judge(ctx, run.effect)
+    return text + "\n" + note if note else text
 
 
-def format_result(result: sandbox.CommandResult, timeout: float, *, approved: bool) -> str:
+def _judge(ctx: ToolContext, effect: Effect) -> str:
+    """The handler's note; a refusal to apply is a note too, so the output is kept."""
+    if ctx.effect_handler is None:
+        return NO_HANDLER_NOTE
+    try:
+        return ctx.effect_handler(effect)
+    except ToolError as exc:
+        return f"note: nothing the command changed was applied: {exc}"
+
+
+def format_result(result: sandbox.CommandResult, timeout: float) -> str:
     """`exit code: N` (or the timeout) on the first line, then the merged stdout and stderr."""
     if result.timed_out:
         head = f"timed out after {timeout:g} s; process group killed"
@@ -70,9 +85,6 @@ def format_result(result: sandbox.CommandResult, timeout: float, *, approved: bo
             f"{result.total_bytes} bytes; redirect it to a file and read that with "
             "read_file or search_codebase]"
         )
-    failed = result.timed_out or result.exit_code != 0
-    if failed and result.sandboxed and not approved and b"Read-only file system" in result.output:
-        parts.append(EROFS_NOTE)
     return "\n".join(part.rstrip("\n") for part in parts if part)
 
 

@@ -9,7 +9,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("tools_app", "0003_reviewers_group"),
+        ("tools_app", "0004_policy_secret_paths"),
     ]
 
     operations = [

@@ -1,0 +1,83 @@
+"""One protected-path matcher, gitignore semantics, for the policy, tools and sandbox."""
+
+from __future__ import annotations
+
+import pytest
+
+from tools_app.policy.paths import protected_match as policy_match
+from tools_app.tools.paths import in_git_dir, matches_protected, protected_match
+from tools_app.tools.sandbox import matches_protected as sandbox_matches
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "expected"),
+    [
+        (".env", ".env", True),
+        (".env", "a/b/.env", True),
+        (".env", ".env/inside", True),
+        (".env", ".envrc", False),
+        ("*.pem", "deep/x/key.pem", True),
+        ("*.pem", "pem", False),
+        ("file?.txt", "sub/file1.txt", True),
+        ("file?.txt", "file10.txt", False),
+        ("/Dockerfile", "Dockerfile", True),
+        ("/Dockerfile", "docker/Dockerfile", False),
+        ("config/prod.yml", "config/prod.yml", True),
+        ("config/prod.yml", "a/config/prod.yml", False),
+        ("config/*.yml", "config/app.yml", True),
+        ("config/*.yml", "config/deep/app.yml", False),
+        ("a/**/b", "a/b", True),
+        ("a/**/b", "a/x/y/b", True),
+        ("a/**/b", "a/x/y/c", False),
+        ("**/secrets.yml", "secrets.yml", True),
+        ("**/secrets.yml", "x/y/secrets.yml", True),
+        ("secrets", "secrets/a/b.txt", True),
+        ("**", "anything/at/all", True),
+        ("", "a", False),
+        ("# a comment", "# a comment", False),
+        (".env", ".", False),
+        (".env", "", False),
+    ],
+)
+def test_it_matches_like_gitignore(pattern: str, path: str, expected: bool) -> None:
+    assert (protected_match((pattern,), path) == pattern) is expected
+
+
+@pytest.mark.parametrize(
+    "pattern", [".github", ".github/", ".github/**", "/.github", "/.github/**"]
+)
+@pytest.mark.parametrize("path", [".github", ".github/x", ".github/workflows/ci.yml"])
+def test_a_directory_and_its_contents_are_protected_by_every_spelling(
+    pattern: str, path: str
+) -> None:
+    """`.github/**` must also cover `.github`: deleting the directory deletes its contents."""
+    assert protected_match((pattern,), path) == pattern
+
+
+@pytest.mark.parametrize("pattern", [".github/**", "/.github"])
+@pytest.mark.parametrize("path", ["sub/.github/x", ".githubx/a", ".githubx"])
+def test_anchored_directory_patterns_do_not_cover_lookalikes(pattern: str, path: str) -> None:
+    assert protected_match((pattern,), path) is None
+
+
+def test_the_policy_the_tools_and_the_sandbox_agree() -> None:
+    patterns = (".env", ".github/**", "config/*.yml", "**/id_rsa")
+    paths = [".env", ".github", ".github/x", "config/a.yml", "config/a/b.yml", "a/b/id_rsa", "x"]
+    for path in paths:
+        expected = protected_match(patterns, path) is not None
+        assert (policy_match(patterns, path) is not None) is expected
+        assert matches_protected(path, patterns) is expected
+        assert sandbox_matches(path, patterns) is expected
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        (".git", True),
+        (".git/hooks/pre-commit", True),
+        ("sub/.git/config", True),
+        (".github", False),
+    ],
+)
+def test_it_detects_git_dirs(path: str, expected: bool) -> None:
+    assert in_git_dir(path) is expected
