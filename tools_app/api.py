@@ -237,8 +237,6 @@ def approvals(request: HttpRequest) -> list[dict[str, Any]]:
 )
 def tool_call_decision(request: HttpRequest, tool_call_id: int, body: DecisionIn) -> dict[str, Any]:
     call = _visible_call(request, tool_call_id)
-    if selectors.tool_call_overdue(call):
-        raise services.Conflict(f"Tool call {call.pk} expired before a decision.")
     decided = services.tool_call_decide(
         call=call, user=request.user, scope=scope(request), decision=body.decision,
         reason=body.reason, args=body.args, remember=body.remember,

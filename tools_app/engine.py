@@ -24,8 +24,9 @@ from tools_app.policy import (
     analyse_command,
     evaluate,
 )
-from tools_app.tools import REGISTRY, files, get_tool, git, sandbox, validate_args
+from tools_app.tools import REGISTRY, files, get_tool, git, overlay, sandbox, validate_args
 from tools_app.tools.base import ToolArgs, ToolContext, ToolError
+from tools_app.tools.jsonsafe import storable_json, storable_text
 from tools_app.tools.pull_requests import CreatePullRequestArgs, pull_request_preview
 
 logger = logging.getLogger(__name__)
@@ -106,7 +107,7 @@ def prepare(
     except ToolError as exc:
         plan, plan_error = _Plan(), str(exc)
     facts = CallFacts(tool, args, workspace, plan.changed_lines)
-    decision = evaluate(policy, facts, counters)
+    decision = _unsandboxed_needs_a_person(tool, evaluate(policy, facts, counters))
     if plan_error and decision.decision != "deny":
         # A call that cannot work (old_string not found …) fails; one the policy
         # refuses anyway (a path outside the workspace, into .git) is denied.
@@ -118,6 +119,20 @@ def prepare(
         decision=decision,
         preview=plan.preview,
         changed_lines=plan.changed_lines,
+    )
+
+
+def _unsandboxed_needs_a_person(tool: str, decision: Decision) -> Decision:
+    """Without the copy-on-write sandbox a command writes the workspace directly: no
+    rule may let one run without a person."""
+    if tool != "run_command" or decision.decision != "allow" or overlay.cow_available():
+        return decision
+    return Decision(
+        "require_approval",
+        "this host has no copy-on-write sandbox (user namespaces, overlayfs or bubblewrap "
+        "missing): the command would run unsandboxed, with the worker's rights; a person "
+        "must approve it",
+        "builtin:no-sandbox",
     )
 
 
@@ -142,6 +157,7 @@ def _plan(tool: str, validated: ToolArgs, args: dict[str, Any], context: ToolCon
             "timeout": args.get("timeout", 120),
             "parts": analysis.parts_for_preview(),
             "opaque": list(analysis.opaque),
+            "sandboxed": overlay.cow_available(),
         }
         return _Plan(preview=preview)
     if tool == "git_commit":
@@ -164,14 +180,15 @@ def execute(tool: str, args: Mapping[str, Any], context: ToolContext) -> Outcome
     try:
         result = spec.run(context, spec.args_model.model_validate(dict(args)))
     except ToolError as exc:
-        return Outcome(status="failed", result=str(exc))
+        return Outcome(status="failed", result=storable_text(str(exc)))
     except Exception:
         logger.exception("tool %s crashed", tool)
         return Outcome(
             status="failed",
             result=f"{tool} failed with an internal error; the server log has the details.",
         )
-    return Outcome(status="succeeded", result=result)
+    # A file name that is not UTF-8 reaches Python as lone surrogates: store them safely.
+    return Outcome(status="succeeded", result=storable_text(result))
 
 
 def cache_key(tool: str, args: Mapping[str, Any], workspace: Path) -> CacheKey | None:
@@ -214,7 +231,9 @@ def parent_dirs(path: str) -> list[str]:
 
 
 def _as_dict(raw: object) -> dict[str, Any]:
-    return dict(raw) if isinstance(raw, dict) else {"_raw": repr(raw)[:1000]}
+    if isinstance(raw, dict):
+        return dict(storable_json(dict(raw)))
+    return {"_raw": storable_text(repr(raw)[:1000])}
 
 
 def dry_run(

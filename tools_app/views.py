@@ -45,9 +45,6 @@ def decide(request: HttpRequest, tool_call_id: int) -> HttpResponse:
         messages.error(request, f"Tool call {tool_call_id}: unknown action {action!r}.")
         return redirect("approvals")
     decision, remember, edit = ACTIONS[action]
-    if selectors.tool_call_overdue(call):
-        messages.error(request, f"Tool call {tool_call_id}: it expired before a decision.")
-        return redirect("approvals")
     try:
         services.tool_call_decide(
             call=call,

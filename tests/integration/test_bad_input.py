@@ -20,7 +20,6 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db import connection
 from django.test import Client
 
 from tools_app import services
@@ -379,11 +378,6 @@ def test_call_tool_reports_wrong_types_as_a_failed_call(workspace: Path) -> None
     assert "`path` must be a string (got [1])" in answer["result"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a tool result is stored as it is: engine.execute must pass it through "
-    "jsonsafe.storable_text (the lead's change)",
-)
 def test_call_tool_prints_a_result_holding_an_undecodable_file_name(workspace: Path) -> None:
     """list_files returns names as the disk has them; the line printed is still UTF-8."""
     (workspace / os.fsdecode(b"bad\xff.txt")).write_text("x")
@@ -428,11 +422,6 @@ def test_import_policy_refuses_hostile_files_and_writes_nothing(
     assert not Policy.objects.filter(name="strict").exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="policy_from_dict does not bound rules[].tool to PolicyRule.tool's 200 "
-    "characters: PostgreSQL raises DataError, SQLite stores it (the lead's change)",
-)
 def test_import_policy_refuses_a_rule_tool_longer_than_the_column(tmp_path: Path) -> None:
     text = json.dumps({"name": "strict", "rules": [{"tool": "t" * 300, "decision": "allow"}]})
     with pytest.raises(CommandError, match=r"rules\[0\]\.tool"):
@@ -490,14 +479,6 @@ def test_the_receive_path_records_hostile_raw_arguments_as_a_failed_call(
     session: AgentSession, request: pytest.FixtureRequest
 ) -> None:
     """Arguments that bypass the API's parser (a model's tool call) are still recorded."""
-    if connection.vendor == "postgresql":
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                reason="services._tool_call_create and engine._as_dict store raw args: "
-                "they must go through jsonsafe.storable_json (the lead's change)",
-            )
-        )
     args = {"path": "\ud800x", "content": "a\x00b"}
     call = services.tool_call_submit(session=session, tool="write_file", args=args)
     assert call.status == ToolCall.Status.FAILED

@@ -123,6 +123,8 @@ def _rule_problems(where: str, rule: Any) -> list[PolicyProblem]:
     tool = rule.get("tool")
     if not isinstance(tool, str) or not tool.strip():
         problems.append(PolicyProblem(f"{where}.tool", "must be a tool name or pattern"))
+    elif len(tool) > 200:
+        problems.append(PolicyProblem(f"{where}.tool", "must be at most 200 characters"))
     elif message := value_pattern_problem(tool):
         problems.append(PolicyProblem(f"{where}.tool", message))
     if rule.get("decision") not in VERDICTS:

@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from tools_app import access, engine, events
 from tools_app.models import Decision, ToolCall
 from tools_app.policy import PolicySpec
+from tools_app.services.effects import effect_discard
 from tools_app.services.errors import Conflict, Forbidden, Invalid
 from tools_app.services.policies import load_policy_or_denial, policy_rule_remember
 from tools_app.services.queueing import tool_call_dispatch
@@ -42,12 +44,16 @@ def tool_call_decide(
     if call.status != Status.AWAITING_APPROVAL:
         raise Conflict(f"Tool call {call.pk} is {call.status}, not awaiting a decision.")
     outcome = _outcome(call, approve=approve, reason=reason, args=args)
+    now = timezone.now()
     with transaction.atomic():
-        claimed = ToolCall.objects.filter(pk=call.pk, status=Status.AWAITING_APPROVAL).update(
-            decided_at=timezone.now(), **outcome
-        )
+        # Still waiting and not past its deadline (the sweep may not have expired it yet).
+        claimed = ToolCall.objects.filter(
+            Q(expires_at__isnull=True) | Q(expires_at__gt=now),
+            pk=call.pk,
+            status=Status.AWAITING_APPROVAL,
+        ).update(decided_at=now, **outcome)
         if not claimed:
-            raise Conflict(f"Tool call {call.pk} was decided by someone else a moment ago.")
+            raise Conflict(_lost_claim(call.pk, now))
         Decision.objects.create(
             tool_call=call, user=user, decision=decision, reason=reason,
             edited_args=args, remember=remember and approve,
@@ -59,10 +65,19 @@ def tool_call_decide(
             )
         events.tool_call_event(call, f"tool_call.{call.status}")
         session_refresh_status(session_id=call.session_id)
+    if call.status == Status.DENIED:
+        effect_discard(call=call)
     if call.status == Status.APPROVED:
         queue = call.session.worker_queue or None
         tool_call_dispatch(tool_call_id=call.pk, task="execute", queue=queue)
     return call
+
+
+def _lost_claim(call_id: int, now: Any) -> str:
+    current = ToolCall.objects.filter(pk=call_id).values_list("status", "expires_at").first()
+    if current and current[0] == Status.AWAITING_APPROVAL and current[1] and current[1] <= now:
+        return f"Tool call {call_id} expired before a decision."
+    return f"Tool call {call_id} was decided by someone else a moment ago."
 
 
 def _outcome(

@@ -16,13 +16,14 @@ from django.utils import timezone
 from tools_app import engine, events
 from tools_app.models import AgentSession, Policy, ToolCall
 from tools_app.policy import FILE_WRITE_TOOLS, Decision, PolicySpec, SessionCounters
-from tools_app.services import cache
+from tools_app.services import cache, effects
 from tools_app.services.policies import load_policy_or_denial
 from tools_app.services.pull_requests import PullRequestStore
 from tools_app.services.queueing import tool_call_dispatch
 from tools_app.services.sessions import session_count_lines, session_refresh_status
 from tools_app.tools.base import SandboxOptions, ToolContext
 from tools_app.tools.forge import ForgeSettings
+from tools_app.tools.jsonsafe import storable_json, storable_text
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +48,7 @@ def tool_call_submit(*, session: AgentSession, tool: str, args: object) -> ToolC
 @transaction.atomic
 def _tool_call_create(session: AgentSession, tool: str, args: object) -> ToolCall:
     call = ToolCall.objects.create(
-        session=session, tool=tool[:200], args=_plain(args), status=Status.PENDING
+        session=session, tool=storable_text(tool[:200]), args=_plain(args), status=Status.PENDING
     )
     events.tool_call_event(call, "tool_call.received")
     return call
@@ -139,7 +140,10 @@ def tool_call_execute(*, tool_call_id: int) -> ToolCall:
     cached = cache.lookup(call)
     if cached is not None:
         return _tool_call_finish(call, Status.SUCCEEDED, cached, from_cache=True)
-    outcome = engine.execute(call.tool, call.args, tool_context(call.session, call))
+    if call.tool == effects.EFFECT_TOOL:
+        outcome = effects.effect_apply_held(call=call)
+    else:
+        outcome = engine.execute(call.tool, call.args, tool_context(call.session, call))
     if outcome.status == Status.SUCCEEDED:
         cache.after_success(call, outcome.result)
         if call.changed_lines and call.tool in FILE_WRITE_TOOLS:
@@ -165,7 +169,7 @@ def tool_context(session: AgentSession, call: ToolCall | None = None) -> ToolCon
     forge = ForgeSettings(
         github_token=settings.GITHUB_TOKEN or None,
         github_api_base=settings.GITHUB_API_URL,
-        local_pull_requests=PullRequestStore(),
+        local_pull_requests=PullRequestStore(session_id=session.pk),
     )
     should_stop = None
     if call is not None:
@@ -179,6 +183,7 @@ def tool_context(session: AgentSession, call: ToolCall | None = None) -> ToolCon
         workspace=Path(session.workspace),
         sandbox=options,
         preview_state=preview.get("state") if isinstance(preview, dict) else None,
+        effect_handler=None if call is None else effects.effect_handler(call=call, approved=human),
         should_stop=should_stop,
         session_id=session.pk,
         git_author=(settings.AGENTWEB_GIT_AUTHOR_NAME, settings.AGENTWEB_GIT_AUTHOR_EMAIL),
@@ -206,4 +211,8 @@ def _tool_call_finish(
 
 
 def _plain(args: object) -> dict[str, Any]:
-    return dict(args) if isinstance(args, dict) else {"_raw": repr(args)[:1000]}
+    """Arguments as received, in a form every database stores (a lone surrogate or a NUL
+    would make PostgreSQL refuse the row)."""
+    if isinstance(args, dict):
+        return dict(storable_json(dict(args)))
+    return {"_raw": storable_text(repr(args)[:1000])}

@@ -17,7 +17,7 @@ from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 # The module, not its names: sandbox imports tools.base, which loads this package.
-from tools_app.tools import sandbox
+from tools_app.tools import lines, sandbox
 from tools_app.tools.base import (
     MAX_PATH_CHARS,
     MAX_TEXT_CHARS,
@@ -224,7 +224,9 @@ def plan_file_change(
         after = parsed.content
     if _unencodable(after):
         raise ToolError("The new content is not valid UTF-8 text; file tools write text only.")
-    diff, changed = unified_diff(rel, before, after, existed=before_bytes is not None)
+    diff, _ = unified_diff(rel, before, after, existed=before_bytes is not None)
+    # Counted by content: \r and \r\n end lines too, and a long line counts by its size.
+    changed = lines.changed_lines_bytes(before_bytes, after.encode("utf-8"))
     digest = None if before_bytes is None else hashlib.sha256(before_bytes).hexdigest()
     return FileChange(rel, before, after, diff, changed, resolved, digest)
 

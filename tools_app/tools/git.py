@@ -399,3 +399,15 @@ def _parse_numstat(numstat: str) -> tuple[int, list[str]]:
         files.append(path)
         i += 1
     return changed, files
+
+
+def ignored_paths(workspace: Path, paths: Sequence[str]) -> set[str]:
+    """Which of `paths` git ignores (they count no changed lines); none outside a repo."""
+    if not (Path(os.path.realpath(workspace)) / ".git").exists():
+        return set()
+    ignored: set[str] = set()
+    for start in range(0, len(paths), 500):
+        chunk = list(paths[start : start + 500])
+        done = _execute(workspace, ["check-ignore", "-z", "--no-index", "--", *chunk])
+        ignored.update(filter(None, _text(done.stdout).split("\0")))
+    return ignored

@@ -1,0 +1,149 @@
+"""A command's effect: applied as the policy allows, the rest held for a person.
+
+The effect handler runs in the worker while the command's copy-on-write scratch still
+exists. What waits for a person is copied to a store under AGENTWEB_VAR and becomes its
+own tool call (`apply_command_effect`, never offered to agents) whose preview is the
+diff; approving it applies exactly those bytes, if the workspace still matches.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from tools_app import command_effects, engine, events
+from tools_app.models import AgentSession, ToolCall
+from tools_app.policy import PolicySpec, SessionCounters
+from tools_app.services.policies import load_policy_or_denial
+from tools_app.services.sessions import session_count_lines, session_refresh_status
+from tools_app.tools import git
+from tools_app.tools.effect import Effect
+from tools_app.tools.effect_apply import (
+    apply_effect,
+    drop_held_effect,
+    hold_effect,
+    load_held_effect,
+)
+from tools_app.tools.errors import ToolError
+
+EFFECT_TOOL = "apply_command_effect"
+NOTES_SHOWN = 20
+Status = ToolCall.Status
+
+
+def effect_store() -> Path:
+    return Path(settings.AGENTWEB_VAR) / "effects"
+
+
+def effect_handler(*, call: ToolCall, approved: bool) -> Callable[[Effect], str]:
+    """The judge for what `call`'s command changed; its answer is a note for the agent."""
+
+    def handle(effect: Effect) -> str:
+        session = AgentSession.objects.select_related("policy").get(pk=call.session_id)
+        spec = load_policy_or_denial(session.policy)
+        if not isinstance(spec, PolicySpec):
+            return f"note: nothing the command changed was applied: {spec.reason}"
+        return _judge_and_apply(call, session, spec, effect, approved=approved)
+
+    return handle
+
+
+def _judge_and_apply(
+    call: ToolCall, session: AgentSession, spec: PolicySpec, effect: Effect, *, approved: bool
+) -> str:
+    workspace = Path(session.workspace)
+    ignored = git.ignored_paths(workspace, [e.path for e in effect.entries])
+    counters = SessionCounters(
+        total_changed_lines=session.total_changed_lines,
+        changed_since_approval=session.changed_since_approval,
+    )
+    verdict = command_effects.judge_effect(
+        spec, effect, workspace, counters, ignored=ignored, approved=approved
+    )
+    notes = list(verdict.dropped)
+    if verdict.denied:
+        notes.append(f"nothing the command changed was applied: {verdict.denied}")
+        return _as_notes(notes)
+    if verdict.apply:
+        applied = apply_effect(workspace, effect.only(set(verdict.apply)))
+        lines = verdict.lines(verdict.apply)
+        if lines:
+            session_count_lines(session_id=session.pk, lines=lines, approved_by_human=approved)
+        notes += applied
+    if verdict.hold:
+        held = effect_hold(call=call, effect=effect.only(set(verdict.hold)), verdict=verdict)
+        notes.append(
+            f"waiting for a reviewer (tool call {held.pk}), not in the workspace until "
+            f"approved: {', '.join(sorted(verdict.hold)[:NOTES_SHOWN])}. Why: "
+            f"{verdict.hold_reason}"
+        )
+    return _as_notes(notes)
+
+
+def _as_notes(notes: list[str]) -> str:
+    shown = notes[:NOTES_SHOWN]
+    if len(notes) > NOTES_SHOWN:
+        shown.append(f"… and {len(notes) - NOTES_SHOWN} more changes")
+    return "\n".join(f"note: {note}" for note in shown)
+
+
+def effect_hold(
+    *, call: ToolCall, effect: Effect, verdict: command_effects.EffectVerdict
+) -> ToolCall:
+    """Keep an effect's held part and open its own call, awaiting a person."""
+    session = call.session
+    held = hold_effect(effect, effect_store())
+    digest = held.digest()
+    args = {"command_call": call.pk, "effect": digest}
+    changed = verdict.lines([e.path for e in held.entries])
+    preview = {
+        "command": call.args.get("command", ""),
+        "command_call": call.pk,
+        "files": [e.path for e in held.entries],
+        "diff": command_effects.effect_diff(Path(session.workspace), held),
+        "changed_lines": changed,
+        "state": {"effect": digest},
+    }
+    reason = f"the command's changes wait for a person: {verdict.hold_reason}"
+    with transaction.atomic():
+        held_call = ToolCall.objects.create(
+            session=session, tool=EFFECT_TOOL, args=args,
+            args_hash=engine.args_hash(EFFECT_TOOL, args),
+            status=Status.AWAITING_APPROVAL, decision="require_approval", reason=reason,
+            rule="builtin:command-effect", preview=preview, changed_lines=changed,
+            policy_version=session.policy.version,
+            expires_at=timezone.now()
+            + timedelta(seconds=session.policy.approval_timeout_seconds),
+        )  # fmt: skip
+        events.tool_call_event(held_call, "tool_call.awaiting_approval")
+        session_refresh_status(session_id=session.pk)
+    return held_call
+
+
+def effect_apply_held(*, call: ToolCall) -> engine.Outcome:
+    """Apply an approved held effect: exactly the bytes shown, if nothing changed since."""
+    digest = str(call.args.get("effect", ""))
+    try:
+        effect = load_held_effect(effect_store(), digest)
+        notes = apply_effect(Path(call.session.workspace), effect)
+    except ToolError as exc:
+        return engine.Outcome(status="failed", result=f"Not applied: {exc}")
+    drop_held_effect(effect_store(), digest)
+    if call.changed_lines:
+        session_count_lines(
+            session_id=call.session_id, lines=call.changed_lines, approved_by_human=True
+        )
+    return engine.Outcome(status="succeeded", result="\n".join(notes) or "Nothing to apply.")
+
+
+def effect_discard(*, call: ToolCall) -> None:
+    """Forget a held effect nobody will apply (denied, expired, cancelled)."""
+    if call.tool == EFFECT_TOOL:
+        with contextlib.suppress(ToolError):
+            drop_held_effect(effect_store(), str(call.args.get("effect", "")))
