@@ -27,6 +27,17 @@ DEFAULT_PROTECTED_PATHS: tuple[str, ...] = (
     "Dockerfile",
     "*.pem",
     "*.key",
+    # Configuration that makes package managers and git run programs of its choosing.
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".pnpmfile.cjs",
+    "pip.conf",
+    ".pypirc",
+    ".cargo/config*",
+    ".bundle/config",
+    ".gemrc",
+    ".gitmodules",
 )
 
 # Files whose contents are credentials: reading one needs a person.

@@ -402,12 +402,25 @@ def _parse_numstat(numstat: str) -> tuple[int, list[str]]:
 
 
 def ignored_paths(workspace: Path, paths: Sequence[str]) -> set[str]:
-    """Which of `paths` git ignores (they count no changed lines); none outside a repo."""
+    """Which of `paths` git ignores (they count no changed lines); none outside a repo.
+
+    The paths may not exist yet (a command's effect), so each parent directory is asked
+    about as a directory (`build/`), or a pattern such as `build/` would never match.
+    """
     if not (Path(os.path.realpath(workspace)) / ".git").exists():
         return set()
+    asked = sorted({*paths, *(p for path in paths for p in _parent_dirs(path))})
     ignored: set[str] = set()
-    for start in range(0, len(paths), 500):
-        chunk = list(paths[start : start + 500])
-        done = _execute(workspace, ["check-ignore", "-z", "--no-index", "--", *chunk])
-        ignored.update(filter(None, _text(done.stdout).split("\0")))
-    return ignored
+    env = git_env()
+    del env["GIT_LITERAL_PATHSPECS"]  # check-ignore refuses it; it reads plain paths anyway
+    for start in range(0, len(asked), 500):
+        chunk = asked[start : start + 500]
+        # One path a line; an unusual name comes back quoted and so counts (the safe side).
+        done = _execute(workspace, ["check-ignore", "--no-index", "--", *chunk], env=env)
+        ignored.update(filter(None, _text(done.stdout).split("\n")))
+    return {p for p in paths if p in ignored or any(d in ignored for d in _parent_dirs(p))}
+
+
+def _parent_dirs(path: str) -> list[str]:
+    parts = path.split("/")[:-1]
+    return ["/".join(parts[: i + 1]) + "/" for i in range(len(parts))]

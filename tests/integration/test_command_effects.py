@@ -1,0 +1,177 @@
+"""Commands are writes: what a command changed is applied only as far as the policy
+allows, and what waits for a person is applied exactly as shown. Judged by the files
+and git afterwards, not by verdicts."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import User
+
+from tests.unit.conftest_tools import requires_cow
+from tools_app import services
+from tools_app.models import AgentSession, Policy, ToolCall
+
+pytestmark = [pytest.mark.django_db, requires_cow]
+
+
+@pytest.fixture
+def session(workspace: Path) -> AgentSession:
+    return AgentSession.objects.create(
+        task="build it",
+        repo=str(workspace),
+        workspace=str(workspace),
+        status=AgentSession.Status.RUNNING,
+        policy=Policy.objects.get(name="default"),
+    )
+
+
+@pytest.fixture
+def reviewer() -> User:
+    return User.objects.create_superuser("rita", "rita@example.com", "pw")
+
+
+def command(session: AgentSession, text: str) -> ToolCall:
+    return services.tool_call_submit(session=session, tool="run_command", args={"command": text})
+
+
+def run_script(session: AgentSession, body: str) -> ToolCall:
+    """A script the analysis cannot see into: only its effect tells what it did."""
+    Path(session.workspace, "gen.sh").write_text(body)
+    return command(session, "bash gen.sh")
+
+
+def held_calls(session: AgentSession) -> list[ToolCall]:
+    return list(session.tool_calls.filter(tool="apply_command_effect").order_by("id"))
+
+
+def decide(call: ToolCall, user: User, decision: str = "approve") -> ToolCall:
+    services.tool_call_decide(call=call, user=user, scope="session", decision=decision)
+    if decision == "approve":  # the worker's part, in this process
+        return services.tool_call_execute(tool_call_id=call.pk)
+    return ToolCall.objects.get(pk=call.pk)
+
+
+def git_status(workspace: Path) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(workspace), "status", "--porcelain"], capture_output=True, text=True
+    )
+    return done.stdout
+
+
+def test_plain_changes_apply_and_protected_ones_wait_for_their_own_decision(
+    session: AgentSession, workspace: Path, reviewer: User
+) -> None:
+    ran = run_script(session, "echo hi > notes.txt; echo TOKEN=1 > .env; echo x > Dockerfile")
+    assert ran.status == "succeeded"
+    assert (workspace / "notes.txt").read_text() == "hi\n"
+    assert (workspace / ".env").read_text() == "SECRET=shh\n"
+    assert not (workspace / "Dockerfile").exists()
+    [held] = held_calls(session)
+    assert held.status == "awaiting_approval"
+    assert held.preview["files"] == [".env", "Dockerfile"]
+    assert "+TOKEN=1" in held.preview["diff"]
+    assert f"tool call {held.pk}" in ran.result
+
+    assert decide(held, reviewer).status == "succeeded"
+    assert (workspace / ".env").read_text() == "TOKEN=1\n"
+    assert (workspace / "Dockerfile").read_text() == "x\n"
+
+
+def test_a_denied_effect_never_reaches_the_workspace(
+    session: AgentSession, workspace: Path, reviewer: User
+) -> None:
+    run_script(session, "echo TOKEN=1 > .env")
+    [held] = held_calls(session)
+    assert decide(held, reviewer, "deny").status == "denied"
+    assert (workspace / ".env").read_text() == "SECRET=shh\n"
+
+
+def test_a_command_never_writes_git_even_when_approved(
+    session: AgentSession, workspace: Path, reviewer: User
+) -> None:
+    hook = workspace / ".git" / "hooks" / "pre-commit"
+    text = "python3 -c \"open('.git/hooks/pre-commit','w').write('evil')\"; echo ok > ok.txt"
+    waiting = command(session, text)
+    assert waiting.status == "awaiting_approval"  # inline code: a person first
+    done = decide(waiting, reviewer)
+    assert done.status == "succeeded"
+    assert "commands never change .git" in done.result
+    assert not hook.exists()
+    assert (workspace / "ok.txt").read_text() == "ok\n"
+
+
+def test_an_approved_command_still_shows_its_protected_changes(
+    session: AgentSession, workspace: Path, reviewer: User
+) -> None:
+    text = "python3 -c \"open('.npmrc','w').write('script-shell=./sh')\""
+    done = decide(command(session, text), reviewer)
+    assert done.status == "succeeded"
+    assert not (workspace / ".npmrc").exists()
+    [held] = held_calls(session)
+    assert "+script-shell=./sh" in held.preview["diff"]
+
+
+def test_lines_a_command_writes_count_like_a_write(session: AgentSession, workspace: Path) -> None:
+    ran = command(session, "seq 1 5000 > gen.txt")
+    assert "max_diff_lines" in ran.result
+    assert not (workspace / "gen.txt").exists()
+    session.refresh_from_db()
+    assert session.total_changed_lines == 0
+    command(session, "seq 1 30 > small.txt")
+    session.refresh_from_db()
+    assert session.total_changed_lines == 30
+    assert (workspace / "small.txt").exists()
+
+
+def test_over_the_approval_threshold_the_whole_effect_waits(
+    session: AgentSession, workspace: Path, reviewer: User
+) -> None:
+    command(session, "seq 1 250 > big.txt")
+    assert not (workspace / "big.txt").exists()
+    [held] = held_calls(session)
+    assert held.changed_lines == 250
+    decide(held, reviewer)
+    assert len((workspace / "big.txt").read_text().splitlines()) == 250
+    session.refresh_from_db()
+    assert (session.total_changed_lines, session.changed_since_approval) == (250, 0)
+
+
+def test_ignored_files_count_no_lines(session: AgentSession, workspace: Path) -> None:
+    (workspace / ".gitignore").write_text("build/\n")
+    command(session, "mkdir -p build && seq 1 5000 > build/out.txt")
+    assert len((workspace / "build" / "out.txt").read_text().splitlines()) == 5000
+    session.refresh_from_db()
+    assert session.total_changed_lines == 0
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "rm -rf src README.md",
+        "find . -path ./.git -prune -o -type f -delete",
+        "git clean -fdx; git checkout -- .",
+    ],
+)
+def test_deletions_wait_or_apply_but_never_touch_git(
+    session: AgentSession, workspace: Path, spelling: str
+) -> None:
+    head = (workspace / ".git" / "HEAD").read_text()
+    call = command(session, spelling)
+    assert (workspace / ".git" / "HEAD").read_text() == head
+    assert (workspace / ".env").read_text() == "SECRET=shh\n"  # protected: never unseen
+    if call.status == "succeeded" and not held_calls(session):
+        assert "package.json" not in git_status(workspace)
+
+
+def test_an_effect_is_not_applied_over_a_file_changed_since(
+    session: AgentSession, workspace: Path, reviewer: User
+) -> None:
+    run_script(session, "echo TOKEN=1 > .env")
+    [held] = held_calls(session)
+    (workspace / ".env").write_text("EDITED=1\n")
+    done = decide(held, reviewer)
+    assert done.status == "failed"
+    assert (workspace / ".env").read_text() == "EDITED=1\n"
