@@ -175,3 +175,45 @@ def test_an_effect_is_not_applied_over_a_file_changed_since(
     done = decide(held, reviewer)
     assert done.status == "failed"
     assert (workspace / ".env").read_text() == "EDITED=1\n"
+
+
+@pytest.fixture
+def host_without_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A PATH with git and the shells but neither unshare nor bubblewrap."""
+    import shutil
+
+    from tools_app.tools import overlay
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for program in ("git", "bash", "sh", "echo", "cat", "sleep"):
+        found = shutil.which(program)
+        if found:
+            (bin_dir / program).symlink_to(found)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    overlay.cow_available.cache_clear()
+    yield
+    monkeypatch.undo()
+    overlay.cow_available.cache_clear()
+
+
+@pytest.mark.usefixtures("host_without_sandbox")
+def test_without_a_sandbox_every_command_waits_for_a_person(
+    session: AgentSession, workspace: Path
+) -> None:
+    call = command(session, "(sleep 1; echo late > late.txt) & echo started > f.txt")
+    assert (call.status, call.rule) == ("awaiting_approval", "builtin:no-sandbox")
+    assert "unsandboxed" in call.reason
+    assert call.preview["sandboxed"] is False
+    assert not (workspace / "f.txt").exists()
+    assert not (workspace / "late.txt").exists()
+
+
+def test_lines_ending_in_carriage_returns_count_one_by_one(session: AgentSession) -> None:
+    content = "\r".join(f"x{n} = {n}" for n in range(3000))
+    call = services.tool_call_submit(
+        session=session, tool="write_file", args={"path": "flat.py", "content": content}
+    )
+    assert (call.status, call.rule) == ("denied", "builtin:max-diff-lines")
+    assert call.changed_lines >= 3000
+    assert not Path(session.workspace, "flat.py").exists()
