@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from tools_app import events
 from tools_app.models import ToolCall
+from tools_app.services.effects import effect_discard
 from tools_app.services.errors import Unavailable
 from tools_app.services.queueing import tool_call_dispatch
 from tools_app.services.sessions import session_refresh_status
@@ -56,6 +57,8 @@ def _expire(call_id: int, now: object) -> int:
             call = ToolCall.objects.get(pk=call_id)
             events.tool_call_event(call, "tool_call.expired")
             session_refresh_status(session_id=call.session_id)
+    if expired:
+        effect_discard(call=call)
     return expired
 
 
