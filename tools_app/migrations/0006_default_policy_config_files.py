@@ -25,8 +25,7 @@ def add_patterns(apps, schema_editor):
         missing = [p for p in ADDED if p not in policy.protected_paths]
         if missing:
             policy.protected_paths = [*policy.protected_paths, *missing]
-            policy.version += 1
-            policy.save(update_fields=["protected_paths", "version"])
+            policy.save(update_fields=["protected_paths"])
 
 
 class Migration(migrations.Migration):
