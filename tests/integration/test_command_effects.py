@@ -217,3 +217,13 @@ def test_lines_ending_in_carriage_returns_count_one_by_one(session: AgentSession
     assert (call.status, call.rule) == ("denied", "builtin:max-diff-lines")
     assert call.changed_lines >= 3000
     assert not Path(session.workspace, "flat.py").exists()
+
+
+def test_an_agent_cannot_apply_a_held_effect_itself(session: AgentSession, workspace: Path) -> None:
+    run_script(session, "echo TOKEN=1 > .env")
+    [held] = held_calls(session)
+    forged = services.tool_call_submit(session=session, tool="apply_command_effect", args=held.args)
+    assert forged.status == "failed"
+    assert "Unknown tool" in forged.result
+    assert (workspace / ".env").read_text() == "SECRET=shh\n"
+    assert ToolCall.objects.get(pk=held.pk).status == "awaiting_approval"
