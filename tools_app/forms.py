@@ -9,15 +9,6 @@ from django import forms
 from tools_app.models import Policy, PolicyRule
 from tools_app.policy import validate_policy_dict
 
-LIST_FIELDS = (
-    "protected_paths",
-    "secret_paths",
-    "blocked_commands",
-    "approval_commands",
-    "web_allow_hosts",
-    "web_write_hosts",
-)
-
 
 class LinesField(forms.CharField):
     """A list of strings edited as one item a line."""
