@@ -23,6 +23,7 @@ from tools_app.policy import (
     SessionCounters,
     analyse_command,
     evaluate,
+    parts_for_preview,
 )
 from tools_app.tools import REGISTRY, files, get_tool, git, overlay, sandbox, validate_args
 from tools_app.tools.base import ToolArgs, ToolContext, ToolError
@@ -155,7 +156,7 @@ def _plan(tool: str, validated: ToolArgs, args: dict[str, Any], context: ToolCon
         preview = {
             "command": args["command"],
             "timeout": args.get("timeout", 120),
-            "parts": analysis.parts_for_preview(),
+            "parts": parts_for_preview(analysis),
             "opaque": list(analysis.opaque),
             "sandboxed": overlay.cow_available(),
         }

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from tools_app.policy import analyse_command
+from tools_app.policy import analyse_command, parts_for_preview
 
 
 def texts(command: str) -> list[str]:
@@ -226,7 +226,7 @@ def test_it_analyses_a_here_document_fed_to_a_shell() -> None:
 
 def test_parts_for_preview_are_json() -> None:
     analysis = analyse_command("sudo npm install x > log")
-    parts = analysis.parts_for_preview()
+    parts = parts_for_preview(analysis)
     assert json.loads(json.dumps(parts)) == parts
     assert parts[0]["program"] == "npm"
     assert parts[0]["wrappers"] == ["sudo"]
@@ -313,9 +313,11 @@ def test_programs_whose_arguments_are_data_are_not_wrappers(command: str) -> Non
 
 
 def test_each_part_of_the_preview_says_why_it_needs_a_person() -> None:
-    parts = analyse_command(
-        "ls -la && npm ci && git -c core.pager=x clean -fdx && python3 -c 'x' && rm -rf $X"
-    ).parts_for_preview()
+    parts = parts_for_preview(
+        analyse_command(
+            "ls -la && npm ci && git -c core.pager=x clean -fdx && python3 -c 'x' && rm -rf $X"
+        )
+    )
     why = {part["text"]: part["why"] for part in parts}
     assert why["ls -la"] == []
     assert why["npm ci"][0] == "changes dependencies (npm ci)"
@@ -330,7 +332,7 @@ def test_each_part_of_the_preview_says_why_it_needs_a_person() -> None:
 
 
 def test_the_preview_says_why_a_nested_command_is_opaque() -> None:
-    parts = analyse_command("find . -exec sh -c 'mv a b' \\;").parts_for_preview()
+    parts = parts_for_preview(analyse_command("find . -exec sh -c 'mv a b' \\;"))
     assert all(
         "find -exec runs a shell script on names only known at run time" in part["why"]
         for part in parts
@@ -375,5 +377,5 @@ def test_anything_else_does_not_take_the_fast_path(command: str) -> None:
 
 
 def test_an_install_without_scripts_does_not_warn_about_them() -> None:
-    (part,) = analyse_command("npm ci --ignore-scripts").parts_for_preview()
+    (part,) = parts_for_preview(analyse_command("npm ci --ignore-scripts"))
     assert part["why"] == ["changes dependencies (npm ci)"]

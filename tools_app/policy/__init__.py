@@ -19,6 +19,7 @@ from tools_app.policy.loader import (
     validate_policy_dict,
 )
 from tools_app.policy.paths import protected_match
+from tools_app.policy.preview import parts_for_preview
 from tools_app.policy.rules import exact_pattern
 from tools_app.policy.types import (
     VERDICTS,
@@ -52,6 +53,7 @@ __all__ = [
     "evaluate",
     "exact_pattern",
     "is_read_only",
+    "parts_for_preview",
     "policy_from_dict",
     "policy_to_dict",
     "protected_match",

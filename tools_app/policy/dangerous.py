@@ -11,13 +11,9 @@ import posixpath
 import re
 from collections.abc import Callable
 
-from tools_app.policy.commands import (
-    CommandAnalysis,
-    SimpleCommand,
-    is_interpreter,
-    reads_code_from_stdin,
-)
+from tools_app.policy.commands import CommandAnalysis, SimpleCommand
 from tools_app.policy.patterns import normalise_word, shape_of
+from tools_app.policy.programs import is_interpreter, reads_code_from_stdin
 from tools_app.policy.wrappers import SHELLS
 
 _FORK_BOMB = re.compile(r"([\w:.\-]+)\s*\(\s*\)\s*\{[^}]*\1\s*\|\s*\1\s*&")
