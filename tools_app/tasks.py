@@ -1,4 +1,8 @@
-"""Thin Celery tasks: ids in, one service call each."""
+"""Thin Celery tasks: ids in, one service call each.
+
+Services send these by the names in `services/queueing.py`, never by importing this
+module, so the import runs one way: tasks → services.
+"""
 
 from __future__ import annotations
 
@@ -10,21 +14,22 @@ from celery.signals import worker_ready
 from django.conf import settings
 
 from tools_app import services
+from tools_app.services import queueing
 
 logger = logging.getLogger(__name__)
 
 
-@shared_task(name="tools_app.tasks.prepare_session")
+@shared_task(name=queueing.PREPARE_SESSION)
 def prepare_session(session_id: int) -> None:
     services.session_prepare(session_id=session_id, queue=settings.AGENTWEB_WORKER_QUEUE)
 
 
-@shared_task(name="tools_app.tasks.evaluate_tool_call")
+@shared_task(name=queueing.EVALUATE_TOOL_CALL)
 def evaluate_tool_call(tool_call_id: int) -> None:
     services.tool_call_evaluate(tool_call_id=tool_call_id)
 
 
-@shared_task(name="tools_app.tasks.execute_tool_call")
+@shared_task(name=queueing.EXECUTE_TOOL_CALL)
 def execute_tool_call(tool_call_id: int) -> None:
     services.tool_call_execute(tool_call_id=tool_call_id)
 

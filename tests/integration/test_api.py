@@ -14,7 +14,7 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 
 from tests.conftest import Worker
-from tools_app import dispatch, services
+from tools_app import services, tasks
 from tools_app.models import AgentSession, Policy, PolicyRule, ToolCall
 
 pytestmark = [
@@ -234,9 +234,7 @@ def test_a_killed_worker_loses_nothing_and_the_call_runs_once(
     finally:
         stack.start()
     assert wait_final(alice, waiting["id"])["status"] == "succeeded"
-    dispatch.enqueue(
-        "tools_app.tasks.execute_tool_call", waiting["id"], queue=session_queue(session)
-    )
+    tasks.execute_tool_call.apply_async([waiting["id"]], queue=session_queue(session))
     time.sleep(1)
     assert Path(session["workspace"], "ran.txt").read_text() == "ran\n"
 
@@ -250,9 +248,7 @@ def test_a_duplicated_execute_message_runs_once(alice: Api, rita: Api, workspace
     waiting = call(alice, session, "run_command", wait=2, command="git push; echo ran >> ran.txt")
     rita.post(f"/tool-calls/{waiting['id']}/decision", {"decision": "approve"})
     for _ in range(3):
-        dispatch.enqueue(
-            "tools_app.tasks.execute_tool_call", waiting["id"], queue=session_queue(session)
-        )
+        tasks.execute_tool_call.apply_async([waiting["id"]], queue=session_queue(session))
     assert wait_final(alice, waiting["id"])["status"] == "succeeded"
     time.sleep(1)
     assert Path(session["workspace"], "ran.txt").read_text() == "ran\n"

@@ -13,9 +13,9 @@ from django.db import transaction
 from django.test import Client
 from django.utils import timezone
 
-from tools_app import dispatch, services
+from tools_app import services
 from tools_app.models import AgentSession, Event, Policy, ToolCall
-from tools_app.services.queueing import tool_call_dispatch
+from tools_app.services import queueing
 
 pytestmark = pytest.mark.django_db
 
@@ -169,7 +169,7 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
     """What would have reached the broker."""
     messages: list[tuple[Any, ...]] = []
     monkeypatch.setattr(
-        dispatch, "enqueue", lambda task, *args, queue=None: messages.append((task, *args))
+        queueing, "task_send", lambda task, *args, queue: messages.append((task, *args))
     )
     return messages
 
@@ -180,7 +180,9 @@ def test_a_dispatch_in_a_transaction_that_rolls_back_sends_nothing(
 ) -> None:
     call = ToolCall.objects.create(session=session, tool="read_file", status="pending")
     with pytest.raises(Rollback), transaction.atomic():
-        tool_call_dispatch(tool_call_id=call.pk, task="evaluate", queue="host.a")
+        queueing.tool_call_enqueue(
+            tool_call_id=call.pk, task=queueing.EVALUATE_TOOL_CALL, session=session
+        )
         assert sent == []  # not before the commit either
         raise Rollback
     assert sent == []
@@ -194,7 +196,9 @@ def test_a_dispatch_is_sent_once_its_transaction_commits(
 ) -> None:
     call = ToolCall.objects.create(session=session, tool="read_file", status="pending")
     with transaction.atomic():
-        tool_call_dispatch(tool_call_id=call.pk, task="evaluate", queue="host.a")
+        queueing.tool_call_enqueue(
+            tool_call_id=call.pk, task=queueing.EVALUATE_TOOL_CALL, session=session
+        )
         assert sent == []
     assert sent == [("tools_app.tasks.evaluate_tool_call", call.pk)]
     call.refresh_from_db()

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from tools_app.services.decisions import tool_call_decide
-from tools_app.services.errors import (
+from tools_app.errors import (
     Conflict,
     Forbidden,
     Invalid,
@@ -11,6 +10,7 @@ from tools_app.services.errors import (
     ServiceError,
     Unavailable,
 )
+from tools_app.services.decisions import tool_call_decide
 from tools_app.services.maintenance import (
     tool_call_expire_overdue,
     tool_call_recover_interrupted,

@@ -9,12 +9,12 @@ from django.db.models import Q
 from django.utils import timezone
 
 from tools_app import access, engine, events
+from tools_app.errors import Conflict, Forbidden, Invalid
 from tools_app.models import Decision, ToolCall
 from tools_app.policy import PolicySpec
 from tools_app.services.effects import effect_discard
-from tools_app.services.errors import Conflict, Forbidden, Invalid
 from tools_app.services.policies import load_policy_or_denial, policy_rule_remember
-from tools_app.services.queueing import tool_call_dispatch
+from tools_app.services.queueing import EXECUTE_TOOL_CALL, tool_call_enqueue
 from tools_app.services.sessions import session_refresh_status
 from tools_app.services.tool_calls import session_counters, tool_context
 
@@ -68,8 +68,7 @@ def tool_call_decide(
     if call.status == Status.DENIED:
         effect_discard(call=call)
     if call.status == Status.APPROVED:
-        queue = call.session.worker_queue or None
-        tool_call_dispatch(tool_call_id=call.pk, task="execute", queue=queue)
+        tool_call_enqueue(tool_call_id=call.pk, task=EXECUTE_TOOL_CALL, session=call.session)
     return call
 
 

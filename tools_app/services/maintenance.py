@@ -12,10 +12,14 @@ from django.db.models import Q
 from django.utils import timezone
 
 from tools_app import events
+from tools_app.errors import Unavailable
 from tools_app.models import ToolCall
 from tools_app.services.effects import effect_discard
-from tools_app.services.errors import Unavailable
-from tools_app.services.queueing import tool_call_dispatch
+from tools_app.services.queueing import (
+    EVALUATE_TOOL_CALL,
+    EXECUTE_TOOL_CALL,
+    tool_call_enqueue,
+)
 from tools_app.services.sessions import session_refresh_status
 
 logger = logging.getLogger(__name__)
@@ -78,13 +82,10 @@ def tool_call_requeue_orphans() -> int:
     sent = 0
     try:
         for call in pending.select_related("session"):
-            tool_call_dispatch(
-                tool_call_id=call.pk, task="evaluate", queue=call.session.worker_queue
-            )
+            tool_call_enqueue(tool_call_id=call.pk, task=EVALUATE_TOOL_CALL, session=call.session)
             sent += 1
         for call in approved.select_related("session"):
-            queue = call.session.worker_queue or None
-            tool_call_dispatch(tool_call_id=call.pk, task="execute", queue=queue)
+            tool_call_enqueue(tool_call_id=call.pk, task=EXECUTE_TOOL_CALL, session=call.session)
             sent += 1
     except Unavailable:
         logger.warning("broker unavailable; orphaned calls are retried on the next sweep")
@@ -128,8 +129,7 @@ def _recover(call: ToolCall) -> int:
             call.refresh_from_db()
             events.tool_call_event(call, f"tool_call.{status}")
     if moved and status == Status.APPROVED:
-        queue = call.session.worker_queue or None
-        tool_call_dispatch(tool_call_id=call.pk, task="execute", queue=queue)
+        tool_call_enqueue(tool_call_id=call.pk, task=EXECUTE_TOOL_CALL, session=call.session)
     return moved
 
 

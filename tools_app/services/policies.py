@@ -11,6 +11,7 @@ from django.db import transaction
 from django.db.models import F, Max
 
 from tools_app import engine, selectors
+from tools_app.errors import ServiceError
 from tools_app.models import Policy, PolicyRule
 from tools_app.policy import (
     Decision,
@@ -21,7 +22,6 @@ from tools_app.policy import (
     exact_pattern,
     policy_from_dict,
 )
-from tools_app.services.errors import ServiceError
 
 logger = logging.getLogger(__name__)
 

@@ -14,9 +14,13 @@ from django.db.models import F
 from django.utils import timezone
 
 from tools_app import events, workspaces
+from tools_app.errors import ServiceError, Unavailable
 from tools_app.models import AgentSession, Policy, ToolCall
-from tools_app.services.errors import ServiceError, Unavailable
-from tools_app.services.queueing import session_prepare_dispatch, tool_call_dispatch
+from tools_app.services.queueing import (
+    EVALUATE_TOOL_CALL,
+    session_prepare_enqueue,
+    tool_call_enqueue,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +54,7 @@ def session_start(
         AgentSession.objects.filter(pk=session.pk).update(workspace=str(workspace))
         session.workspace = str(workspace)
         events.event_append(session_id=session.pk, type="session.created", data=_payload(session))
-        session_prepare_dispatch(session_id=session.pk)
+        session_prepare_enqueue(session_id=session.pk)
     return session
 
 
@@ -70,7 +74,7 @@ def session_requeue_unprepared() -> int:
     sent = 0
     try:
         for session_id in lost.values_list("pk", flat=True):
-            session_prepare_dispatch(session_id=session_id)
+            session_prepare_enqueue(session_id=session_id)
             AgentSession.objects.filter(pk=session_id).update(updated_at=now)
             sent += 1
     except Unavailable:
@@ -103,7 +107,7 @@ def session_prepare(*, session_id: int, queue: str) -> AgentSession:
     for call_id in session.tool_calls.filter(status=ToolCall.Status.PENDING).values_list(
         "pk", flat=True
     ):
-        tool_call_dispatch(tool_call_id=call_id, task="evaluate", queue=queue)
+        tool_call_enqueue(tool_call_id=call_id, task=EVALUATE_TOOL_CALL, session=session)
     return session
 
 

@@ -19,7 +19,7 @@ from tools_app.policy import FILE_WRITE_TOOLS, Decision, PolicySpec, SessionCoun
 from tools_app.services import cache, effects
 from tools_app.services.policies import load_policy_or_denial
 from tools_app.services.pull_requests import PullRequestStore
-from tools_app.services.queueing import tool_call_dispatch
+from tools_app.services.queueing import EVALUATE_TOOL_CALL, tool_call_enqueue
 from tools_app.services.sessions import session_count_lines, session_refresh_status
 from tools_app.tools.base import SandboxOptions, ToolContext
 from tools_app.tools.forge import ForgeSettings
@@ -35,7 +35,7 @@ def tool_call_receive(*, session: AgentSession, tool: str, args: object) -> Tool
     the session's clone is ready, if it is not yet)."""
     call = _tool_call_create(session, tool, args)
     if session.worker_queue:
-        tool_call_dispatch(tool_call_id=call.pk, task="evaluate", queue=session.worker_queue)
+        tool_call_enqueue(tool_call_id=call.pk, task=EVALUATE_TOOL_CALL, session=session)
     return call
 
 

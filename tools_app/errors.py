@@ -1,4 +1,7 @@
-"""Errors a service raises; each maps to one HTTP status in the API."""
+"""Errors a service raises; each maps to one HTTP status in the API.
+
+They live outside `services/` so that raising or catching one never loads the services.
+"""
 
 from __future__ import annotations
 
