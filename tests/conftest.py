@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import subprocess
+import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-
-def git(workspace: Path, *args: str) -> str:
-    result = subprocess.run(
-        ["git", "-C", str(workspace), *args], check=True, capture_output=True, text=True
-    )
-    return result.stdout
+from tests.helpers import Worker, git
+from tools_app import redis_server
 
 
 @pytest.fixture
@@ -33,16 +31,6 @@ def workspace(tmp_path: Path) -> Path:
 
 # --- real services: Redis and a Celery worker ---------------------------------------------
 
-import os  # noqa: E402
-import signal  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
-from typing import Any  # noqa: E402
-
-from tools_app import redis_server  # noqa: E402
-
-ROOT = Path(__file__).resolve().parent.parent
 LOCAL_REDIS = os.environ.get("AGENTWEB_TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
 
 
@@ -83,46 +71,6 @@ def database_url() -> str:
     password = f":{params['PASSWORD']}" if params.get("PASSWORD") else ""
     host, port = params.get("HOST") or "127.0.0.1", params.get("PORT") or 5432
     return f"postgres://{user}{password}@{host}:{port}/{params['NAME']}"
-
-
-class Worker:
-    """A real `celery worker` subprocess on the test database and Redis."""
-
-    def __init__(self, env: dict[str, str], queues: str, log: Path) -> None:
-        self.env, self.queues, self.log = env, queues, log
-        self.process: Any = None
-
-    def start(self) -> None:
-        command = [
-            sys.executable, "-m", "celery", "-A", "agentweb", "worker",
-            "--pool", "threads", "--concurrency", "4", "--queues", self.queues,
-            "--loglevel", "INFO", "--without-heartbeat", "--without-mingle", "--without-gossip",
-        ]  # fmt: skip
-        handle = self.log.open("ab")
-        self.process = subprocess.Popen(
-            command, cwd=ROOT, env=self.env, stdout=handle, stderr=handle, start_new_session=True
-        )
-        self._wait_ready()
-
-    def _wait_ready(self) -> None:
-        deadline = time.monotonic() + 60
-        while b"ready." not in self.log.read_bytes():
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("celery worker did not start:\n" + self.log.read_text()[-3000:])
-            time.sleep(0.1)
-        self.log.write_bytes(b"")
-
-    def kill(self) -> None:
-        os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait()
-
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.kill()
 
 
 @pytest.fixture(scope="session")

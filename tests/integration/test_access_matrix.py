@@ -22,7 +22,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import channel_layers
 from channels.testing import WebsocketCommunicator
 from django.conf import settings as django_settings
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
@@ -130,22 +130,18 @@ class World:
 
 
 @pytest.fixture
-def world(workspace: Path) -> World:
-    reviewers = Group.objects.get_or_create(name="reviewers")[0]
-    alice = User.objects.create_user("alice")
-    rita = User.objects.create_user("rita")
-    rita.groups.add(reviewers)
+def world(workspace: Path, creator: User, reviewer: User, outsider: User, superuser: User) -> World:
     people: dict[str, User | None] = {
-        "creator": alice,
-        "reviewer": rita,
-        "outsider": User.objects.create_user("charlie"),
-        "superuser": User.objects.create_superuser("sam", "sam@example.com", "a-long-password"),
+        "creator": creator,
+        "reviewer": reviewer,
+        "outsider": outsider,
+        "superuser": superuser,
         "anonymous": None,
     }
     session = AgentSession.objects.create(
         task="rotate the key", repo=str(workspace), workspace=str(workspace),
         status=AgentSession.Status.WAITING, policy=Policy.objects.get(name="default"),
-        creator=alice,
+        creator=creator,
     )  # fmt: skip
     call = ToolCall.objects.create(
         session=session, tool="write_file", args={"path": ".env", "content": "KEY=new\n"},

@@ -3,17 +3,16 @@ reviewer do over plain HTTP."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group, User
 from django.test import Client
 
-from tests.conftest import Worker
+from tests.helpers import Worker
+from tests.integration.helpers import Api, call, start_session, wait_final
 from tools_app import services, tasks
 from tools_app.models import AgentSession, Policy, PolicyRule, ToolCall
 
@@ -21,79 +20,6 @@ pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),
     pytest.mark.usefixtures("stack"),
 ]
-
-
-class Api:
-    """A client that speaks JSON with a bearer token."""
-
-    def __init__(self, token: str) -> None:
-        self.client = Client()
-        self.headers = {"Authorization": f"Bearer {token}"}
-
-    def get(self, path: str) -> Any:
-        return self.client.get(f"/api{path}", headers=self.headers)
-
-    def post(self, path: str, body: object) -> Any:
-        data = body if isinstance(body, str) else json.dumps(body)
-        return self.client.post(
-            f"/api{path}", data, content_type="application/json", headers=self.headers
-        )
-
-
-@pytest.fixture
-def alice() -> Api:
-    """Alice operates an agent: an agent token."""
-    user = User.objects.create_user("alice")
-    return Api(services.api_token_create(user=user, scope="agent"))
-
-
-@pytest.fixture
-def rita() -> Api:
-    """Rita is a reviewer: a review token."""
-    user = User.objects.create_user("rita")
-    user.groups.add(Group.objects.get_or_create(name="reviewers")[0])
-    return Api(services.api_token_create(user=user, scope="review"))
-
-
-@pytest.fixture
-def charlie() -> Api:
-    """Charlie has an account and nothing else."""
-    user = User.objects.create_user("charlie")
-    return Api(services.api_token_create(user=user, scope="review"))
-
-
-def start_session(api: Api, repo: Path, **extra: str) -> dict[str, Any]:
-    answer = api.post("/sessions", {"task": "fix the bug", "repo": str(repo), **extra})
-    assert answer.status_code == 201, answer.content
-    session = answer.json()
-    deadline = time.monotonic() + 30
-    while api.get(f"/sessions/{session['id']}").json()["status"] == "queued":
-        assert time.monotonic() < deadline, "the session was never cloned"
-        time.sleep(0.05)
-    return api.get(f"/sessions/{session['id']}").json()
-
-
-def call(
-    api: Api, session: dict[str, Any], tool: str, wait: float = 15, **args: Any
-) -> dict[str, Any]:
-    """Send a call; with `wait`, return once it is final or waiting for a person."""
-    answer = api.post(
-        f"/sessions/{session['id']}/tool-calls?wait={wait}", {"tool": tool, "args": args}
-    )
-    assert answer.status_code == 201, answer.content
-    current = answer.json()
-    deadline = time.monotonic() + (20 if wait else 0)
-    while current["status"] in UNSETTLED and time.monotonic() < deadline:
-        time.sleep(0.02)  # a busy machine: the worker has not judged it yet
-        current = api.get(f"/tool-calls/{current['id']}").json()
-    return current
-
-
-UNSETTLED = {"pending", "approved", "running"}
-
-
-def wait_final(api: Api, call_id: int) -> dict[str, Any]:
-    return api.get(f"/tool-calls/{call_id}?wait=20").json()
 
 
 def test_an_allowed_call_runs_in_the_worker(alice: Api, workspace: Path) -> None:

@@ -3,26 +3,19 @@ with a real worker, judged by the workspace and git afterwards."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.integration.test_api import Api, alice, call, rita, start_session, wait_final
+from tests.helpers import git
+from tests.integration.helpers import Api, call, start_session, wait_final
 from tools_app.models import PullRequest
-
-__all__ = ["alice", "rita"]  # fixtures
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),
     pytest.mark.usefixtures("stack"),
 ]
-
-
-def git(repo: str | Path, *args: str) -> str:
-    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
-    return done.stdout
 
 
 def lines(count: int, word: str = "line") -> str:

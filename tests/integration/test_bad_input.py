@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.test import Client
 
+from tests.integration.helpers import Api
 from tools_app import services
 from tools_app.models import AgentSession, Policy, PolicyRule, ToolCall
 from tools_app.tools.jsonsafe import storable_json
@@ -31,40 +31,8 @@ pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parents[2]
 
 
-class Api:
-    """A client that sends raw bodies with a bearer token."""
-
-    def __init__(self, token: str) -> None:
-        self.client = Client()
-        self.headers = {"Authorization": f"Bearer {token}"}
-
-    def post(self, path: str, body: str | bytes | dict[str, Any]) -> Any:
-        data = json.dumps(body) if isinstance(body, dict) else body
-        return self.client.post(
-            f"/api{path}", data, content_type="application/json", headers=self.headers
-        )
-
-    def get(self, path: str) -> Any:
-        return self.client.get(f"/api{path}", headers=self.headers)
-
-
 @pytest.fixture
-def alice() -> tuple[User, Api]:
-    """Alice operates an agent: an agent token."""
-    user = User.objects.create_user("alice")
-    return user, Api(services.api_token_create(user=user, scope="agent"))
-
-
-@pytest.fixture
-def rita() -> Api:
-    """Rita is a reviewer: a review token."""
-    user = User.objects.create_user("rita")
-    user.groups.add(Group.objects.get_or_create(name="reviewers")[0])
-    return Api(services.api_token_create(user=user, scope="review"))
-
-
-@pytest.fixture
-def session(alice: tuple[User, Api], workspace: Path) -> AgentSession:
+def session(creator: User, workspace: Path) -> AgentSession:
     """Alice's running session on a workspace (no worker: calls stay where they are)."""
     return AgentSession.objects.create(
         task="fix the bug",
@@ -72,7 +40,7 @@ def session(alice: tuple[User, Api], workspace: Path) -> AgentSession:
         workspace=str(workspace),
         status=AgentSession.Status.RUNNING,
         policy=Policy.objects.get(name="default"),
-        creator=alice[0],
+        creator=creator,
     )
 
 
@@ -160,19 +128,19 @@ def refused(answer: Any, expected: str, status: int = 400) -> None:
 
 @pytest.mark.parametrize(("body", "expected"), HOSTILE_BODIES)
 def test_a_hostile_tool_call_body_is_refused_and_nothing_is_stored(
-    alice: tuple[User, Api], session: AgentSession, body: str, expected: str
+    alice: Api, session: AgentSession, body: str, expected: str
 ) -> None:
     before = stored()
-    refused(alice[1].post(f"/sessions/{session.pk}/tool-calls", body), expected)
+    refused(alice.post(f"/sessions/{session.pk}/tool-calls", body), expected)
     assert stored() == before
 
 
 @pytest.mark.parametrize(("body", "expected"), HOSTILE_BODIES)
 def test_a_hostile_session_body_is_refused_and_no_session_starts(
-    alice: tuple[User, Api], body: str, expected: str
+    alice: Api, body: str, expected: str
 ) -> None:
     before = stored()
-    refused(alice[1].post("/sessions", body), expected)
+    refused(alice.post("/sessions", body), expected)
     assert stored() == before
 
 
@@ -200,8 +168,8 @@ def test_a_hostile_edit_in_a_decision_is_refused_by_name(rita: Api, waiting_call
     assert waiting_call.status == ToolCall.Status.AWAITING_APPROVAL
 
 
-def test_a_query_string_with_nul_is_refused(alice: tuple[User, Api]) -> None:
-    refused(alice[1].get("/sessions?status=%00"), "the query parameter `status` contains a NUL")
+def test_a_query_string_with_nul_is_refused(alice: Api) -> None:
+    refused(alice.get("/sessions?status=%00"), "the query parameter `status` contains a NUL")
 
 
 def test_a_policy_name_with_nul_in_the_path_is_refused(rita: Api) -> None:
@@ -216,9 +184,9 @@ def test_a_policy_name_that_is_not_utf8_is_not_found(rita: Api) -> None:
 
 @pytest.mark.parametrize("wait", ["nan", "inf", "-1", "1e999", "x"])
 def test_a_wait_that_is_not_a_sane_number_is_a_422(
-    alice: tuple[User, Api], waiting_call: ToolCall, wait: str
+    alice: Api, waiting_call: ToolCall, wait: str
 ) -> None:
-    answer = alice[1].get(f"/tool-calls/{waiting_call.pk}?wait={wait}")
+    answer = alice.get(f"/tool-calls/{waiting_call.pk}?wait={wait}")
     assert answer.status_code == 422, answer.content
     assert any("wait" in error["loc"] for error in answer.json()["detail"])
 
@@ -244,10 +212,10 @@ def named(answer: Any, field: str) -> None:
     ],
 )
 def test_a_session_body_of_the_wrong_shape_names_the_field(
-    alice: tuple[User, Api], body: dict[str, Any], field: str
+    alice: Api, body: dict[str, Any], field: str
 ) -> None:
     before = stored()
-    named(alice[1].post("/sessions", body), field)
+    named(alice.post("/sessions", body), field)
     assert stored() == before
 
 
@@ -262,10 +230,10 @@ def test_a_session_body_of_the_wrong_shape_names_the_field(
     ],
 )
 def test_a_tool_call_body_of_the_wrong_shape_names_the_field(
-    alice: tuple[User, Api], session: AgentSession, body: dict[str, Any], field: str
+    alice: Api, session: AgentSession, body: dict[str, Any], field: str
 ) -> None:
     before = stored()
-    named(alice[1].post(f"/sessions/{session.pk}/tool-calls", body), field)
+    named(alice.post(f"/sessions/{session.pk}/tool-calls", body), field)
     assert stored() == before
 
 
@@ -287,8 +255,8 @@ def test_a_decision_of_the_wrong_shape_names_the_field(
     assert waiting_call.status == ToolCall.Status.AWAITING_APPROVAL
 
 
-def test_an_empty_body_is_a_422_naming_what_is_missing(alice: tuple[User, Api]) -> None:
-    named(alice[1].post("/sessions", ""), "body")
+def test_an_empty_body_is_a_422_naming_what_is_missing(alice: Api) -> None:
+    named(alice.post("/sessions", ""), "body")
 
 
 @pytest.mark.parametrize(
@@ -310,11 +278,11 @@ def test_tool_arguments_of_the_wrong_type_are_denied_with_the_reason(
 
 
 def test_a_well_formed_call_with_bad_arguments_is_received(
-    alice: tuple[User, Api], session: AgentSession
+    alice: Api, session: AgentSession
 ) -> None:
     """The control: a body that is valid JSON reaches the service and is stored."""
     body = {"tool": "read_file", "args": {"path": 5, "emoji": "\U0001f600"}}
-    answer = alice[1].post(f"/sessions/{session.pk}/tool-calls", body)
+    answer = alice.post(f"/sessions/{session.pk}/tool-calls", body)
     assert answer.status_code == 201, answer.content
     assert ToolCall.objects.get().args == {"path": 5, "emoji": "\U0001f600"}
 

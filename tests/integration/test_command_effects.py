@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import User
 
-from tests.unit.conftest_tools import requires_cow
+from tests.unit.helpers import requires_cow
 from tools_app import services
 from tools_app.models import AgentSession, Policy, ToolCall
 
@@ -26,11 +26,6 @@ def session(workspace: Path) -> AgentSession:
         status=AgentSession.Status.RUNNING,
         policy=Policy.objects.get(name="default"),
     )
-
-
-@pytest.fixture
-def reviewer() -> User:
-    return User.objects.create_superuser("rita", "rita@example.com", "pw")
 
 
 def command(session: AgentSession, text: str) -> ToolCall:

@@ -10,30 +10,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import Group, User
 from django.test import Client
 
-from tests.conftest import git
-from tests.integration.test_api import Api, call, start_session, wait_final
-from tools_app import services
+from tests.helpers import git
+from tests.integration.helpers import Api, call, start_session, wait_final
 from tools_app.models import Policy, PullRequest
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),
     pytest.mark.usefixtures("stack"),
 ]
-
-
-@pytest.fixture
-def alice() -> Api:
-    return Api(services.api_token_create(user=User.objects.create_user("alice"), scope="agent"))
-
-
-@pytest.fixture
-def rita() -> Api:
-    user = User.objects.create_user("rita", password="a-long-password")
-    user.groups.add(Group.objects.get_or_create(name="reviewers")[0])
-    return Api(services.api_token_create(user=user, scope="review"))
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.test import Client
 from django.utils import timezone
@@ -21,26 +21,19 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def alice() -> User:
-    return User.objects.create_user("alice")
-
-
-@pytest.fixture
-def rita() -> Client:
+def reviewer_browser(reviewer: User) -> Client:
     """Rita is a reviewer, in the browser."""
-    user = User.objects.create_user("rita")
-    user.groups.add(Group.objects.get_or_create(name="reviewers")[0])
     browser = Client()
-    browser.force_login(user)
+    browser.force_login(reviewer)
     return browser
 
 
 @pytest.fixture
-def session(workspace: Path, alice: User) -> AgentSession:
+def session(workspace: Path, creator: User) -> AgentSession:
     return AgentSession.objects.create(
         task="rotate the key", repo=str(workspace), workspace=str(workspace),
         status=AgentSession.Status.WAITING, policy=Policy.objects.get(name="default"),
-        creator=alice,
+        creator=creator,
     )  # fmt: skip
 
 
@@ -64,28 +57,30 @@ def untouched(call: ToolCall) -> bool:
 
 
 def test_the_inbox_leaves_out_an_overdue_call_without_expiring_it(
-    rita: Client, overdue: ToolCall
+    reviewer_browser: Client, overdue: ToolCall
 ) -> None:
-    assert rita.get("/api/approvals").json() == []
-    assert b"Nothing is waiting" in rita.get("/approvals/").content
+    assert reviewer_browser.get("/api/approvals").json() == []
+    assert b"Nothing is waiting" in reviewer_browser.get("/approvals/").content
     assert untouched(overdue)
 
 
 def test_reading_an_overdue_call_shows_it_expired_and_writes_nothing(
-    rita: Client, overdue: ToolCall
+    reviewer_browser: Client, overdue: ToolCall
 ) -> None:
-    answer = rita.get(f"/api/tool-calls/{overdue.pk}?wait=5")
+    answer = reviewer_browser.get(f"/api/tool-calls/{overdue.pk}?wait=5")
     assert answer.json()["status"] == "expired"
     assert untouched(overdue)
 
 
-def test_an_overdue_call_cannot_be_decided(rita: Client, overdue: ToolCall) -> None:
-    late = rita.post(
+def test_an_overdue_call_cannot_be_decided(reviewer_browser: Client, overdue: ToolCall) -> None:
+    late = reviewer_browser.post(
         f"/api/tool-calls/{overdue.pk}/decision", {"decision": "approve"},
         content_type="application/json",
     )  # fmt: skip
     assert late.status_code == 409
-    page = rita.post(f"/tool-calls/{overdue.pk}/decide", {"action": "approve"}, follow=True)
+    page = reviewer_browser.post(
+        f"/tool-calls/{overdue.pk}/decide", {"action": "approve"}, follow=True
+    )
     assert b"expired before a decision" in page.content
     assert untouched(overdue)
 
@@ -101,28 +96,33 @@ def test_the_sweep_records_the_expiry_with_its_event(overdue: ToolCall) -> None:
 
 
 @pytest.fixture
-def ada(client: Client) -> Client:
-    client.force_login(User.objects.create_superuser("ada", "ada@example.com", "a-long-pw"))
+def admin_site(client: Client, superuser: User) -> Client:
+    """The superuser, logged in to the admin."""
+    client.force_login(superuser)
     return client
 
 
-def test_a_session_is_read_only_in_the_admin(ada: Client, session: AgentSession) -> None:
-    page = ada.get(f"/admin/tools_app/agentsession/{session.pk}/change/")
+def test_a_session_is_read_only_in_the_admin(admin_site: Client, session: AgentSession) -> None:
+    page = admin_site.get(f"/admin/tools_app/agentsession/{session.pk}/change/")
     assert page.status_code == 200
     assert b'name="_save"' not in page.content
-    changed = ada.post(f"/admin/tools_app/agentsession/{session.pk}/change/", {"status": "done"})
+    changed = admin_site.post(
+        f"/admin/tools_app/agentsession/{session.pk}/change/", {"status": "done"}
+    )
     assert changed.status_code == 403
-    assert ada.get("/admin/tools_app/agentsession/add/").status_code == 403
-    deleted = ada.post(f"/admin/tools_app/agentsession/{session.pk}/delete/", {"post": "yes"})
+    assert admin_site.get("/admin/tools_app/agentsession/add/").status_code == 403
+    deleted = admin_site.post(
+        f"/admin/tools_app/agentsession/{session.pk}/delete/", {"post": "yes"}
+    )
     assert deleted.status_code == 403
     session.refresh_from_db()
     assert session.status == AgentSession.Status.WAITING
 
 
 def test_the_admin_cancel_action_goes_through_session_cancel(
-    ada: Client, session: AgentSession, overdue: ToolCall
+    admin_site: Client, session: AgentSession, overdue: ToolCall
 ) -> None:
-    answer = ada.post(
+    answer = admin_site.post(
         "/admin/tools_app/agentsession/",
         {"action": "cancel_sessions", "_selected_action": [session.pk]},
         follow=True,
@@ -207,12 +207,12 @@ def test_a_dispatch_is_sent_once_its_transaction_commits(
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_a_session_started_in_a_transaction_that_rolls_back_clones_nothing(
-    workspace: Path, alice: User, sent: list[tuple[Any, ...]]
+    workspace: Path, creator: User, sent: list[tuple[Any, ...]]
 ) -> None:
     with pytest.raises(Rollback), transaction.atomic():
-        services.session_start(user=alice, task="fix it", repo=str(workspace))
+        services.session_start(user=creator, task="fix it", repo=str(workspace))
         raise Rollback
     assert sent == []
     assert not AgentSession.objects.exists()
-    started = services.session_start(user=alice, task="fix it", repo=str(workspace))
+    started = services.session_start(user=creator, task="fix it", repo=str(workspace))
     assert sent == [("tools_app.tasks.prepare_session", started.pk)]

@@ -22,21 +22,20 @@ def tasks_in_process(settings: Any) -> None:
 
 
 @pytest.fixture
-def reviewer() -> Client:
-    user = User.objects.create_user("rita", password="a-long-password")
-    user.groups.add(Group.objects.get_or_create(name="reviewers")[0])
+def reviewer_browser(reviewer: User) -> Client:
+    """Rita, logged in, in a browser that checks CSRF tokens as a real one must."""
     browser = Client(enforce_csrf_checks=True)
-    browser.force_login(user)
+    browser.force_login(reviewer)
     return browser
 
 
 @pytest.fixture
-def waiting(workspace: Path) -> ToolCall:
+def waiting(workspace: Path, creator: User) -> ToolCall:
     """A write to .env by Alice's session, waiting for a reviewer."""
     session = AgentSession.objects.create(
         task="rotate the key", repo=str(workspace), workspace=str(workspace),
         status=AgentSession.Status.RUNNING, policy=Policy.objects.get(name="default"),
-        creator=User.objects.create_user("alice"),
+        creator=creator,
     )  # fmt: skip
     call = services.tool_call_submit(
         session=session, tool="write_file", args={"path": ".env", "content": "KEY=new\n"}
@@ -59,8 +58,10 @@ def test_pages_need_a_login(client: Client) -> None:
         assert answer["Location"].startswith("/login/")
 
 
-def test_the_inbox_shows_the_diff_and_the_buttons(reviewer: Client, waiting: ToolCall) -> None:
-    page = reviewer.get("/approvals/").content.decode()
+def test_the_inbox_shows_the_diff_and_the_buttons(
+    reviewer_browser: Client, waiting: ToolCall
+) -> None:
+    page = reviewer_browser.get("/approvals/").content.decode()
     assert 'href="/approvals/">Approvals</a>' in page
     assert "+KEY=new" in page
     for button in ("Approve", "Deny", "Edit &amp; approve", "Approve &amp; remember"):
@@ -69,11 +70,14 @@ def test_the_inbox_shows_the_diff_and_the_buttons(reviewer: Client, waiting: Too
 
 
 def test_a_reviewer_approves_in_the_browser(
-    reviewer: Client, waiting: ToolCall, workspace: Path, django_capture_on_commit_callbacks: Any
+    reviewer_browser: Client,
+    waiting: ToolCall,
+    workspace: Path,
+    django_capture_on_commit_callbacks: Any,
 ) -> None:
-    token = csrf(reviewer)
+    token = csrf(reviewer_browser)
     with django_capture_on_commit_callbacks(execute=True):  # the run is queued on commit
-        answer = reviewer.post(
+        answer = reviewer_browser.post(
             f"/tool-calls/{waiting.pk}/decide", {"action": "approve", "csrfmiddlewaretoken": token}
         )
     assert answer.status_code == 302
@@ -82,16 +86,18 @@ def test_a_reviewer_approves_in_the_browser(
     assert (workspace / ".env").read_text() == "KEY=new\n"
 
 
-def test_a_post_without_the_csrf_token_is_refused(reviewer: Client, waiting: ToolCall) -> None:
-    answer = reviewer.post(f"/tool-calls/{waiting.pk}/decide", {"action": "approve"})
+def test_a_post_without_the_csrf_token_is_refused(
+    reviewer_browser: Client, waiting: ToolCall
+) -> None:
+    answer = reviewer_browser.post(f"/tool-calls/{waiting.pk}/decide", {"action": "approve"})
     assert answer.status_code == 403
     waiting.refresh_from_db()
     assert waiting.status == "awaiting_approval"
 
 
-def test_deny_with_a_reason(reviewer: Client, waiting: ToolCall, workspace: Path) -> None:
-    token = csrf(reviewer)
-    answer = reviewer.post(
+def test_deny_with_a_reason(reviewer_browser: Client, waiting: ToolCall, workspace: Path) -> None:
+    token = csrf(reviewer_browser)
+    answer = reviewer_browser.post(
         f"/tool-calls/{waiting.pk}/decide",
         {"action": "deny", "reason": "keys rotate in the vault", "csrfmiddlewaretoken": token},
         follow=True,
@@ -104,11 +110,14 @@ def test_deny_with_a_reason(reviewer: Client, waiting: ToolCall, workspace: Path
 
 
 def test_edit_and_approve_runs_the_edited_arguments(
-    reviewer: Client, waiting: ToolCall, workspace: Path, django_capture_on_commit_callbacks: Any
+    reviewer_browser: Client,
+    waiting: ToolCall,
+    workspace: Path,
+    django_capture_on_commit_callbacks: Any,
 ) -> None:
-    token = csrf(reviewer)
+    token = csrf(reviewer_browser)
     with django_capture_on_commit_callbacks(execute=True):
-        reviewer.post(
+        reviewer_browser.post(
             f"/tool-calls/{waiting.pk}/decide",
             {
                 "action": "edit",
@@ -120,11 +129,11 @@ def test_edit_and_approve_runs_the_edited_arguments(
 
 
 def test_edited_arguments_that_are_not_json_change_nothing(
-    reviewer: Client, waiting: ToolCall
+    reviewer_browser: Client, waiting: ToolCall
 ) -> None:
-    answer = reviewer.post(
+    answer = reviewer_browser.post(
         f"/tool-calls/{waiting.pk}/decide",
-        {"action": "edit", "args": "{oops", "csrfmiddlewaretoken": csrf(reviewer)},
+        {"action": "edit", "args": "{oops", "csrfmiddlewaretoken": csrf(reviewer_browser)},
         follow=True,
     )
     assert b"not valid JSON" in answer.content
@@ -132,21 +141,23 @@ def test_edited_arguments_that_are_not_json_change_nothing(
     assert waiting.status == "awaiting_approval"
 
 
-def test_approve_and_remember_adds_an_exact_allow_rule(reviewer: Client, waiting: ToolCall) -> None:
-    reviewer.post(
+def test_approve_and_remember_adds_an_exact_allow_rule(
+    reviewer_browser: Client, waiting: ToolCall
+) -> None:
+    reviewer_browser.post(
         f"/tool-calls/{waiting.pk}/decide",
-        {"action": "remember", "csrfmiddlewaretoken": csrf(reviewer)},
+        {"action": "remember", "csrfmiddlewaretoken": csrf(reviewer_browser)},
     )
     rule = PolicyRule.objects.get()
     assert (rule.tool, rule.decision) == ("write_file", "allow")
     assert rule.created_by is not None
 
 
-def test_someone_who_is_not_a_reviewer_cannot_decide(waiting: ToolCall) -> None:
-    outsider = Client()
-    outsider.force_login(User.objects.create_user("charlie"))
-    assert "Nothing is waiting" in outsider.get("/approvals/").content.decode()
-    answer = outsider.post(f"/tool-calls/{waiting.pk}/decide", {"action": "approve"})
+def test_someone_who_is_not_a_reviewer_cannot_decide(waiting: ToolCall, outsider: User) -> None:
+    browser = Client()
+    browser.force_login(outsider)
+    assert "Nothing is waiting" in browser.get("/approvals/").content.decode()
+    answer = browser.post(f"/tool-calls/{waiting.pk}/decide", {"action": "approve"})
     assert answer.status_code == 404
     waiting.refresh_from_db()
     assert waiting.status == "awaiting_approval"

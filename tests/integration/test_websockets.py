@@ -12,7 +12,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import channel_layers
 from channels.testing import WebsocketCommunicator
 from django.conf import settings as django_settings
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.test import Client
 
 from agentweb.asgi import application
@@ -45,23 +45,11 @@ def connect(path: str, cookie: bytes | None = None, origin: bytes = b"http://loc
 
 
 @pytest.fixture
-def alice() -> User:
-    return User.objects.create_user("alice")
-
-
-@pytest.fixture
-def rita() -> User:
-    user = User.objects.create_user("rita")
-    user.groups.add(Group.objects.get_or_create(name="reviewers")[0])
-    return user
-
-
-@pytest.fixture
-def session(workspace: Path, alice: User) -> AgentSession:
+def session(workspace: Path, creator: User) -> AgentSession:
     return AgentSession.objects.create(
         task="t", repo=str(workspace), workspace=str(workspace),
         status=AgentSession.Status.RUNNING, policy=Policy.objects.get(name="default"),
-        creator=alice,
+        creator=creator,
     )  # fmt: skip
 
 
@@ -75,21 +63,26 @@ def test_a_connection_without_a_login_is_refused(session: AgentSession) -> None:
     assert async_to_sync(refused)(connect("/ws/approvals/"))
 
 
-def test_a_connection_from_a_foreign_origin_is_refused(session: AgentSession, alice: User) -> None:
-    evil = connect(f"/ws/sessions/{session.pk}/", cookie_for(alice), origin=b"http://evil.example")
+def test_a_connection_from_a_foreign_origin_is_refused(
+    session: AgentSession, creator: User
+) -> None:
+    evil = connect(
+        f"/ws/sessions/{session.pk}/", cookie_for(creator), origin=b"http://evil.example"
+    )
     assert async_to_sync(refused)(evil)
 
 
-def test_outsiders_and_non_reviewers_are_refused(session: AgentSession, alice: User) -> None:
-    charlie = User.objects.create_user("charlie")
-    assert async_to_sync(refused)(connect(f"/ws/sessions/{session.pk}/", cookie_for(charlie)))
-    assert async_to_sync(refused)(connect("/ws/approvals/", cookie_for(alice)))
+def test_outsiders_and_non_reviewers_are_refused(
+    session: AgentSession, creator: User, outsider: User
+) -> None:
+    assert async_to_sync(refused)(connect(f"/ws/sessions/{session.pk}/", cookie_for(outsider)))
+    assert async_to_sync(refused)(connect("/ws/approvals/", cookie_for(creator)))
 
 
 def test_a_session_stream_sends_a_snapshot_then_events_then_what_was_missed(
-    session: AgentSession, alice: User
+    session: AgentSession, creator: User
 ) -> None:
-    cookie = cookie_for(alice)
+    cookie = cookie_for(creator)
 
     async def scenario() -> None:
         live = connect(f"/ws/sessions/{session.pk}/", cookie)
@@ -114,8 +107,10 @@ def test_a_session_stream_sends_a_snapshot_then_events_then_what_was_missed(
     async_to_sync(scenario)()
 
 
-def test_reviewers_see_waiting_calls_and_new_ones_live(session: AgentSession, rita: User) -> None:
-    cookie = cookie_for(rita)
+def test_reviewers_see_waiting_calls_and_new_ones_live(
+    session: AgentSession, reviewer: User
+) -> None:
+    cookie = cookie_for(reviewer)
 
     async def scenario() -> None:
         inbox = connect("/ws/approvals/", cookie)

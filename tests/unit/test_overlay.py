@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.conftest_tools import requires_cow
+from tests.unit.helpers import requires_cow
 from tools_app.tools.base import SandboxOptions, ToolError
 from tools_app.tools.effect import Effect, EffectEntry
 from tools_app.tools.effect_reader import file_sha256, read_effect

@@ -17,8 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.unit.conftest_tools import call, git, git_repo
-from tests.unit.test_tools_git_hardening import MemoryStore
+from tests.unit.helpers import MemoryStore, call, git, git_repo
 from tools_app.tools.base import ToolContext, ToolError
 from tools_app.tools.forge import ForgeSettings, github_repo
 from tools_app.tools.pull_requests import (

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.conftest_tools import make_workspace
+from tests.unit.helpers import make_workspace
 from tools_app.tools.base import ToolError
 from tools_app.tools.sandbox import (
     PathOutsideWorkspace,

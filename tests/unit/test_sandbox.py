@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.conftest_tools import call, git, make_ctx, make_workspace, requires_cow, snapshot
+from tests.unit.helpers import call, git, make_ctx, make_workspace, requires_cow, snapshot
 from tools_app.tools.base import SandboxOptions, ToolContext
 from tools_app.tools.overlay import build_cow_command, make_scratch
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.conftest_tools import call, make_ctx, make_workspace, snapshot
+from tests.unit.helpers import call, make_ctx, make_workspace, snapshot
 from tools_app.tools.base import ToolError
 from tools_app.tools.files import apply_file_change, plan_file_change
 

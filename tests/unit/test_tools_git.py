@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.conftest_tools import git, git_repo, make_workspace, snapshot
+from tests.unit.helpers import git, git_repo, make_workspace, snapshot
 from tools_app.tools.base import ToolError
 from tools_app.tools.git import commit_preview
 

@@ -7,13 +7,12 @@ from __future__ import annotations
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.unit.conftest_tools import call, git, git_repo
+from tests.unit.helpers import MemoryStore, call, git, git_repo
 from tools_app.tools.base import ToolContext
-from tools_app.tools.forge import ForgeSettings, PullRequestRef
+from tools_app.tools.forge import ForgeSettings
 from tools_app.tools.git import commit_preview, run_git
 from tools_app.tools.pull_requests import CreatePullRequestArgs, pull_request_preview
 
@@ -32,37 +31,6 @@ class Hostile:
 
     def ran(self) -> list[str]:
         return sorted(p.name for p in self.marks.iterdir())
-
-
-class MemoryStore:
-    """The LocalPullRequestStore protocol, in memory."""
-
-    def __init__(self) -> None:
-        self.created: list[dict[str, Any]] = []
-
-    def find(self, repo_key: str, head: str) -> PullRequestRef | None:
-        for number, pr in enumerate(self.created, start=1):
-            if pr["repo_key"] == repo_key and pr["head"] == head:
-                return PullRequestRef(f"http://agentweb.test/prs/{number}", number)
-        return None
-
-    def create(
-        self,
-        repo_key: str,
-        title: str,
-        body: str,
-        base: str,
-        head: str,
-        draft: bool,
-        commits: list[dict[str, str]],
-        diff: str,
-    ) -> PullRequestRef:
-        self.created.append(
-            {"repo_key": repo_key, "title": title, "body": body, "base": base, "head": head,
-             "draft": draft, "commits": commits, "diff": diff}
-        )  # fmt: skip
-        number = len(self.created)
-        return PullRequestRef(f"http://agentweb.test/prs/{number}", number)
 
 
 def _script(tmp_path: Path, marks: Path, name: str, tail: str = "cat") -> str:

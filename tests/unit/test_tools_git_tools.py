@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.conftest_tools import call, git, git_repo, make_workspace
+from tests.unit.helpers import call, git, git_repo, make_workspace
 from tools_app.tools import REGISTRY
 from tools_app.tools.base import ToolContext, ToolError
 from tools_app.tools.git import GIT_STATE_CHANGING_TOOLS, commit_preview

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.conftest_tools import call, make_ctx, make_workspace
+from tests.unit.helpers import call, make_ctx, make_workspace
 from tools_app.tools.base import ToolError
 
 

@@ -102,6 +102,7 @@ def run_copy_on_write(
     timeout: float,
     on_start: Callable[[int], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    kill_grace: float = sandbox.KILL_GRACE_SECONDS,
 ) -> CowRun:
     """Run `argv` on a copy-on-write view of `workspace`; the workspace stays untouched."""
     root = Path(os.path.realpath(workspace))
@@ -115,6 +116,7 @@ def run_copy_on_write(
             sandboxed=True,
             on_start=on_start,
             should_stop=should_stop,
+            kill_grace=kill_grace,
         )
         effect = read_effect(root, scratch / "upper")
     except BaseException:

@@ -127,10 +127,11 @@ def run_process(
     sandboxed: bool,
     on_start: Callable[[int], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    kill_grace: float = KILL_GRACE_SECONDS,
 ) -> CommandResult:
     """Run `cmd` in its own session and always reap its process group.
 
-    On timeout the group gets SIGTERM, then SIGKILL after a grace period; after a
+    On timeout the group gets SIGTERM, then SIGKILL after `kill_grace` seconds; after a
     normal exit, leftover background processes of the group are killed too, so a
     command can neither outlive its call nor keep the output pipe open. Returns only
     once no process of the group is left running.
@@ -148,10 +149,10 @@ def run_process(
     collector = _Collector(proc.stdout, OUTPUT_LIMIT)
     if on_start is not None:
         on_start(proc.pid)
-    timed_out = _wait_or_kill(proc, timeout, should_stop)
+    timed_out = _wait_or_kill(proc, timeout, should_stop, kill_grace)
     _kill_group(proc.pid, signal.SIGKILL)
-    _wait_group_gone(proc.pid, KILL_GRACE_SECONDS)
-    collector.thread.join(timeout=KILL_GRACE_SECONDS)
+    _wait_group_gone(proc.pid, kill_grace)
+    collector.thread.join(timeout=kill_grace)
     output, total = collector.result()
     proc.stdout.close()
     return CommandResult(proc.returncode, output, total, timed_out, sandboxed)
@@ -164,6 +165,7 @@ def run_plain(
     timeout: float,
     on_start: Callable[[int], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    kill_grace: float = KILL_GRACE_SECONDS,
 ) -> CommandResult:
     """Run `argv` in the workspace as a plain process: no sandbox, a private HOME.
 
@@ -179,11 +181,15 @@ def run_plain(
             sandboxed=False,
             on_start=on_start,
             should_stop=should_stop,
+            kill_grace=kill_grace,
         )
 
 
 def _wait_or_kill(
-    proc: subprocess.Popen[bytes], timeout: float, should_stop: Callable[[], bool] | None
+    proc: subprocess.Popen[bytes],
+    timeout: float,
+    should_stop: Callable[[], bool] | None,
+    kill_grace: float,
 ) -> bool:
     """Wait for the command; on timeout terminate its group, then kill it. True if killed.
 
@@ -200,7 +206,7 @@ def _wait_or_kill(
                 proc.wait()
                 return False
     _kill_group(proc.pid, signal.SIGTERM)
-    deadline = time.monotonic() + KILL_GRACE_SECONDS
+    deadline = time.monotonic() + kill_grace
     while time.monotonic() < deadline and _group_alive(proc):
         time.sleep(0.05)
     _kill_group(proc.pid, signal.SIGKILL)

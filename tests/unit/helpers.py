@@ -1,4 +1,4 @@
-"""Helpers for the tool tests (imported explicitly; tests/conftest.py is not ours)."""
+"""Helpers for the tool tests: workspaces, a lax effect handler, one call as the engine runs it."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 from tools_app.tools import get_tool, validate_args
 from tools_app.tools.base import SandboxOptions, ToolContext
 from tools_app.tools.effect import Effect
+from tools_app.tools.forge import PullRequestRef
 from tools_app.tools.overlay import apply_effect, cow_available
 from tools_app.tools.paths import in_git_dir
 
@@ -84,3 +85,34 @@ def git_repo(tmp_path: Path) -> Path:
     git(workspace, "add", "README.md")
     git(workspace, "commit", "-q", "-m", "init")
     return workspace
+
+
+class MemoryStore:
+    """The LocalPullRequestStore protocol, in memory."""
+
+    def __init__(self) -> None:
+        self.created: list[dict[str, Any]] = []
+
+    def find(self, repo_key: str, head: str) -> PullRequestRef | None:
+        for number, pr in enumerate(self.created, start=1):
+            if pr["repo_key"] == repo_key and pr["head"] == head:
+                return PullRequestRef(f"http://agentweb.test/prs/{number}", number)
+        return None
+
+    def create(
+        self,
+        repo_key: str,
+        title: str,
+        body: str,
+        base: str,
+        head: str,
+        draft: bool,
+        commits: list[dict[str, str]],
+        diff: str,
+    ) -> PullRequestRef:
+        self.created.append(
+            {"repo_key": repo_key, "title": title, "body": body, "base": base, "head": head,
+             "draft": draft, "commits": commits, "diff": diff}
+        )  # fmt: skip
+        number = len(self.created)
+        return PullRequestRef(f"http://agentweb.test/prs/{number}", number)

@@ -1,0 +1,63 @@
+"""Helpers shared by the unit and integration suites: git in a workspace, a Celery worker.
+
+Plain functions and classes only, importable before Django is set up."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def git(workspace: str | Path, *args: str) -> str:
+    """Run git in `workspace` and return its output; a failing git fails the test."""
+    result = subprocess.run(
+        ["git", "-C", str(workspace), *args], check=True, capture_output=True, text=True
+    )
+    return result.stdout
+
+
+class Worker:
+    """A real `celery worker` subprocess on the test database and Redis."""
+
+    def __init__(self, env: dict[str, str], queues: str, log: Path) -> None:
+        self.env, self.queues, self.log = env, queues, log
+        self.process: Any = None
+
+    def start(self) -> None:
+        command = [
+            sys.executable, "-m", "celery", "-A", "agentweb", "worker",
+            "--pool", "threads", "--concurrency", "4", "--queues", self.queues,
+            "--loglevel", "INFO", "--without-heartbeat", "--without-mingle", "--without-gossip",
+        ]  # fmt: skip
+        handle = self.log.open("ab")
+        self.process = subprocess.Popen(
+            command, cwd=ROOT, env=self.env, stdout=handle, stderr=handle, start_new_session=True
+        )
+        self._wait_ready()
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + 60
+        while b"ready." not in self.log.read_bytes():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("celery worker did not start:\n" + self.log.read_text()[-3000:])
+            time.sleep(0.1)
+        self.log.write_bytes(b"")
+
+    def kill(self) -> None:
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill()
