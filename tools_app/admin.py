@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from tools_app import access, services
-from tools_app.forms import PolicyForm, PolicyRuleForm
+from tools_app.forms import POLICY_GROUPS, PolicyForm, PolicyRuleForm
 from tools_app.models import (
     AgentSession,
     ApiToken,
@@ -23,12 +23,20 @@ from tools_app.models import (
     ToolCall,
 )
 
+if TYPE_CHECKING:
+    from django.contrib.admin.options import _FieldOpts
+
 
 class PolicyRuleInline(admin.TabularInline[PolicyRule, Policy]):
     model = PolicyRule
     form = PolicyRuleForm
     extra = 0
     fields = ("position", "tool", "args", "decision", "reason")
+
+
+def _settings_fieldsets() -> list[tuple[str, _FieldOpts]]:
+    """One admin section per group of the policy's settings (see forms.POLICY_GROUPS)."""
+    return [(group, {"fields": names}) for group, names in POLICY_GROUPS]
 
 
 @admin.register(Policy)
@@ -39,20 +47,7 @@ class PolicyAdmin(admin.ModelAdmin[Policy]):
     readonly_fields = ("version", "updated_at")
     fieldsets = (
         (None, {"fields": ("name", "description", "version", "updated_at")}),
-        (
-            "Files",
-            {
-                "fields": (
-                    "protected_paths",
-                    "secret_paths",
-                    "max_diff_lines",
-                    "require_approval_above",
-                )
-            },
-        ),
-        ("Commands", {"fields": ("blocked_commands", "approval_commands", "command_network")}),
-        ("Web", {"fields": ("web_allow_hosts", "web_write_hosts")}),
-        ("Approvals", {"fields": ("require_distinct_reviewer", "approval_timeout_seconds")}),
+        *_settings_fieldsets(),
     )
 
     def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:

@@ -8,6 +8,7 @@ from django import forms
 
 from tools_app.models import Policy, PolicyRule
 from tools_app.policy import validate_policy_dict
+from tools_app.policy.types import POLICY_SETTINGS, PolicyField
 
 
 class LinesField(forms.CharField):
@@ -25,41 +26,31 @@ class LinesField(forms.CharField):
         return [line.strip() for line in text.splitlines() if line.strip()]
 
 
-class PolicyForm(forms.ModelForm[Policy]):
-    protected_paths = LinesField(required=False, help_text="Gitignore-style patterns, one a line.")
-    blocked_commands = LinesField(required=False, help_text="Commands to deny, one a line.")
-    approval_commands = LinesField(
-        required=False, help_text="Commands that need approval, beyond the built-in set."
-    )
-    secret_paths = LinesField(
-        required=False,
-        help_text="Patterns of files holding credentials: reading one needs a person; "
-        "search never shows their contents.",
-    )
-    web_allow_hosts = LinesField(required=False, help_text="Hosts web_fetch may reach.")
-    web_write_hosts = LinesField(
-        required=False,
-        help_text="Hosts web_fetch may send a body or a method other than GET/HEAD to "
-        "without a person.",
+def _policy_groups() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The settings by admin section, sections in PolicySpec's order; in each, the lists
+    (tall text areas) come first."""
+    groups: dict[str, list[PolicyField]] = {}
+    for spec_field in POLICY_SETTINGS:
+        groups.setdefault(spec_field.group, []).append(spec_field)
+    return tuple(
+        (group, tuple(f.name for f in sorted(members, key=lambda f: f.kind != "list")))
+        for group, members in groups.items()
     )
 
+
+POLICY_GROUPS = _policy_groups()
+
+
+class PolicyForm(forms.ModelForm[Policy]):
     class Meta:
         model = Policy
-        fields = (
-            "name",
-            "description",
-            "protected_paths",
-            "secret_paths",
-            "max_diff_lines",
-            "require_approval_above",
-            "blocked_commands",
-            "approval_commands",
-            "command_network",
-            "web_allow_hosts",
-            "web_write_hosts",
-            "require_distinct_reviewer",
-            "approval_timeout_seconds",
-        )
+        fields = ("name", "description", *(name for _, names in POLICY_GROUPS for name in names))
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for spec_field in POLICY_SETTINGS:
+            if spec_field.kind == "list":
+                self.fields[spec_field.name] = LinesField(required=False, help_text=spec_field.help)
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}

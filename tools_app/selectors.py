@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from tools_app.models import AgentSession, Decision, Policy, PolicyRule, ToolCall
 from tools_app.policy import PolicySpec, policy_from_dict
+from tools_app.policy.types import POLICY_SETTINGS, field_values
 
 
 def policy_as_dict(policy: Policy) -> dict[str, Any]:
@@ -17,17 +18,7 @@ def policy_as_dict(policy: Policy) -> dict[str, Any]:
     return {
         "name": policy.name,
         "description": policy.description,
-        "protected_paths": list(policy.protected_paths),
-        "blocked_commands": list(policy.blocked_commands),
-        "approval_commands": list(policy.approval_commands),
-        "max_diff_lines": policy.max_diff_lines,
-        "require_approval_above": policy.require_approval_above,
-        "secret_paths": list(policy.secret_paths),
-        "web_allow_hosts": list(policy.web_allow_hosts),
-        "web_write_hosts": list(policy.web_write_hosts),
-        "command_network": policy.command_network,
-        "require_distinct_reviewer": policy.require_distinct_reviewer,
-        "approval_timeout_seconds": policy.approval_timeout_seconds,
+        **field_values(policy, POLICY_SETTINGS),
         "rules": [rule_as_dict(rule) for rule in policy.rules.all()],
     }
 

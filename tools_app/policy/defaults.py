@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tools_app.policy.types import PLAIN_FIELDS, PolicySpec, field_values
+
 DEFAULT_PROTECTED_PATHS: tuple[str, ...] = (
     ".env",
     ".env.*",
@@ -54,19 +56,11 @@ DEFAULT_SECRET_PATHS: tuple[str, ...] = (
     "*credentials*",
 )
 
-DEFAULT_POLICY: dict[str, Any] = {
-    "name": "default",
-    "version": 1,
-    "protected_paths": list(DEFAULT_PROTECTED_PATHS),
-    "blocked_commands": ["rm -rf /", "curl | sh"],
-    "approval_commands": [],
-    "max_diff_lines": 500,
-    "require_approval_above": 200,
-    "secret_paths": list(DEFAULT_SECRET_PATHS),
-    "web_allow_hosts": [],
-    "web_write_hosts": [],
-    "command_network": False,
-    "require_distinct_reviewer": False,
-    "approval_timeout_seconds": 3600,
-    "rules": [],
-}
+DEFAULT_SPEC = PolicySpec(
+    name="default",
+    protected_paths=DEFAULT_PROTECTED_PATHS,
+    blocked_commands=("rm -rf /", "curl | sh"),
+    secret_paths=DEFAULT_SECRET_PATHS,
+)
+# The same as a policy file holds it; keys in PolicySpec's order, the rules last.
+DEFAULT_POLICY: dict[str, Any] = field_values(DEFAULT_SPEC, PLAIN_FIELDS) | {"rules": []}

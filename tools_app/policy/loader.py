@@ -7,33 +7,27 @@ file holding only `{"name": "strict", "max_diff_lines": 100}` still protects `.e
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from tools_app.policy.defaults import DEFAULT_POLICY
+from tools_app.policy.defaults import DEFAULT_SPEC
 from tools_app.policy.paths import pattern_problem
 from tools_app.policy.patterns import compile_pattern
 from tools_app.policy.rules import value_pattern_problem
-from tools_app.policy.types import VERDICTS, PolicySpec, Rule
-
-LIST_FIELDS = (
-    "protected_paths",
-    "secret_paths",
-    "blocked_commands",
-    "approval_commands",
-    "web_allow_hosts",
-    "web_write_hosts",
+from tools_app.policy.types import (
+    PLAIN_FIELDS,
+    POLICY_FIELDS,
+    VERDICTS,
+    PolicySpec,
+    Rule,
+    field_values,
 )
-INT_FIELDS = {
-    "version": 1,
-    "max_diff_lines": 0,
-    "require_approval_above": 0,
-    "approval_timeout_seconds": 1,
-}
-BOOL_FIELDS = ("command_network", "require_distinct_reviewer")
-POLICY_KEYS = ("name", *INT_FIELDS, *LIST_FIELDS, *BOOL_FIELDS, "rules")
+
+LIST_FIELDS = tuple(f.name for f in POLICY_FIELDS if f.kind == "list")
+INT_FIELDS = {f.name: f.minimum for f in POLICY_FIELDS if f.kind == "int"}
+BOOL_FIELDS = tuple(f.name for f in POLICY_FIELDS if f.kind == "bool")
+POLICY_KEYS = tuple(f.name for f in POLICY_FIELDS)
 RULE_KEYS = ("id", "tool", "args", "decision", "reason")
 
 
@@ -67,13 +61,11 @@ def _host_problem(host: str) -> str | None:
 
 
 _ITEM_CHECKS: dict[str, Callable[[str], str | None]] = {
-    "protected_paths": pattern_problem,
-    "secret_paths": pattern_problem,
-    "blocked_commands": _command_problem,
-    "approval_commands": _command_problem,
-    "web_allow_hosts": _host_problem,
-    "web_write_hosts": _host_problem,
+    "path": pattern_problem,
+    "command": _command_problem,
+    "host": _host_problem,
 }
+_LIST_ITEM_CHECKS = {f.name: _ITEM_CHECKS[f.items] for f in POLICY_FIELDS if f.kind == "list"}
 
 
 def _string_list_problems(key: str, value: Any) -> list[PolicyProblem]:
@@ -85,7 +77,7 @@ def _string_list_problems(key: str, value: Any) -> list[PolicyProblem]:
         if not isinstance(item, str) or not item.strip():
             problems.append(PolicyProblem(where, "must be a non-empty string"))
             continue
-        message = _ITEM_CHECKS[key](item)
+        message = _LIST_ITEM_CHECKS[key](item)
         if message:
             problems.append(PolicyProblem(where, message))
     return problems
@@ -204,23 +196,13 @@ def policy_from_dict(data: Mapping[str, Any]) -> PolicySpec:
     problems = validate_policy_dict(data)
     if problems:
         raise PolicyInvalid(problems)
-    merged = copy.deepcopy(DEFAULT_POLICY) | dict(data)
-    return PolicySpec(
-        name=merged["name"],
-        version=merged["version"],
-        protected_paths=tuple(merged["protected_paths"]),
-        blocked_commands=tuple(merged["blocked_commands"]),
-        approval_commands=tuple(merged["approval_commands"]),
-        max_diff_lines=merged["max_diff_lines"],
-        require_approval_above=merged["require_approval_above"],
-        web_allow_hosts=tuple(merged["web_allow_hosts"]),
-        web_write_hosts=tuple(merged["web_write_hosts"]),
-        secret_paths=tuple(merged["secret_paths"]),
-        command_network=merged["command_network"],
-        require_distinct_reviewer=merged["require_distinct_reviewer"],
-        approval_timeout_seconds=merged["approval_timeout_seconds"],
-        rules=tuple(_rule_from_dict(i, rule) for i, rule in enumerate(merged["rules"])),
+    values: dict[str, Any] = {
+        key: tuple(value) if key in LIST_FIELDS else value for key, value in data.items()
+    }
+    values["rules"] = tuple(
+        _rule_from_dict(i, rule) for i, rule in enumerate(data.get("rules", []))
     )
+    return replace(DEFAULT_SPEC, **values)
 
 
 def _rule_to_dict(index: int, rule: Rule) -> dict[str, Any]:
@@ -231,11 +213,5 @@ def _rule_to_dict(index: int, rule: Rule) -> dict[str, Any]:
 
 def policy_to_dict(spec: PolicySpec) -> dict[str, Any]:
     """The policy file object for a PolicySpec; `policy_from_dict` reads it back equal."""
-    data: dict[str, Any] = {"name": spec.name, "version": spec.version}
-    for key in POLICY_KEYS:
-        if key in LIST_FIELDS:
-            data[key] = list(getattr(spec, key))
-        elif key in INT_FIELDS or key in BOOL_FIELDS:
-            data[key] = getattr(spec, key)
-    data["rules"] = [_rule_to_dict(i, rule) for i, rule in enumerate(spec.rules)]
-    return data
+    data = field_values(spec, PLAIN_FIELDS)
+    return data | {"rules": [_rule_to_dict(i, rule) for i, rule in enumerate(spec.rules)]}

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -38,27 +38,104 @@ class Rule:
     reason: str = ""
 
 
+FieldKind = Literal["text", "int", "bool", "list", "rules"]
+ItemCheck = Literal["", "path", "command", "host"]
+
+
+@dataclass(frozen=True)
+class PolicyField:
+    """How one PolicySpec field is read from a file, checked, stored and edited.
+
+    The loader, the export, `policy_import`, the form and the admin all walk
+    `POLICY_FIELDS`, so a new field is declared once, on PolicySpec; a unit test holds
+    the model's columns to it.
+    """
+
+    name: str = ""
+    kind: FieldKind = "text"
+    minimum: int = 0  # an int's smallest allowed value
+    items: ItemCheck = ""  # how each item of a list is checked
+    group: str = ""  # the admin section of a setting; empty: not a setting an admin edits
+    help: str = ""  # a list's help text in the admin form
+
+    def plain(self, value: Any) -> Any:
+        """The value as a policy file and the model hold it (lists, not tuples)."""
+        return list(value) if self.kind == "list" else value
+
+
+def _spec_field(default: Any, **info: Any) -> Any:
+    return field(default=default, metadata={"policy": PolicyField(**info)})
+
+
+def _strings(items: ItemCheck, group: str, help: str) -> Any:
+    """A list of strings, each checked as `items`; edited one a line."""
+    return _spec_field((), kind="list", items=items, group=group, help=help)
+
+
+def _number(default: int, group: str = "", minimum: int = 0) -> Any:
+    return _spec_field(default, kind="int", group=group, minimum=minimum)
+
+
+def _switch(group: str) -> Any:
+    """Off unless an admin turns it on."""
+    return _spec_field(False, kind="bool", group=group)
+
+
 @dataclass(frozen=True)
 class PolicySpec:
-    """A policy as the engine sees it (the Django model is converted to this)."""
+    """A policy as the engine sees it (the Django model is converted to this).
 
-    name: str = "default"
-    version: int = 1
-    protected_paths: tuple[str, ...] = ()
-    blocked_commands: tuple[str, ...] = ()
-    approval_commands: tuple[str, ...] = ()
-    max_diff_lines: int = 500
-    require_approval_above: int = 200
-    web_allow_hosts: tuple[str, ...] = ()
+    The fields are in the order a policy file lists them (`export_policy`).
+    """
+
+    name: str = _spec_field("default", kind="text")
+    version: int = _number(1, minimum=1)
+    protected_paths: tuple[str, ...] = _strings(
+        "path", "Files", "Gitignore-style patterns, one a line."
+    )
+    blocked_commands: tuple[str, ...] = _strings(
+        "command", "Commands", "Commands to deny, one a line."
+    )
+    approval_commands: tuple[str, ...] = _strings(
+        "command", "Commands", "Commands that need approval, beyond the built-in set."
+    )
+    max_diff_lines: int = _number(500, "Files")
+    require_approval_above: int = _number(200, "Files")
+    # Reading one of these needs a person; search and listings never show their contents.
+    secret_paths: tuple[str, ...] = _strings(
+        "path",
+        "Files",
+        "Patterns of files holding credentials: reading one needs a person; "
+        "search never shows their contents.",
+    )
+    web_allow_hosts: tuple[str, ...] = _strings("host", "Web", "Hosts web_fetch may reach.")
     # web_fetch with a body or a method other than GET/HEAD reaches these hosts without a
     # person; any other host needs one (a write can carry the workspace out).
-    web_write_hosts: tuple[str, ...] = ()
-    # Reading one of these needs a person; search and listings never show their contents.
-    secret_paths: tuple[str, ...] = ()
-    command_network: bool = False
-    require_distinct_reviewer: bool = False
-    approval_timeout_seconds: int = 3600
-    rules: tuple[Rule, ...] = ()
+    web_write_hosts: tuple[str, ...] = _strings(
+        "host",
+        "Web",
+        "Hosts web_fetch may send a body or a method other than GET/HEAD to without a person.",
+    )
+    command_network: bool = _switch("Commands")
+    require_distinct_reviewer: bool = _switch("Approvals")
+    approval_timeout_seconds: int = _number(3600, "Approvals", minimum=1)
+    rules: tuple[Rule, ...] = _spec_field((), kind="rules")
+
+
+POLICY_FIELDS: tuple[PolicyField, ...] = tuple(
+    replace(spec_field.metadata["policy"], name=spec_field.name)
+    for spec_field in fields(PolicySpec)
+)
+# Every field but the rules: a value or a list of strings.
+PLAIN_FIELDS: tuple[PolicyField, ...] = tuple(f for f in POLICY_FIELDS if f.kind != "rules")
+# What an admin edits and the model stores one column each, besides the name.
+POLICY_SETTINGS: tuple[PolicyField, ...] = tuple(f for f in POLICY_FIELDS if f.group)
+
+
+def field_values(source: object, spec_fields: Iterable[PolicyField]) -> dict[str, Any]:
+    """`source`'s values of these fields (a PolicySpec's or a stored policy's), as a
+    policy file holds them."""
+    return {f.name: f.plain(getattr(source, f.name)) for f in spec_fields}
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from tools_app.policy import (
     exact_pattern,
     policy_from_dict,
 )
+from tools_app.policy.types import POLICY_SETTINGS, field_values
 
 logger = logging.getLogger(__name__)
 
@@ -56,17 +57,8 @@ def policy_import(*, data: object) -> Policy:
 
 def _policy_apply(policy: Policy, spec: PolicySpec, *, description: str) -> None:
     policy.description = description
-    policy.protected_paths = list(spec.protected_paths)
-    policy.blocked_commands = list(spec.blocked_commands)
-    policy.approval_commands = list(spec.approval_commands)
-    policy.max_diff_lines = spec.max_diff_lines
-    policy.require_approval_above = spec.require_approval_above
-    policy.secret_paths = list(spec.secret_paths)
-    policy.web_allow_hosts = list(spec.web_allow_hosts)
-    policy.web_write_hosts = list(spec.web_write_hosts)
-    policy.command_network = spec.command_network
-    policy.require_distinct_reviewer = spec.require_distinct_reviewer
-    policy.approval_timeout_seconds = spec.approval_timeout_seconds
+    for name, value in field_values(spec, POLICY_SETTINGS).items():
+        setattr(policy, name, value)
 
 
 def policy_bump_version(*, policy: Policy) -> None:
