@@ -22,9 +22,7 @@ from ninja.security import HttpBearer, SessionAuth
 from pydantic import Field
 
 from tools_app import access, api_input, selectors, services, tool_schemas
-from tools_app.models import AgentSession, ToolCall
-from tools_app.policy import SessionCounters
-from tools_app.schemas import (
+from tools_app.api_schemas import (
     DecisionIn,
     DecisionOut,
     ErrorOut,
@@ -34,6 +32,8 @@ from tools_app.schemas import (
     ToolCallIn,
     ToolCallOut,
 )
+from tools_app.models import AgentSession, ToolCall
+from tools_app.policy import SessionCounters
 from tools_app.tools import core_tool_schemas
 
 MAX_WAIT_SECONDS = 300.0
