@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tools_app.policy.approvals import command_approval_reasons
 from tools_app.policy.commands import CommandAnalysis
 from tools_app.policy.dangerous import command_danger
+from tools_app.policy.risky_commands import command_approval_reasons
 
 
 def parts_for_preview(analysis: CommandAnalysis) -> list[dict[str, Any]]:
