@@ -448,6 +448,6 @@ def test_the_receive_path_records_hostile_raw_arguments_as_a_failed_call(
 ) -> None:
     """Arguments that bypass the API's parser (a model's tool call) are still recorded."""
     args = {"path": "\ud800x", "content": "a\x00b"}
-    call = services.tool_call_submit(session=session, tool="write_file", args=args)
+    call = services.tool_call_run_in_process(session=session, tool="write_file", args=args)
     assert call.status == ToolCall.Status.FAILED
     assert "`path` contains a lone surrogate (\\ud800)" in call.result

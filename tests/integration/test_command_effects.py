@@ -29,7 +29,9 @@ def session(workspace: Path) -> AgentSession:
 
 
 def command(session: AgentSession, text: str) -> ToolCall:
-    return services.tool_call_submit(session=session, tool="run_command", args={"command": text})
+    return services.tool_call_run_in_process(
+        session=session, tool="run_command", args={"command": text}
+    )
 
 
 def run_script(session: AgentSession, body: str) -> ToolCall:
@@ -206,7 +208,7 @@ def test_without_a_sandbox_every_command_waits_for_a_person(
 
 def test_lines_ending_in_carriage_returns_count_one_by_one(session: AgentSession) -> None:
     content = "\r".join(f"x{n} = {n}" for n in range(3000))
-    call = services.tool_call_submit(
+    call = services.tool_call_run_in_process(
         session=session, tool="write_file", args={"path": "flat.py", "content": content}
     )
     assert (call.status, call.rule) == ("denied", "builtin:max-diff-lines")
@@ -217,7 +219,9 @@ def test_lines_ending_in_carriage_returns_count_one_by_one(session: AgentSession
 def test_an_agent_cannot_apply_a_held_effect_itself(session: AgentSession, workspace: Path) -> None:
     run_script(session, "echo TOKEN=1 > .env")
     [held] = held_calls(session)
-    forged = services.tool_call_submit(session=session, tool="apply_command_effect", args=held.args)
+    forged = services.tool_call_run_in_process(
+        session=session, tool="apply_command_effect", args=held.args
+    )
     assert forged.status == "failed"
     assert "Unknown tool" in forged.result
     assert (workspace / ".env").read_text() == "SECRET=shh\n"

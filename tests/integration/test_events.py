@@ -55,8 +55,8 @@ def nothing_waiting(channel: str) -> bool:
 
 
 def test_each_state_change_appends_an_event_with_the_next_seq(session: AgentSession) -> None:
-    services.tool_call_submit(session=session, tool="read_file", args={"path": "README.md"})
-    services.tool_call_submit(
+    services.tool_call_run_in_process(session=session, tool="read_file", args={"path": "README.md"})
+    services.tool_call_run_in_process(
         session=session, tool="write_file", args={"path": ".env", "content": "x"}
     )
     seqs = list(Event.objects.filter(session=session).values_list("seq", flat=True))
@@ -73,7 +73,7 @@ def test_events_are_published_only_after_commit(
     session_channel = listen(events.session_group(session.pk))
     reviewers_channel = listen(events.APPROVALS_GROUP)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        services.tool_call_submit(
+        services.tool_call_run_in_process(
             session=session, tool="write_file", args={"path": ".env", "content": "x"}
         )
     assert callbacks

@@ -37,7 +37,7 @@ def waiting(workspace: Path, creator: User) -> ToolCall:
         status=AgentSession.Status.RUNNING, policy=Policy.objects.get(name="default"),
         creator=creator,
     )  # fmt: skip
-    call = services.tool_call_submit(
+    call = services.tool_call_run_in_process(
         session=session, tool="write_file", args={"path": ".env", "content": "KEY=new\n"}
     )
     assert call.status == "awaiting_approval"

@@ -28,7 +28,7 @@ def session(workspace: Path) -> AgentSession:
 
 
 def submit(session: AgentSession, tool: str, **args: object) -> ToolCall:
-    return services.tool_call_submit(session=session, tool=tool, args=args)
+    return services.tool_call_run_in_process(session=session, tool=tool, args=args)
 
 
 def test_a_second_read_is_answered_from_the_cache(session: AgentSession) -> None:

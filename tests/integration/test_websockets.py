@@ -131,4 +131,6 @@ def test_reviewers_see_waiting_calls_and_new_ones_live(
 async def submit(session: AgentSession, tool: str, args: dict[str, Any]) -> None:
     from channels.db import database_sync_to_async
 
-    await database_sync_to_async(services.tool_call_submit)(session=session, tool=tool, args=args)
+    await database_sync_to_async(services.tool_call_run_in_process)(
+        session=session, tool=tool, args=args
+    )

@@ -37,7 +37,7 @@ from tools_app.services.tool_calls import (
     tool_call_evaluate,
     tool_call_execute,
     tool_call_receive,
-    tool_call_submit,
+    tool_call_run_in_process,
 )
 
 __all__ = [
@@ -68,5 +68,5 @@ __all__ = [
     "tool_call_receive",
     "tool_call_recover_interrupted",
     "tool_call_requeue_orphans",
-    "tool_call_submit",
+    "tool_call_run_in_process",
 ]

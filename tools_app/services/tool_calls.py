@@ -39,7 +39,7 @@ def tool_call_receive(*, session: AgentSession, tool: str, args: object) -> Tool
     return call
 
 
-def tool_call_submit(*, session: AgentSession, tool: str, args: object) -> ToolCall:
+def tool_call_run_in_process(*, session: AgentSession, tool: str, args: object) -> ToolCall:
     """Receive and evaluate in this process (the command line's path)."""
     call = _tool_call_create(session, tool, args)
     return tool_call_evaluate(tool_call_id=call.pk, raw_args=args)

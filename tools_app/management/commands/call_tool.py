@@ -34,7 +34,7 @@ class Command(BaseCommand):
         workspace = existing_directory(options["workspace"])
         policy = existing_policy(options["policy"])
         session = services.session_open_for_workspace(workspace=workspace, policy=policy)
-        call = services.tool_call_submit(session=session, tool=tool, args=tool_args)
+        call = services.tool_call_run_in_process(session=session, tool=tool, args=tool_args)
         services.session_close_cli(session=session)
         print_json_line(
             self,
