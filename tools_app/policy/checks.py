@@ -270,7 +270,7 @@ class CommitSize(ApprovalCheck):
         return None
 
 
-class PullRequest(ApprovalCheck):
+class PullRequestNeedsApproval(ApprovalCheck):
     name = "builtin:pull-request"
 
     def reason(self, context: CallContext) -> str | None:
@@ -294,6 +294,6 @@ BUILTIN_APPROVALS: tuple[Check, ...] = (
     ApprovalCommand(),
     RequireApprovalAbove(),
     CommitSize(),
-    PullRequest(),
+    PullRequestNeedsApproval(),
     OpaqueCommand(),
 )
