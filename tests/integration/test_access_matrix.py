@@ -30,7 +30,7 @@ from agentweb.asgi import application
 from tools_app import routing, services, urls
 from tools_app.api import api
 from tools_app.models import AgentSession, Policy, PullRequest, ToolCall
-from tools_app.services.pull_requests import PullRequestStore
+from tools_app.services.pull_request_store import PullRequestStore
 
 pytestmark = pytest.mark.django_db
 

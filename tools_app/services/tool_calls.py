@@ -18,7 +18,7 @@ from tools_app.models import AgentSession, Policy, ToolCall
 from tools_app.policy import FILE_WRITE_TOOLS, Decision, PolicySpec, SessionCounters
 from tools_app.services import cache, effects
 from tools_app.services.policies import load_policy_or_denial
-from tools_app.services.pull_requests import PullRequestStore
+from tools_app.services.pull_request_store import PullRequestStore
 from tools_app.services.queueing import EVALUATE_TOOL_CALL, tool_call_enqueue
 from tools_app.services.sessions import session_count_lines, session_refresh_status
 from tools_app.tools.base import SandboxOptions, ToolContext
