@@ -34,7 +34,7 @@ from tools_app.schemas import (
     ToolCallIn,
     ToolCallOut,
 )
-from tools_app.tools import core_tool_schemas
+from tools_app.tools.registry import core_tool_schemas
 
 MAX_WAIT_SECONDS = 300.0
 
