@@ -19,7 +19,7 @@ from tools_app.policy import CallFacts, Decision, PolicySpec, SessionCounters, e
 from tools_app.tools import overlay, sandbox
 from tools_app.tools.base import ToolArgs, ToolContext, ToolError
 from tools_app.tools.catalogue import facts_for
-from tools_app.tools.jsonsafe import storable_json, storable_text
+from tools_app.tools.jsonsafe import storable_args, storable_text
 from tools_app.tools.registry import get_tool, validate_args
 
 logger = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ def prepare(
         validated = validate_args(tool, raw_args)
         args = validated.model_dump(exclude_none=True)
     except ToolError as exc:
-        return Prepared(status="failed", args=_as_dict(raw_args), error=str(exc))
+        return Prepared(status="failed", args=storable_args(raw_args), error=str(exc))
     preview, changed_lines, plan_error = None, None, ""
     try:
         preview, changed_lines = _preview(tool, validated, args, context)
@@ -180,12 +180,6 @@ def parent_dirs(path: str) -> list[str]:
         current = posixpath.dirname(current)
     dirs.append(".")
     return dirs
-
-
-def _as_dict(raw: object) -> dict[str, Any]:
-    if isinstance(raw, dict):
-        return dict(storable_json(dict(raw)))
-    return {"_raw": storable_text(repr(raw)[:1000])}
 
 
 def dry_run(

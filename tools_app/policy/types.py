@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -82,4 +82,3 @@ class CallFacts:
     args: Mapping[str, Any]
     workspace: Path
     changed_lines: int | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
