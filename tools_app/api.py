@@ -34,7 +34,7 @@ from tools_app.api_schemas import (
 )
 from tools_app.models import AgentSession, ToolCall
 from tools_app.policy import SessionCounters
-from tools_app.tools import core_tool_schemas
+from tools_app.tools.registry import core_tool_schemas
 
 MAX_WAIT_SECONDS = 300.0
 

@@ -15,27 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tools_app.policy import (
-    FILE_WRITE_TOOLS,
-    CallFacts,
-    Decision,
-    PolicySpec,
-    SessionCounters,
-    analyse_command,
-    evaluate,
-    parts_for_preview,
-)
-from tools_app.tools import REGISTRY, files, get_tool, git, overlay, sandbox, validate_args
+from tools_app.policy import CallFacts, Decision, PolicySpec, SessionCounters, evaluate
+from tools_app.tools import overlay, sandbox
 from tools_app.tools.base import ToolArgs, ToolContext, ToolError
-from tools_app.tools.jsonsafe import storable_json, storable_text
-from tools_app.tools.pull_requests import CreatePullRequestArgs, pull_request_preview
+from tools_app.tools.catalogue import facts_for
+from tools_app.tools.jsonsafe import storable_args, storable_text
+from tools_app.tools.registry import get_tool, validate_args
 
 logger = logging.getLogger(__name__)
-
-# Stale after any file change (git_log only changes with commits, which clear everything).
-GIT_STATE_TOOLS = frozenset({"git_status", "git_diff"})
-# Not read-only for the policy, yet they change nothing in the workspace.
-WORKSPACE_NEUTRAL_TOOLS = frozenset({"task_done", "spawn_subagent", "web_fetch"})
 
 
 @dataclass(frozen=True)
@@ -75,12 +62,6 @@ class CacheKey:
     scope: str
 
 
-@dataclass
-class _Plan:
-    preview: dict[str, Any] | None = None
-    changed_lines: int | None = None
-
-
 def args_hash(tool: str, args: Mapping[str, Any]) -> str:
     """SHA-256 of the canonical JSON of a call: what an approval is bound to."""
     canonical = json.dumps({"tool": tool, "args": args}, sort_keys=True, separators=(",", ":"))
@@ -101,13 +82,13 @@ def prepare(
         validated = validate_args(tool, raw_args)
         args = validated.model_dump(exclude_none=True)
     except ToolError as exc:
-        return Prepared(status="failed", args=_as_dict(raw_args), error=str(exc))
-    plan_error = ""
+        return Prepared(status="failed", args=storable_args(raw_args), error=str(exc))
+    preview, changed_lines, plan_error = None, None, ""
     try:
-        plan = _plan(tool, validated, args, context)
+        preview, changed_lines = _preview(tool, validated, args, context)
     except ToolError as exc:
-        plan, plan_error = _Plan(), str(exc)
-    facts = CallFacts(tool, args, workspace, plan.changed_lines)
+        plan_error = str(exc)
+    facts = CallFacts(tool, args, workspace, changed_lines)
     decision = _unsandboxed_needs_a_person(tool, evaluate(policy, facts, counters))
     if plan_error and decision.decision != "deny":
         # A call that cannot work (old_string not found …) fails; one the policy
@@ -118,8 +99,8 @@ def prepare(
         status=status[decision.decision],
         args=args,
         decision=decision,
-        preview=plan.preview,
-        changed_lines=plan.changed_lines,
+        preview=preview,
+        changed_lines=changed_lines,
     )
 
 
@@ -137,42 +118,12 @@ def _unsandboxed_needs_a_person(tool: str, decision: Decision) -> Decision:
     )
 
 
-def _plan(tool: str, validated: ToolArgs, args: dict[str, Any], context: ToolContext) -> _Plan:
+def _preview(
+    tool: str, validated: ToolArgs, args: dict[str, Any], context: ToolContext
+) -> tuple[dict[str, Any] | None, int | None]:
     """The preview a reviewer would see and the lines the call would change."""
-    workspace = context.workspace
-    if tool == "create_pull_request" and isinstance(validated, CreatePullRequestArgs):
-        return _Plan(preview=pull_request_preview(context, validated))
-    if tool in FILE_WRITE_TOOLS:
-        change = files.plan_file_change(context, tool, args)
-        preview = {
-            "path": change.path,
-            "diff": change.diff,
-            "changed_lines": change.changed_lines,
-            "state": files.preview_state(change),
-        }
-        return _Plan(preview=preview, changed_lines=change.changed_lines)
-    if tool == "run_command":
-        analysis = analyse_command(str(args["command"]))
-        preview = {
-            "command": args["command"],
-            "timeout": args.get("timeout", 120),
-            "parts": parts_for_preview(analysis),
-            "opaque": list(analysis.opaque),
-            "sandboxed": overlay.cow_available(),
-        }
-        return _Plan(preview=preview)
-    if tool == "git_commit":
-        commit = git.commit_preview(workspace, args.get("files"))
-        preview = {
-            "message": args["message"],
-            "files": commit.files,
-            "stat": commit.stat,
-            "diff": commit.diff,
-            "changed_lines": commit.changed_lines,
-            "state": {"tree": commit.tree, "base": commit.base},
-        }
-        return _Plan(preview=preview, changed_lines=commit.changed_lines)
-    return _Plan()
+    preview = get_tool(tool).preview
+    return (None, None) if preview is None else preview(context, validated, args)
 
 
 def execute(tool: str, args: Mapping[str, Any], context: ToolContext) -> Outcome:
@@ -194,27 +145,27 @@ def execute(tool: str, args: Mapping[str, Any], context: ToolContext) -> Outcome
 
 def cache_key(tool: str, args: Mapping[str, Any], workspace: Path) -> CacheKey | None:
     """The cache entry a read-only call would use, or None when it is not cacheable."""
-    spec = REGISTRY.get(tool)
-    if spec is None or not spec.cacheable:
+    scope = facts_for(tool).cache
+    if scope is None:
         return None
-    scope = "."
-    if tool in {"read_file", "list_files", "search_codebase"} and args.get("path"):
+    where = "."
+    if scope in ("file", "tree") and args.get("path"):
         try:
             resolved = sandbox.resolve_path(workspace, str(args["path"]))
         except ToolError:
             return None
-        scope = sandbox.relative_to_workspace(workspace, resolved)
-    return CacheKey(key=args_hash(tool, args), scope=scope)
+        where = sandbox.relative_to_workspace(workspace, resolved)
+    return CacheKey(key=args_hash(tool, args), scope=where)
 
 
 def invalidation_for(tool: str, args: Mapping[str, Any], workspace: Path) -> Invalidation:
     """What a call that ran makes stale: a write its file's reads and enclosing listings."""
-    if tool in FILE_WRITE_TOOLS:
+    writes = facts_for(tool).writes
+    if writes == "path":
         resolved = sandbox.resolve_path(workspace, str(args["path"]))
         rel = sandbox.relative_to_workspace(workspace, resolved)
         return Invalidation(paths=(rel,), git_state=True)
-    spec = REGISTRY.get(tool)
-    if (spec is not None and spec.read_only) or tool in WORKSPACE_NEUTRAL_TOOLS:
+    if writes == "nothing":
         return Invalidation()
     # Commands, commits, branch switches, pull requests and skill tools: anything.
     return Invalidation(everything=True)
@@ -229,12 +180,6 @@ def parent_dirs(path: str) -> list[str]:
         current = posixpath.dirname(current)
     dirs.append(".")
     return dirs
-
-
-def _as_dict(raw: object) -> dict[str, Any]:
-    if isinstance(raw, dict):
-        return dict(storable_json(dict(raw)))
-    return {"_raw": storable_text(repr(raw)[:1000])}
 
 
 def dry_run(

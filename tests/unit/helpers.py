@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from tools_app.tools import get_tool, validate_args
 from tools_app.tools.base import SandboxOptions, ToolContext
 from tools_app.tools.effect import Effect
 from tools_app.tools.forge import PullRequestRef
 from tools_app.tools.overlay import apply_effect, cow_available
 from tools_app.tools.paths import in_git_dir
+from tools_app.tools.registry import get_tool, validate_args
 
 requires_cow = pytest.mark.skipif(
     not cow_available(),

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from tests.unit.helpers import call, git, git_repo, make_workspace
-from tools_app.tools import REGISTRY
+from tools_app import engine
 from tools_app.tools.base import ToolContext, ToolError
-from tools_app.tools.git import GIT_STATE_CHANGING_TOOLS, commit_preview
+from tools_app.tools.git import commit_preview
 
 
 def ctx_for(ws: Path, **kw: Any) -> ToolContext:
@@ -317,9 +317,9 @@ def test_commit_on_a_detached_head(tmp_path: Path) -> None:
 # --- registry -------------------------------------------------------------------------
 
 
-def test_read_only_git_tools_are_cacheable_and_writers_are_not() -> None:
+def test_read_only_git_tools_are_cached_and_git_writers_clear_the_cache(tmp_path: Path) -> None:
     for name in ("git_status", "git_diff", "git_log"):
-        assert REGISTRY[name].read_only and REGISTRY[name].cacheable, name
+        assert engine.cache_key(name, {}, tmp_path) is not None, name
     for name in ("git_commit", "git_branch", "create_pull_request"):
-        assert not REGISTRY[name].read_only and not REGISTRY[name].cacheable, name
-        assert name in GIT_STATE_CHANGING_TOOLS
+        assert engine.cache_key(name, {}, tmp_path) is None, name
+        assert engine.invalidation_for(name, {}, tmp_path).everything, name

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from tools_app.tools import REGISTRY, core_tool_schemas, get_tool, validate_args
 from tools_app.tools.base import ToolContext, ToolError
+from tools_app.tools.catalogue import CATALOGUE, READ_ONLY_TOOLS
 from tools_app.tools.files import ReadFileArgs
+from tools_app.tools.registry import REGISTRY, core_tool_schemas, get_tool, validate_args
 from tools_app.tools.shell import RunCommandArgs
 
 CORE = {
@@ -134,11 +135,27 @@ def test_optional_arguments_have_a_plain_type_in_the_schema() -> None:
 
 
 def test_read_only_tools_are_flagged() -> None:
-    read_only = {name for name, spec in REGISTRY.items() if spec.read_only}
-    assert read_only == {
-        "read_file", "search_codebase", "list_files", "task_done",
+    read_only = {name for name, spec in REGISTRY.items() if spec.facts.read_only is True}
+    assert read_only == READ_ONLY_TOOLS == {
+        "read_file", "search_codebase", "list_files",
         "git_status", "git_diff", "git_log",
     }  # fmt: skip
+
+
+def test_git_branch_only_reads_when_it_lists() -> None:
+    facts = REGISTRY["git_branch"].facts
+    assert facts.reads_only({"action": "list"})
+    assert not facts.reads_only({"action": "create", "name": "x"})
+
+
+def test_the_registry_and_the_catalogue_name_the_same_tools() -> None:
+    assert set(REGISTRY) == set(CATALOGUE)
+    assert all(spec.facts is CATALOGUE[name] for name, spec in REGISTRY.items())
+
+
+def test_the_internal_effect_tool_is_not_registered() -> None:
+    with pytest.raises(ToolError, match="Unknown tool"):
+        get_tool("apply_command_effect")
 
 
 def test_git_defaults_follow_the_reference() -> None:

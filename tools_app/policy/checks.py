@@ -17,7 +17,7 @@ from tools_app.policy.patterns import compile_pattern, first_match
 from tools_app.policy.risky_commands import builtin_approval_reason, policy_approval_reason
 from tools_app.policy.targets import write_targets
 from tools_app.policy.types import Decision, Verdict
-from tools_app.tools.base import ToolError
+from tools_app.tools.errors import ToolError
 from tools_app.tools.netguard import check_target
 
 APPROVE = "; a person must approve it"

@@ -11,24 +11,21 @@ from typing import Any
 from tools_app.policy.commands import CommandAnalysis, analyse_command
 from tools_app.policy.paths import workspace_relative
 from tools_app.policy.types import CallFacts, PolicySpec, SessionCounters
+from tools_app.tools.catalogue import CATALOGUE, FILE_WRITE_TOOLS, PATH_ARGS, READ_ONLY_TOOLS
 
-READ_ONLY_TOOLS = frozenset(
-    {"read_file", "search_codebase", "list_files", "git_status", "git_diff", "git_log"}
-)
-FILE_WRITE_TOOLS = frozenset({"write_file", "edit_file"})
-PATH_ARGS: Mapping[str, tuple[str, ...]] = {
-    "read_file": ("path",),
-    "write_file": ("path",),
-    "edit_file": ("path",),
-    "list_files": ("path",),
-    "search_codebase": ("path",),
-    "git_commit": ("files",),
-}
+__all__ = [
+    "FILE_WRITE_TOOLS",
+    "READ_ONLY_TOOLS",
+    "CallContext",
+    "argument_strings",
+    "is_read_only",
+]
 
 
 def is_read_only(tool: str, args: Mapping[str, Any]) -> bool:
-    """Read-only tools, and `git_branch` when it only lists."""
-    return tool in READ_ONLY_TOOLS or (tool == "git_branch" and args.get("action") == "list")
+    """Read-only tools, and `git_branch` when it only lists (see `tools/catalogue.py`)."""
+    facts = CATALOGUE.get(tool)
+    return facts is not None and facts.reads_only(args)
 
 
 @dataclass

@@ -10,7 +10,7 @@ import os
 import posixpath
 from pathlib import Path
 
-from tools_app.tools.base import ToolError
+from tools_app.tools.errors import ToolError
 from tools_app.tools.paths import (
     in_git_dir,
     is_within,

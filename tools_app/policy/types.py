@@ -159,4 +159,3 @@ class CallFacts:
     args: Mapping[str, Any]
     workspace: Path
     changed_lines: int | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)

@@ -9,6 +9,7 @@ from django.db.models import Q
 
 from tools_app import engine
 from tools_app.models import CachedResult, ToolCall
+from tools_app.tools.catalogue import cached_with
 
 
 def lookup(call: ToolCall) -> str | None:
@@ -41,9 +42,9 @@ def invalidate(session_id: int, stale: engine.Invalidation) -> None:
         return
     condition = Q(pk__in=[])
     for path in stale.paths:
-        condition |= Q(tool="read_file", scope=path)
+        condition |= Q(tool__in=cached_with("file"), scope=path)
         listings = [path, *engine.parent_dirs(path)]
-        condition |= Q(tool__in=["list_files", "search_codebase"], scope__in=listings)
+        condition |= Q(tool__in=cached_with("tree"), scope__in=listings)
     if stale.git_state:
-        condition |= Q(tool__in=sorted(engine.GIT_STATE_TOOLS))
+        condition |= Q(tool__in=cached_with("worktree"))
     entries.filter(condition).delete()

@@ -21,24 +21,13 @@ from tools_app.services.queueing import (
     tool_call_enqueue,
 )
 from tools_app.services.sessions import session_refresh_status
+from tools_app.tools.catalogue import facts_for
 
 logger = logging.getLogger(__name__)
 
 Status = ToolCall.Status
 NEVER_SENT_AFTER = timedelta(seconds=30)
 RESEND_AFTER = timedelta(minutes=5)
-# Calls that give the same result when run twice; anything else is never re-run.
-RERUNNABLE_TOOLS = frozenset(
-    {
-        "read_file",
-        "list_files",
-        "search_codebase",
-        "git_status",
-        "git_diff",
-        "git_log",
-        "write_file",
-    }
-)
 
 
 def tool_call_expire_overdue() -> int:
@@ -108,7 +97,7 @@ def tool_call_recover_interrupted(*, host: str | None = None) -> int:
 
 
 def _recover(call: ToolCall) -> int:
-    if call.tool not in RERUNNABLE_TOOLS:
+    if not facts_for(call.tool).rerunnable:  # may have partly changed something
         note = (
             f"The worker running this {call.tool} stopped before it finished. It may have "
             "partly run, so it was not run again: check the workspace before retrying."

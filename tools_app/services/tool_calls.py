@@ -23,7 +23,7 @@ from tools_app.services.queueing import EVALUATE_TOOL_CALL, tool_call_enqueue
 from tools_app.services.sessions import session_count_lines, session_refresh_status
 from tools_app.tools.base import SandboxOptions, ToolContext
 from tools_app.tools.forge import ForgeSettings
-from tools_app.tools.jsonsafe import storable_json, storable_text
+from tools_app.tools.jsonsafe import storable_args, storable_text
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +48,10 @@ def tool_call_run_in_process(*, session: AgentSession, tool: str, args: object) 
 @transaction.atomic
 def _tool_call_create(session: AgentSession, tool: str, args: object) -> ToolCall:
     call = ToolCall.objects.create(
-        session=session, tool=storable_text(tool[:200]), args=_plain(args), status=Status.PENDING
+        session=session,
+        tool=storable_text(tool[:200]),
+        args=storable_args(args),
+        status=Status.PENDING,
     )
     events.tool_call_event(call, "tool_call.received")
     return call
@@ -74,7 +77,7 @@ def _prepare(
     spec: PolicySpec | Decision, tool: str, args: object, session: AgentSession
 ) -> engine.Prepared:
     if isinstance(spec, Decision):
-        return engine.Prepared(status=Status.DENIED, args=_plain(args), decision=spec)
+        return engine.Prepared(status=Status.DENIED, args=storable_args(args), decision=spec)
     return engine.prepare(spec, tool, args, tool_context(session), session_counters(session))
 
 
@@ -208,11 +211,3 @@ def _tool_call_finish(
             events.tool_call_event(call, f"tool_call.{status}")
             session_refresh_status(session_id=call.session_id)
     return call
-
-
-def _plain(args: object) -> dict[str, Any]:
-    """Arguments as received, in a form every database stores (a lone surrogate or a NUL
-    would make PostgreSQL refuse the row)."""
-    if isinstance(args, dict):
-        return dict(storable_json(dict(args)))
-    return {"_raw": storable_text(repr(args)[:1000])}

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
 from tools_app.tools import jsonsafe
+from tools_app.tools.catalogue import ToolFacts
 from tools_app.tools.errors import ToolError
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "MAX_NAME_CHARS",
     "MAX_PATH_CHARS",
     "MAX_TEXT_CHARS",
+    "Preview",
     "SandboxOptions",
     "ToolArgs",
     "ToolContext",
@@ -98,16 +100,27 @@ class ToolContext:
     effect_handler: Callable[[Effect], str] | None = None
 
 
+# How a tool shows a reviewer what a call would do, before it runs: called with the
+# context, the validated args model and the validated arguments as a dict; returns the
+# preview and the lines the call would change (None: no count). Raises ToolError when
+# the call cannot work.
+Preview = Callable[[ToolContext, Any, dict[str, Any]], tuple[dict[str, Any], int | None]]
+
+
 @dataclass(frozen=True)
 class ToolSpec:
-    """A registered tool: its name, what the model reads, how to run it."""
+    """A registered tool: what it is (`facts`), what the model reads, how to run it and
+    how to preview it (None: no preview)."""
 
-    name: str
+    facts: ToolFacts
     description: str
     args_model: type[ToolArgs]
     run: Callable[[ToolContext, Any], str]
-    read_only: bool = False
-    cacheable: bool = False
+    preview: Preview | None = None
+
+    @property
+    def name(self) -> str:
+        return self.facts.name
 
     def json_schema(self) -> dict[str, Any]:
         schema = self.args_model.model_json_schema()

@@ -71,11 +71,6 @@ HARDENING = (
 )  # fmt: skip
 # Options for every command that may print a diff: no external diff, no textconv.
 NO_DIFF_PROGRAMS = ("--no-ext-diff", "--no-textconv", "--no-color")
-# Tools that change git state (the engine invalidates cached git_status/diff/log after
-# them): git_commit (index, HEAD), git_branch create/switch (HEAD, working tree),
-# create_pull_request (a remote branch, remote-tracking refs). run_command may change
-# anything.
-GIT_STATE_CHANGING_TOOLS = frozenset({"git_commit", "git_branch", "create_pull_request"})
 
 
 @dataclass(frozen=True)

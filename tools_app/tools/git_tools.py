@@ -2,7 +2,7 @@
 
 Every command goes through `git._execute` (hardened; see tools/git.py). git_status,
 git_diff and git_log only read; git_commit and git_branch (create, switch) change git
-state: `git.GIT_STATE_CHANGING_TOOLS` names them for cache invalidation.
+state (what that makes stale is in `tools/catalogue.py`).
 """
 
 from __future__ import annotations

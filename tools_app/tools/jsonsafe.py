@@ -24,6 +24,7 @@ __all__ = [
     "loads",
     "printable",
     "problem",
+    "storable_args",
     "storable_json",
     "storable_text",
     "text_issue",
@@ -138,6 +139,15 @@ def storable_json(value: object) -> Any:
     """
     budget = [MAX_STORED_CHARS]
     return _storable(value, 0, budget)
+
+
+def storable_args(args: object) -> dict[str, Any]:
+    """A call's arguments as received, in a form every database stores (a lone surrogate
+    or a NUL would make PostgreSQL refuse the row); anything but an object is kept as
+    its repr under `_raw`."""
+    if isinstance(args, dict):
+        return dict(storable_json(dict(args)))
+    return {"_raw": storable_text(repr(args)[:1000])}
 
 
 def storable_text(text: str) -> str:

@@ -1,0 +1,112 @@
+"""What each tool is, as plain data: the one place every reader of these facts looks.
+
+The policy (read-only tools, path arguments, file writes), the engine (cache keys, what
+a call makes stale), the cache and crash recovery (may an interrupted run be re-run)
+all derive their sets from `CATALOGUE`.
+
+This module is plain data on purpose, apart from the registry: the policy package
+imports it and must stay cheap to import, while the registry (`tools/registry.py`)
+loads every tool module, httpx and GitPython among them. The registry attaches to each
+entry what running the tool needs (its args model, its function, its preview) and
+refuses to start when the two lists disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = [
+    "CATALOGUE",
+    "FILE_WRITE_TOOLS",
+    "PATH_ARGS",
+    "READ_ONLY_TOOLS",
+    "CacheScope",
+    "ToolFacts",
+    "Writes",
+    "cached_with",
+    "facts_for",
+]
+
+# Where a cached result is kept and what makes it stale:
+#   "file"      keyed by its `path`; a write to that file makes it stale;
+#   "tree"      keyed by its `path` directory; a write anywhere below makes it stale;
+#   "worktree"  any file write makes it stale (git status, git diff);
+#   "history"   only a call that may change anything makes it stale (git log: commits).
+CacheScope = Literal["file", "tree", "worktree", "history"]
+# What a call changes in the workspace: nothing, the file its `path` names, or anything
+# (a command, a commit, a branch switch, a pull request, a tool this module does not know).
+Writes = Literal["nothing", "path", "anything"]
+
+
+@dataclass(frozen=True)
+class ToolFacts:
+    """What a tool is, for everyone who decides about a call without running it.
+
+    `read_only` is the policy's notion: a call that only reads is allowed "because it
+    only reads" when nothing else objects. It is a bool, or a predicate on the call's
+    arguments for a tool that only sometimes reads (`git_branch` listing).
+    `rerunnable`: a run interrupted by a crash may be run again (same result twice).
+    """
+
+    name: str
+    read_only: bool | Callable[[Mapping[str, Any]], bool] = False
+    path_args: tuple[str, ...] = ()
+    cache: CacheScope | None = None
+    writes: Writes = "anything"
+    rerunnable: bool = False
+
+    def reads_only(self, args: Mapping[str, Any]) -> bool:
+        return self.read_only(args) if callable(self.read_only) else self.read_only
+
+
+def _lists_branches(args: Mapping[str, Any]) -> bool:
+    return args.get("action") == "list"
+
+
+def _reader(name: str, cache: CacheScope, path_args: tuple[str, ...] = ()) -> ToolFacts:
+    """A tool that only reads: cached, changes nothing, safe to run again."""
+    return ToolFacts(name, True, path_args, cache, writes="nothing", rerunnable=True)
+
+
+_PATH = ("path",)
+
+CATALOGUE: Mapping[str, ToolFacts] = {
+    facts.name: facts
+    for facts in (
+        _reader("read_file", "file", _PATH),
+        ToolFacts("write_file", path_args=_PATH, writes="path", rerunnable=True),
+        ToolFacts("edit_file", path_args=_PATH, writes="path"),
+        ToolFacts("run_command"),
+        _reader("search_codebase", "tree", _PATH),
+        _reader("list_files", "tree", _PATH),
+        # Not "only reads" for the policy (it ends the task), yet it changes nothing.
+        ToolFacts("task_done", writes="nothing"),
+        _reader("git_status", "worktree"),
+        _reader("git_diff", "worktree"),
+        ToolFacts("git_commit", path_args=("files",)),
+        _reader("git_log", "history"),
+        ToolFacts("git_branch", read_only=_lists_branches),
+        ToolFacts("create_pull_request"),
+        ToolFacts("spawn_subagent", writes="nothing"),
+        ToolFacts("web_fetch", writes="nothing"),
+    )
+}
+
+READ_ONLY_TOOLS = frozenset(name for name, f in CATALOGUE.items() if f.read_only is True)
+FILE_WRITE_TOOLS = frozenset(name for name, f in CATALOGUE.items() if f.writes == "path")
+PATH_ARGS: Mapping[str, tuple[str, ...]] = {
+    name: f.path_args for name, f in CATALOGUE.items() if f.path_args
+}
+
+
+def facts_for(tool: str) -> ToolFacts:
+    """A tool's facts; an unknown tool (a skill's, the internal effect tool) is assumed
+    to change anything, never to only read, and never to be safe to run twice."""
+    return CATALOGUE.get(tool) or ToolFacts(tool)
+
+
+def cached_with(scope: CacheScope) -> list[str]:
+    """The tools whose results are cached with this scope, sorted."""
+    return sorted(name for name, f in CATALOGUE.items() if f.cache == scope)
