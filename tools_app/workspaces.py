@@ -8,7 +8,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from tools_app.tools.git import HARDENING, git_env
+from tools_app.tools.git_runner import HARDENING, git_env
 
 CLONE_TIMEOUT = 600
 # `ext::` and other transports run commands; only these reach git here.

@@ -14,9 +14,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tools_app.tools import git
+from tools_app.tools import git_runner
 from tools_app.tools.base import ToolContext
-from tools_app.tools.git_tools import GitCommitArgs, git_commit
+from tools_app.tools.git import GitCommitArgs, git_commit
 
 Op = Callable[[Path, int], None]
 
@@ -156,7 +156,7 @@ def test_the_previewed_diff_is_the_committed_diff(ops: list[tuple[Op, int]]) -> 
     try:
         for op, n in ops:
             op(repo, n)
-        preview = git.commit_preview(repo, None)
+        preview = git_runner.commit_preview(repo, None)
         if not preview.files:
             return
         base = run(repo, "rev-parse", "HEAD").strip()
@@ -170,7 +170,7 @@ def test_the_previewed_diff_is_the_committed_diff(ops: list[tuple[Op, int]]) -> 
         for path, content in on_disk.items():
             if content is not None:
                 assert committed[path][1] == content, path
-        assert git.commit_preview(repo, None).files == []
+        assert git_runner.commit_preview(repo, None).files == []
     finally:
         shutil.rmtree(repo, ignore_errors=True)
 
@@ -179,7 +179,7 @@ def test_a_same_size_change_in_the_index_second_is_counted() -> None:
     repo = make_repo()
     try:
         racy_same_size_edit(repo, 3)
-        preview = git.commit_preview(repo, None)
+        preview = git_runner.commit_preview(repo, None)
         assert preview.files == ["a.txt"]
         assert preview.changed_lines == 4  # three lines out, one in
         assert "+4444" in preview.diff

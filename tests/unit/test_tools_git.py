@@ -8,7 +8,7 @@ import pytest
 
 from tests.unit.helpers import git, git_repo, make_workspace, snapshot
 from tools_app.tools.base import ToolError
-from tools_app.tools.git import commit_preview
+from tools_app.tools.git_runner import commit_preview
 
 
 def _changes(ws: Path) -> None:

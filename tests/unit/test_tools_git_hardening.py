@@ -13,7 +13,7 @@ import pytest
 from tests.unit.helpers import MemoryStore, call, git, git_repo
 from tools_app.tools.base import ToolContext
 from tools_app.tools.forge import ForgeSettings
-from tools_app.tools.git import commit_preview, run_git
+from tools_app.tools.git_runner import commit_preview, run_git
 from tools_app.tools.pull_requests import CreatePullRequestArgs, pull_request_preview
 
 HOOKS = (

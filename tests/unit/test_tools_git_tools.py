@@ -10,7 +10,7 @@ import pytest
 from tests.unit.helpers import call, git, git_repo, make_workspace
 from tools_app import engine
 from tools_app.tools.base import ToolContext, ToolError
-from tools_app.tools.git import commit_preview
+from tools_app.tools.git_runner import commit_preview
 
 
 def ctx_for(ws: Path, **kw: Any) -> ToolContext:

@@ -22,7 +22,7 @@ from tools_app.models import AgentSession, ToolCall
 from tools_app.policy import PolicySpec, SessionCounters
 from tools_app.services.policies import load_policy_or_denial
 from tools_app.services.sessions import session_count_lines, session_refresh_status
-from tools_app.tools import git
+from tools_app.tools import git_runner
 from tools_app.tools.effect import Effect
 from tools_app.tools.effect_apply import (
     apply_effect,
@@ -58,7 +58,7 @@ def _judge_and_apply(
     call: ToolCall, session: AgentSession, spec: PolicySpec, effect: Effect, *, approved: bool
 ) -> str:
     workspace = Path(session.workspace)
-    ignored = git.ignored_paths(workspace, [e.path for e in effect.entries])
+    ignored = git_runner.ignored_paths(workspace, [e.path for e in effect.entries])
     counters = SessionCounters(
         total_changed_lines=session.total_changed_lines,
         changed_since_approval=session.changed_since_approval,

@@ -2,7 +2,7 @@
 
 `pull_request_preview` is computed before approval and shows exactly what will be
 proposed. `create_pull_request` (after approval) computes the same proposal again,
-pushes the head branch to `origin` with GitPython (hardened: see tools/git.py), and
+pushes the head branch to `origin` with GitPython (hardened: see tools/git_runner.py), and
 opens the pull request with the first provider that fits:
 
 1. the GitHub REST API, when a token is set and origin is a GitHub (or, with a custom
@@ -27,7 +27,7 @@ from typing import Any, Literal
 import git as gitpython
 from pydantic import Field, field_validator
 
-from tools_app.tools import forge, git
+from tools_app.tools import forge, git_runner
 from tools_app.tools.base import (
     MAX_COMMAND_CHARS,
     MAX_NAME_CHARS,
@@ -63,7 +63,7 @@ class CreatePullRequestArgs(ToolArgs):
     @classmethod
     def _valid_base(cls, base: str) -> str:
         try:
-            return git.check_branch_name(base, argument="base")
+            return git_runner.check_branch_name(base, argument="base")
         except ToolError as error:
             raise ValueError(str(error)) from None
 
@@ -114,9 +114,9 @@ def create_pull_request(ctx: ToolContext, args: CreatePullRequestArgs) -> str:
 
 def proposal_state(workspace: Path, proposal: Proposal) -> dict[str, str]:
     """The commits a proposal is made of: what an approval of it is bound to."""
-    head = git.run_git(workspace, ["rev-parse", "--verify", f"refs/heads/{proposal.head}"])
+    head = git_runner.run_git(workspace, ["rev-parse", "--verify", f"refs/heads/{proposal.head}"])
     base_ref = _base_ref(workspace, proposal.base)
-    base = git.run_git(workspace, ["rev-parse", "--verify", f"{base_ref}^{{commit}}"])
+    base = git_runner.run_git(workspace, ["rev-parse", "--verify", f"{base_ref}^{{commit}}"])
     return {"head": proposal.head, "head_commit": head.strip(), "base_commit": base.strip()}
 
 
@@ -195,17 +195,17 @@ def build_proposal(ctx: ToolContext, args: CreatePullRequestArgs) -> Proposal:
             f"Branch {head!r} has no commits that are not in {args.base!r}: nothing to "
             "propose. Commit your changes with git_commit first."
         )
-    diff_args = ["diff", *git.NO_DIFF_PROGRAMS, f"{base_ref}...refs/heads/{head}", "--"]
-    diff = git.run_git(ctx.workspace, diff_args)
-    stat = git.run_git(ctx.workspace, [*diff_args[:-1], "--stat", "--"])
+    diff_args = ["diff", *git_runner.NO_DIFF_PROGRAMS, f"{base_ref}...refs/heads/{head}", "--"]
+    diff = git_runner.run_git(ctx.workspace, diff_args)
+    stat = git_runner.run_git(ctx.workspace, [*diff_args[:-1], "--stat", "--"])
     return Proposal(
         title=args.title.strip(), body=args.body, base=args.base, head=head,
-        draft=args.draft, commits=commits, diff=git.cap_diff(diff), stat=stat,
+        draft=args.draft, commits=commits, diff=git_runner.cap_diff(diff), stat=stat,
     )  # fmt: skip
 
 
 def _head_branch(workspace: Path, base: str) -> str:
-    head = git.current_branch(git.open_repo(workspace))
+    head = git_runner.current_branch(git_runner.open_repo(workspace))
     if head is None:
         raise ToolError(
             "HEAD is detached: a pull request needs a branch. Create one with git_branch "
@@ -222,7 +222,9 @@ def _head_branch(workspace: Path, base: str) -> str:
 def _base_ref(workspace: Path, base: str) -> str:
     """origin/<base> when the remote has it (what the forge compares with), else <base>."""
     for ref in (f"refs/remotes/origin/{base}", f"refs/heads/{base}"):
-        if git.git_succeeds(workspace, ["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"]):
+        if git_runner.git_succeeds(
+            workspace, ["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"]
+        ):
             return ref
     raise ToolError(
         f"The base branch {base!r} is unknown: it is neither a local branch nor "
@@ -231,7 +233,7 @@ def _base_ref(workspace: Path, base: str) -> str:
 
 
 def _commits(workspace: Path, base_ref: str, head: str) -> list[dict[str, str]]:
-    log = git.run_git(
+    log = git_runner.run_git(
         workspace,
         ["log", "--reverse", "--no-show-signature", "--format=%H%x1f%s%x1e",
          f"{base_ref}..refs/heads/{head}", "--"],
@@ -245,7 +247,7 @@ def _commits(workspace: Path, base_ref: str, head: str) -> list[dict[str, str]]:
 
 
 def _warnings(workspace: Path) -> list[str]:
-    status = git.run_git(workspace, ["status", "--porcelain", "--ignore-submodules=dirty"])
+    status = git_runner.run_git(workspace, ["status", "--porcelain", "--ignore-submodules=dirty"])
     if status.strip():
         return ["The working tree has uncommitted changes; they are not part of this PR."]
     return []
@@ -256,7 +258,7 @@ def _warnings(workspace: Path) -> list[str]:
 
 def _origin_url(workspace: Path) -> str | None:
     """remote.origin.url as configured (before any insteadOf rewriting), or None."""
-    out = git.git_output(workspace, ["config", "--get", "remote.origin.url"])
+    out = git_runner.git_output(workspace, ["config", "--get", "remote.origin.url"])
     url = (out or "").strip()
     return url or None
 
@@ -288,7 +290,7 @@ def push_branch(
     http.extraHeader passed through the environment.
     """
     url = _push_url(workspace)
-    repo = git.open_repo(workspace)
+    repo = git_runner.open_repo(workspace)
     repo.hardened_git.extra_env = {"GIT_ALLOW_PROTOCOL": PUSH_PROTOCOLS}
     repo.hardened_git.config = _auth_config(url, origin, settings)
     repo.hardened_git.timeout = PUSH_TIMEOUT
@@ -312,11 +314,11 @@ def _receive_pack(url: str) -> str:
     command line. A server (ssh) expects the plain name."""
     if not (forge.is_local_path(url) or url.startswith("file://")):
         return "git-receive-pack"
-    return shlex.join(["git", *git.HARDENING, *RECEIVE_HARDENING, "receive-pack"])
+    return shlex.join(["git", *git_runner.HARDENING, *RECEIVE_HARDENING, "receive-pack"])
 
 
 def _push_url(workspace: Path) -> str:
-    out = git.git_output(workspace, ["remote", "get-url", "--push", "origin"])
+    out = git_runner.git_output(workspace, ["remote", "get-url", "--push", "origin"])
     url = (out or "").strip()
     if not url or url.startswith("-") or _HELPER_URL.match(url):
         raise ToolError(

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from tools_app.policy import analyse_command, parts_for_preview
-from tools_app.tools import files, git, overlay
+from tools_app.tools import files, git_runner, overlay
 from tools_app.tools.agents import SpawnSubagentArgs, spawn_subagent
 from tools_app.tools.base import ToolArgs, ToolContext, ToolError, ToolSpec
 from tools_app.tools.catalogue import CATALOGUE
@@ -27,7 +27,7 @@ from tools_app.tools.files import (
     read_file,
     write_file,
 )
-from tools_app.tools.git_tools import (
+from tools_app.tools.git import (
     GitBranchArgs,
     GitCommitArgs,
     GitDiffArgs,
@@ -91,7 +91,7 @@ def _command_preview(context: ToolContext, _: RunCommandArgs, args: dict[str, An
 
 
 def _commit_preview(context: ToolContext, _: GitCommitArgs, args: dict[str, Any]) -> _Result:
-    commit = git.commit_preview(context.workspace, args.get("files"))
+    commit = git_runner.commit_preview(context.workspace, args.get("files"))
     preview = {
         "message": args["message"],
         "files": commit.files,
