@@ -1,7 +1,7 @@
 """One tool call end to end, without Django: validate → policy → preview → run.
 
-`services.py` stores what this module decides; nothing here touches the database,
-so the whole path can be tested and benchmarked without one.
+`services/tool_calls.py` stores what this module decides; nothing here touches the
+database, so the whole path can be tested and benchmarked without one.
 """
 
 from __future__ import annotations

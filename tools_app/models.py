@@ -24,7 +24,7 @@ def default_blocked_commands() -> list[str]:
 
 
 class Policy(models.Model):
-    """What agents may do; see DESIGN.md "Policy" for the order of evaluation."""
+    """What agents may do; see tools_app/policy/engine.py for the order of evaluation."""
 
     name = models.SlugField(max_length=100, unique=True)
     description = models.TextField(blank=True)

@@ -14,13 +14,15 @@ from tools_app.policy.context import FILE_WRITE_TOOLS, CallContext
 from tools_app.policy.dangerous import dangerous_reason
 from tools_app.policy.paths import in_git_dir, protected_match
 from tools_app.policy.patterns import compile_pattern, first_match
-from tools_app.policy.risky_commands import builtin_approval_reason, policy_approval_reason
+from tools_app.policy.risky_commands import (
+    APPROVE,
+    builtin_approval_reason,
+    policy_approval_reason,
+)
 from tools_app.policy.targets import write_targets
 from tools_app.policy.types import Decision, Verdict
 from tools_app.tools.errors import ToolError
 from tools_app.tools.netguard import check_target
-
-APPROVE = "; a person must approve it"
 
 
 class Check:
