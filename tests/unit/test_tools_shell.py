@@ -64,14 +64,6 @@ def test_run_command_through_the_registry(tmp_path: Path) -> None:
     assert out == "exit code: 1\na\nb"
 
 
-def test_process_group_is_reported_to_the_context(tmp_path: Path) -> None:
-    ws = make_workspace(tmp_path)
-    started: list[int] = []
-    ctx = ToolContext(workspace=ws, on_process_start=started.append)
-    call(ctx, "run_command", {"command": "true"})
-    assert len(started) == 1 and started[0] > 1
-
-
 @requires_cow
 @pytest.mark.sandbox
 def test_without_an_effect_handler_nothing_is_applied(tmp_path: Path) -> None:

@@ -82,8 +82,6 @@ class ToolContext:
 
     workspace: Path
     sandbox: SandboxOptions = field(default_factory=SandboxOptions)
-    # Called with the process group id of a started command, so that a cancel can kill it.
-    on_process_start: Callable[[int], None] | None = None
     # Asked about once a second while a command runs: True ends it (a cancelled session).
     should_stop: Callable[[], bool] | None = None
     # Recorded in a commit trailer (`Agentweb-Session: <id>`) so a commit names its session.

@@ -100,7 +100,6 @@ def run_copy_on_write(
     options: SandboxOptions,
     *,
     timeout: float,
-    on_start: Callable[[int], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
     kill_grace: float = sandbox.KILL_GRACE_SECONDS,
 ) -> CowRun:
@@ -114,7 +113,6 @@ def run_copy_on_write(
             env=sandbox.scrubbed_env(sandbox.SANDBOX_HOME),
             timeout=timeout,
             sandboxed=True,
-            on_start=on_start,
             should_stop=should_stop,
             kill_grace=kill_grace,
         )

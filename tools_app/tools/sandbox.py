@@ -125,7 +125,6 @@ def run_process(
     env: dict[str, str],
     timeout: float,
     sandboxed: bool,
-    on_start: Callable[[int], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
     kill_grace: float = KILL_GRACE_SECONDS,
 ) -> CommandResult:
@@ -147,8 +146,6 @@ def run_process(
     )
     assert proc.stdout is not None
     collector = _Collector(proc.stdout, OUTPUT_LIMIT)
-    if on_start is not None:
-        on_start(proc.pid)
     timed_out = _wait_or_kill(proc, timeout, should_stop, kill_grace)
     _kill_group(proc.pid, signal.SIGKILL)
     _wait_group_gone(proc.pid, kill_grace)
@@ -163,7 +160,6 @@ def run_plain(
     argv: Sequence[str],
     *,
     timeout: float,
-    on_start: Callable[[int], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
     kill_grace: float = KILL_GRACE_SECONDS,
 ) -> CommandResult:
@@ -179,7 +175,6 @@ def run_plain(
             env=scrubbed_env(home),
             timeout=timeout,
             sandboxed=False,
-            on_start=on_start,
             should_stop=should_stop,
             kill_grace=kill_grace,
         )

@@ -45,7 +45,6 @@ def run_command(ctx: ToolContext, args: RunCommandArgs) -> str:
             ctx.workspace,
             argv,
             timeout=args.timeout,
-            on_start=ctx.on_process_start,
             should_stop=ctx.should_stop,
         )
         return format_result(result, args.timeout) + "\n" + UNSANDBOXED_NOTE
@@ -54,7 +53,6 @@ def run_command(ctx: ToolContext, args: RunCommandArgs) -> str:
         argv,
         ctx.sandbox,
         timeout=args.timeout,
-        on_start=ctx.on_process_start,
         should_stop=ctx.should_stop,
     ) as run:
         text = format_result(run.result, args.timeout)
