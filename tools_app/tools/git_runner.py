@@ -313,7 +313,7 @@ def commit_preview(workspace: Path, files: list[str] | None) -> CommitPreview:
     the scratch index starts from HEAD, as `git commit --only` does: changes staged
     earlier for other paths are not part of that commit.
     """
-    paths = _repo_paths(workspace, files)
+    paths = repo_paths(workspace, files)
     head = head_commit(workspace)
     with tempfile.TemporaryDirectory(prefix="agentweb-index-") as scratch:
         env = git_env({"GIT_INDEX_FILE": str(Path(scratch) / "index")})
@@ -355,10 +355,6 @@ def _seed_index(workspace: Path, env: dict[str, str], tree: str | None) -> None:
 
 def repo_paths(workspace: Path, files: list[str] | None) -> list[str]:
     """Workspace-relative paths, each checked to be inside the workspace and not in .git."""
-    return _repo_paths(workspace, files)
-
-
-def _repo_paths(workspace: Path, files: list[str] | None) -> list[str]:
     paths: list[str] = []
     for name in files or []:
         resolved = sandbox.resolve_path(workspace, name, argument="files")
