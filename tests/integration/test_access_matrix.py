@@ -31,6 +31,7 @@ from tools_app import routing, services, urls
 from tools_app.api import api
 from tools_app.models import AgentSession, Policy, PullRequest, ToolCall
 from tools_app.services.pull_request_store import PullRequestStore
+from tools_app.tools.forge import Proposal
 
 pytestmark = pytest.mark.django_db
 
@@ -309,7 +310,11 @@ def test_a_deactivated_creator_sees_nothing(world: World) -> None:
 
 def test_a_pull_request_recorded_for_a_session_belongs_to_it(world: World) -> None:
     store = PullRequestStore(session_id=world.session.pk)
-    ref = store.create("demo", "Fix", "", "main", "feature/b", False, [], "+fix\n")
+    proposal = Proposal(
+        title="Fix", body="", base="main", head="feature/b", draft=False, commits=[],
+        diff="+fix\n", stat="",
+    )  # fmt: skip
+    ref = store.create("demo", proposal)
     pull = PullRequest.objects.get(number=ref.number, repo_key="demo")
     assert pull.session == world.session
     assert world.browser("creator").get(f"/pulls/{pull.pk}/").status_code == 200

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 
 from tools_app.tools.base import SandboxOptions, ToolContext
 from tools_app.tools.effect import Effect
-from tools_app.tools.forge import PullRequestRef
+from tools_app.tools.forge import Proposal, PullRequestRef
 from tools_app.tools.overlay import apply_effect, cow_available
 from tools_app.tools.paths import in_git_dir
 from tools_app.tools.registry import get_tool, validate_args
@@ -99,20 +100,7 @@ class MemoryStore:
                 return PullRequestRef(f"http://agentweb.test/prs/{number}", number)
         return None
 
-    def create(
-        self,
-        repo_key: str,
-        title: str,
-        body: str,
-        base: str,
-        head: str,
-        draft: bool,
-        commits: list[dict[str, str]],
-        diff: str,
-    ) -> PullRequestRef:
-        self.created.append(
-            {"repo_key": repo_key, "title": title, "body": body, "base": base, "head": head,
-             "draft": draft, "commits": commits, "diff": diff}
-        )  # fmt: skip
+    def create(self, repo_key: str, proposal: Proposal) -> PullRequestRef:
+        self.created.append({"repo_key": repo_key, **asdict(proposal)})
         number = len(self.created)
         return PullRequestRef(f"http://agentweb.test/prs/{number}", number)

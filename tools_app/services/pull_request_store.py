@@ -8,7 +8,7 @@ from django.db.models import Max
 from django.urls import reverse
 
 from tools_app.models import PullRequest
-from tools_app.tools.forge import PullRequestRef
+from tools_app.tools.forge import Proposal, PullRequestRef
 
 
 class PullRequestStore:
@@ -25,28 +25,19 @@ class PullRequestStore:
         found = PullRequest.objects.filter(repo_key=repo_key, head=head).first()
         return _ref(found) if found else None
 
-    def create(
-        self,
-        repo_key: str,
-        title: str,
-        body: str,
-        base: str,
-        head: str,
-        draft: bool,
-        commits: list[dict[str, str]],
-        diff: str,
-    ) -> PullRequestRef:
+    def create(self, repo_key: str, proposal: Proposal) -> PullRequestRef:
         """Numbers count per repository; a second create for one head returns the first."""
         try:
             with transaction.atomic():
                 last = PullRequest.objects.filter(repo_key=repo_key).aggregate(n=Max("number"))
                 pull = PullRequest.objects.create(
-                    repo_key=repo_key, number=(last["n"] or 0) + 1, title=title, body=body,
-                    base=base, head=head, draft=draft, commits=commits, diff=diff,
+                    repo_key=repo_key, number=(last["n"] or 0) + 1, title=proposal.title,
+                    body=proposal.body, base=proposal.base, head=proposal.head,
+                    draft=proposal.draft, commits=proposal.commits, diff=proposal.diff,
                     session_id=self.session_id,
                 )  # fmt: skip
         except IntegrityError:
-            existing = self.find(repo_key, head)
+            existing = self.find(repo_key, proposal.head)
             if existing is None:
                 raise
             return existing

@@ -45,17 +45,7 @@ class LocalPullRequestStore(Protocol):
         """The open pull request for `head`, if one exists."""
         ...
 
-    def create(
-        self,
-        repo_key: str,
-        title: str,
-        body: str,
-        base: str,
-        head: str,
-        draft: bool,
-        commits: list[dict[str, str]],
-        diff: str,
-    ) -> PullRequestRef:
+    def create(self, repo_key: str, proposal: Proposal) -> PullRequestRef:
         """Record a new pull request; commits are {"hash", "subject"} dicts, base..head."""
         ...
 

@@ -161,10 +161,7 @@ def _open_locally(
     found = store.find(repo_key=key, head=proposal.head)
     if found is not None:
         return found, True
-    created = store.create(
-        repo_key=key, title=proposal.title, body=proposal.body, base=proposal.base,
-        head=proposal.head, draft=proposal.draft, commits=proposal.commits, diff=proposal.diff,
-    )  # fmt: skip
+    created = store.create(repo_key=key, proposal=proposal)
     return created, False
 
 
