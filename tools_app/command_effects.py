@@ -16,7 +16,7 @@ see), and what never applies:
 from __future__ import annotations
 
 import os
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +25,9 @@ from tools_app.tools import files, lines, paths
 from tools_app.tools.effect import Effect, EffectEntry
 
 MAX_PREVIEW_CHARS = 2 * 1024 * 1024
+# Past this many files a removed directory is not counted file by file: it waits for a
+# person instead (bounded work for the worker, and nobody deletes that much unseen).
+MAX_REMOVED_FILES = 50_000
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,31 @@ class EffectVerdict:
         return sum(self.lines_by_path.get(path, 0) for path in which)
 
 
+def removed_trees(workspace: Path, effect: Effect) -> dict[str, list[str] | None]:
+    """The files below each directory the effect removes or replaces (None: too many).
+
+    Overlay records `rm -rf config` as one whiteout; what it deletes, `config/.env`
+    included, is only seen by looking at the workspace below it.
+    """
+    root = Path(os.path.realpath(workspace))
+    trees: dict[str, list[str] | None] = {}
+    for entry in effect.entries:
+        if entry.before == "dir" and entry.kind != "dir":
+            trees[entry.path] = _files_below(root, entry.path)
+    return trees
+
+
+def _files_below(root: Path, rel: str) -> list[str] | None:
+    found: list[str] = []
+    for directory, dirs, names in os.walk(root / rel):
+        base = Path(directory).relative_to(root).as_posix()
+        links = [d for d in dirs if os.path.islink(os.path.join(directory, d))]
+        found += [f"{base}/{name}" for name in [*names, *links]]
+        if len(found) > MAX_REMOVED_FILES:
+            return None
+    return found
+
+
 def judge_effect(
     policy: PolicySpec,
     effect: Effect,
@@ -50,21 +78,27 @@ def judge_effect(
     *,
     ignored: Collection[str],
     approved: bool,
+    removed: Mapping[str, list[str] | None] | None = None,
 ) -> EffectVerdict:
-    """Split an effect; `ignored` are the paths git ignores (they count no lines)."""
+    """Split an effect; `ignored` are the paths git ignores (they count no lines) and
+    `removed` the files below each directory it removes (`removed_trees`)."""
+    removed = removed or {}
     dropped = [f"{path} was not applied: {why}" for path, why in effect.refused]
     candidates: list[EffectEntry] = []
     for entry in effect.entries:
-        if paths.in_git_dir(entry.path):
+        below = removed.get(entry.path) or []
+        if paths.in_git_dir(entry.path) or any(paths.in_git_dir(f) for f in below):
             dropped.append(f"{entry.path} was not applied: commands never change .git")
         else:
             candidates.append(entry)
-    counted = {e.path: _entry_lines(workspace, effect, e, ignored) for e in candidates}
+    counted = {
+        e.path: _entry_lines(workspace, effect, e, ignored)
+        + _removed_lines(workspace, removed.get(e.path), ignored)
+        for e in candidates
+    }
     total = sum(counted.values())
     protected = {
-        e.path: pattern
-        for e in candidates
-        if (pattern := protected_match(policy.protected_paths, e.path))
+        e.path: pattern for e in candidates if (pattern := _protected(policy, e.path, removed))
     }
     if counters.total_changed_lines + total > policy.max_diff_lines:
         denied = (
@@ -92,6 +126,36 @@ def judge_effect(
         hold_reason=reason,
         lines_by_path=counted,
     )
+
+
+def _protected(
+    policy: PolicySpec, path: str, removed: Mapping[str, list[str] | None]
+) -> str | None:
+    """The protected pattern an entry touches, itself or any file it removes."""
+    if path in removed and removed[path] is None:
+        return "(a directory too large to check file by file)"
+    for candidate in (path, *(removed.get(path) or [])):
+        if pattern := protected_match(policy.protected_paths, candidate):
+            return pattern
+    return None
+
+
+def _removed_lines(workspace: Path, files_below: list[str] | None, ignored: Collection[str]) -> int:
+    """Lines a removed directory takes with it, as `git diff` would count its files."""
+    root = Path(os.path.realpath(workspace))
+    total = 0
+    for rel in files_below or []:
+        if rel in ignored:
+            continue
+        full = root / rel
+        if full.is_symlink() or not full.is_file():
+            total += 1
+            continue
+        try:
+            total += lines.changed_lines_bytes(full.read_bytes(), None)
+        except OSError:
+            total += 1
+    return total
 
 
 def _entry_lines(
@@ -122,6 +186,14 @@ def _after(effect: Effect, entry: EffectEntry) -> bytes | None:
         return None
 
 
+def _new(entry: EffectEntry) -> EffectEntry:
+    """The same entry as if nothing had been at its path (what replaced a directory)."""
+    return EffectEntry(
+        path=entry.path, kind=entry.kind, before=None, mode=entry.mode,
+        sha256=entry.sha256, size=entry.size, target=entry.target,
+    )  # fmt: skip
+
+
 def effect_diff(workspace: Path, effect: Effect) -> str:
     """The unified diff a reviewer sees for an effect (binary files named, not shown)."""
     parts: list[str] = []
@@ -137,6 +209,11 @@ def effect_diff(workspace: Path, effect: Effect) -> str:
 
 
 def _entry_diff(workspace: Path, effect: Effect, entry: EffectEntry) -> str:
+    if entry.before == "dir" and entry.kind != "dir":
+        gone = f"deleted directory {entry.path}/ and everything in it\n"
+        return (
+            gone if entry.kind == "delete" else gone + _entry_diff(workspace, effect, _new(entry))
+        )
     if entry.kind == "dir":
         return f"new directory {entry.path}/\n"
     if entry.kind == "symlink":

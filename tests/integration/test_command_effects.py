@@ -226,3 +226,39 @@ def test_an_agent_cannot_apply_a_held_effect_itself(session: AgentSession, works
     assert "Unknown tool" in forged.result
     assert (workspace / ".env").read_text() == "SECRET=shh\n"
     assert ToolCall.objects.get(pk=held.pk).status == "awaiting_approval"
+
+
+def test_removing_a_directory_that_holds_a_protected_file_waits(
+    session: AgentSession, workspace: Path, reviewer: User
+) -> None:
+    (workspace / "config").mkdir()
+    (workspace / "config" / ".env").write_text("TOKEN=keep\n")
+    (workspace / "config" / "app.ini").write_text("a = 1\n")
+    run_script(session, "rm -rf config")
+    assert (workspace / "config" / ".env").read_text() == "TOKEN=keep\n"
+    [held] = held_calls(session)
+    assert held.preview["files"] == ["config"]
+    assert "deleted directory config/" in held.preview["diff"]
+    decide(held, reviewer)
+    assert not (workspace / "config").exists()
+
+
+def test_removing_a_directory_counts_the_lines_it_held(
+    session: AgentSession, workspace: Path
+) -> None:
+    (workspace / "lib").mkdir()
+    (workspace / "lib" / "big.py").write_text("x = 1\n" * 600)
+    ran = run_script(session, "rm -rf lib")
+    assert "max_diff_lines" in ran.result
+    assert (workspace / "lib" / "big.py").exists()
+
+
+def test_removing_a_directory_with_a_nested_repository_never_applies(
+    session: AgentSession, workspace: Path
+) -> None:
+    nested = workspace / "vendor" / "lib"
+    nested.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(nested)], check=True)
+    ran = run_script(session, "rm -rf vendor")
+    assert "commands never change .git" in ran.result
+    assert (nested / ".git" / "HEAD").exists()

@@ -58,13 +58,15 @@ def _judge_and_apply(
     call: ToolCall, session: AgentSession, spec: PolicySpec, effect: Effect, *, approved: bool
 ) -> str:
     workspace = Path(session.workspace)
-    ignored = git_runner.ignored_paths(workspace, [e.path for e in effect.entries])
+    removed = command_effects.removed_trees(workspace, effect)
+    below = [path for files in removed.values() for path in files or []]
+    ignored = git_runner.ignored_paths(workspace, [*(e.path for e in effect.entries), *below])
     counters = SessionCounters(
         total_changed_lines=session.total_changed_lines,
         changed_since_approval=session.changed_since_approval,
     )
     verdict = command_effects.judge_effect(
-        spec, effect, workspace, counters, ignored=ignored, approved=approved
+        spec, effect, workspace, counters, ignored=ignored, approved=approved, removed=removed
     )
     notes = list(verdict.dropped)
     if verdict.denied:
