@@ -29,10 +29,13 @@ from tools_app.api_schemas import (
     EvaluateIn,
     SessionIn,
     SessionOut,
+    SessionPage,
     ToolCallIn,
     ToolCallOut,
+    ToolCallPage,
 )
 from tools_app.models import AgentSession, ToolCall
+from tools_app.pagination import PageQuery, page
 from tools_app.policy import SessionCounters
 from tools_app.tools.registry import core_tool_schemas
 
@@ -115,13 +118,16 @@ def session_create(request: HttpRequest, body: SessionIn) -> Status[dict[str, An
     return Status(201, selectors.session_as_dict(session))
 
 
-@api.get("/sessions", response=list[SessionOut])
-def session_list(request: HttpRequest, status: str | None = None) -> list[dict[str, Any]]:
+@api.get("/sessions", response={200: SessionPage, 422: ErrorOut})
+def session_list(
+    request: HttpRequest, pages: Query[PageQuery], status: str | None = None
+) -> dict[str, Any]:
+    """The sessions this user may see, newest first, a page at a time."""
     sessions = access.visible_sessions(request.user, scope(request)).select_related("policy")
-    sessions = sessions.prefetch_related("children").order_by("-id")
+    sessions = sessions.prefetch_related("children")
     if status:
         sessions = sessions.filter(status=status)
-    return [selectors.session_as_dict(session) for session in sessions[:500]]
+    return page(sessions, pages, selectors.session_as_dict, order="newest")
 
 
 @api.get("/sessions/{session_id}", response={200: SessionOut, 404: ErrorOut})
@@ -135,11 +141,17 @@ def session_cancel(request: HttpRequest, session_id: int) -> dict[str, Any]:
     return selectors.session_as_dict(session)
 
 
-@api.get("/sessions/{session_id}/tool-calls", response={200: list[ToolCallOut], 404: ErrorOut})
-def session_tool_calls(request: HttpRequest, session_id: int) -> list[dict[str, Any]]:
+@api.get(
+    "/sessions/{session_id}/tool-calls",
+    response={200: ToolCallPage, 404: ErrorOut, 422: ErrorOut},
+)
+def session_tool_calls(
+    request: HttpRequest, session_id: int, pages: Query[PageQuery]
+) -> dict[str, Any]:
+    """A session's calls in the order they were received, a page at a time."""
     session = _session_for(request, session_id)
-    calls = session.tool_calls.select_related("human__user").order_by("id")
-    return [selectors.tool_call_as_dict(call) for call in calls]
+    calls = session.tool_calls.select_related("human__user")
+    return page(calls, pages, selectors.tool_call_as_dict, order="oldest")
 
 
 @api.get("/sessions/{session_id}/tools", response={200: list[dict[str, Any]], 404: ErrorOut})
@@ -217,11 +229,13 @@ def _current(call_id: int) -> dict[str, Any]:
     return selectors.tool_call_as_dict(call)
 
 
-@api.get("/approvals", response=list[ToolCallOut])
-def approvals(request: HttpRequest) -> list[dict[str, Any]]:
+@api.get("/approvals", response={200: ToolCallPage, 422: ErrorOut})
+def approvals(request: HttpRequest, pages: Query[PageQuery]) -> dict[str, Any]:
+    """Calls awaiting a decision this user may make, oldest first, a page at a time."""
+    calls = selectors.approvals_awaiting()
     if not access.may_review(request.user, scope(request)):
-        return []
-    return [selectors.tool_call_as_dict(call) for call in selectors.approvals_awaiting()]
+        calls = calls.none()
+    return page(calls, pages, selectors.tool_call_as_dict, order="oldest")
 
 
 @api.post(

@@ -87,3 +87,17 @@ class DecisionOut(Schema):
 
 class ErrorOut(Schema):
     detail: Any
+
+
+class SessionPage(Schema):
+    """One page of sessions, newest first."""
+
+    items: list[SessionOut]
+    next: str | None = Field(description="The `cursor` of the next page; null on the last.")
+
+
+class ToolCallPage(Schema):
+    """One page of tool calls, in the order they were received."""
+
+    items: list[ToolCallOut]
+    next: str | None = Field(description="The `cursor` of the next page; null on the last.")

@@ -254,21 +254,21 @@ def test_an_outsider_gets_the_same_answer_as_for_an_id_that_does_not_exist(world
 
 
 def test_the_session_list_shows_a_creator_only_their_own(world: World) -> None:
-    assert [s["id"] for s in world.browser("creator").get("/api/sessions").json()] == [
+    assert [s["id"] for s in world.browser("creator").get("/api/sessions").json()["items"]] == [
         world.session.pk
     ]
-    assert world.browser("outsider").get("/api/sessions").json() == []
-    assert [s["id"] for s in world.browser("reviewer").get("/api/sessions").json()] == [
+    assert world.browser("outsider").get("/api/sessions").json()["items"] == []
+    assert [s["id"] for s in world.browser("reviewer").get("/api/sessions").json()["items"]] == [
         world.session.pk
     ]
 
 
 def test_only_reviewers_see_the_inbox(world: World) -> None:
     for role in ("creator", "outsider"):
-        assert world.browser(role).get("/api/approvals").json() == []
+        assert world.browser(role).get("/api/approvals").json()["items"] == []
         assert b"Nothing is waiting" in world.browser(role).get("/approvals/").content
     for role in ("reviewer", "superuser"):
-        assert [c["id"] for c in world.browser(role).get("/api/approvals").json()] == [
+        assert [c["id"] for c in world.browser(role).get("/api/approvals").json()["items"]] == [
             world.call.pk
         ]
         assert b"KEY=new" in world.browser(role).get("/approvals/").content

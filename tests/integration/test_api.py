@@ -37,7 +37,7 @@ def test_approval_round_trip(alice: Api, rita: Api, workspace: Path) -> None:
     assert waiting["status"] == "awaiting_approval"
     assert "+A=1" in waiting["preview"]["diff"]
     assert alice.get(f"/sessions/{session['id']}").json()["status"] == "waiting"
-    inbox = rita.get("/approvals").json()
+    inbox = rita.get("/approvals").json()["items"]
     assert [item["id"] for item in inbox] == [waiting["id"]]
     decided = rita.post(f"/tool-calls/{waiting['id']}/decision", {"decision": "approve"})
     assert decided.status_code == 200
@@ -240,11 +240,11 @@ def test_sessions_are_listed_newest_first_and_filtered(
     first = start_session(alice, workspace)
     second = start_session(alice, workspace)
     alice.post(f"/sessions/{first['id']}/cancel", {})
-    ids = [item["id"] for item in alice.get("/sessions").json()]
+    ids = [item["id"] for item in alice.get("/sessions").json()["items"]]
     assert ids == [second["id"], first["id"]]
-    cancelled = alice.get("/sessions?status=cancelled").json()
+    cancelled = alice.get("/sessions?status=cancelled").json()["items"]
     assert [item["id"] for item in cancelled] == [first["id"]]
-    assert charlie.get("/sessions").json() == []
+    assert charlie.get("/sessions").json() == {"items": [], "next": None}
     assert charlie.get(f"/sessions/{first['id']}").status_code == 404
 
 
@@ -270,7 +270,7 @@ def test_tool_calls_of_a_session_are_listed_in_order(alice: Api, workspace: Path
     session = start_session(alice, workspace)
     first = call(alice, session, "list_files", path=".")
     second = call(alice, session, "read_file", path="README.md")
-    listed = alice.get(f"/sessions/{session['id']}/tool-calls").json()
+    listed = alice.get(f"/sessions/{session['id']}/tool-calls").json()["items"]
     assert [item["id"] for item in listed] == [first["id"], second["id"]]
 
 

@@ -59,7 +59,7 @@ def untouched(call: ToolCall) -> bool:
 def test_the_inbox_leaves_out_an_overdue_call_without_expiring_it(
     reviewer_browser: Client, overdue: ToolCall
 ) -> None:
-    assert reviewer_browser.get("/api/approvals").json() == []
+    assert reviewer_browser.get("/api/approvals").json()["items"] == []
     assert b"Nothing is waiting" in reviewer_browser.get("/approvals/").content
     assert untouched(overdue)
 
