@@ -83,14 +83,7 @@ def judge_effect(
     """Split an effect; `ignored` are the paths git ignores (they count no lines) and
     `removed` the files below each directory it removes (`removed_trees`)."""
     removed = removed or {}
-    dropped = [f"{path} was not applied: {why}" for path, why in effect.refused]
-    candidates: list[EffectEntry] = []
-    for entry in effect.entries:
-        below = removed.get(entry.path) or []
-        if paths.in_git_dir(entry.path) or any(paths.in_git_dir(f) for f in below):
-            dropped.append(f"{entry.path} was not applied: commands never change .git")
-        else:
-            candidates.append(entry)
+    candidates, dropped = _outside_git(effect, removed)
     counted = {
         e.path: _entry_lines(workspace, effect, e, ignored)
         + _removed_lines(workspace, removed.get(e.path), ignored)
@@ -126,6 +119,22 @@ def judge_effect(
         hold_reason=reason,
         lines_by_path=counted,
     )
+
+
+def _outside_git(
+    effect: Effect, removed: Mapping[str, list[str] | None]
+) -> tuple[list[EffectEntry], list[str]]:
+    """The entries that may be judged, and notes for what never applies: refusals and
+    anything touching a `.git` (a nested repository inside a removed directory too)."""
+    dropped = [f"{path} was not applied: {why}" for path, why in effect.refused]
+    candidates: list[EffectEntry] = []
+    for entry in effect.entries:
+        below = removed.get(entry.path) or []
+        if paths.in_git_dir(entry.path) or any(paths.in_git_dir(f) for f in below):
+            dropped.append(f"{entry.path} was not applied: commands never change .git")
+        else:
+            candidates.append(entry)
+    return candidates, dropped
 
 
 def _protected(

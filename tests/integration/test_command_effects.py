@@ -145,22 +145,27 @@ def test_ignored_files_count_no_lines(session: AgentSession, workspace: Path) ->
 
 
 @pytest.mark.parametrize(
-    "spelling",
+    ("spelling", "gone"),
     [
-        "rm -rf src README.md",
-        "find . -path ./.git -prune -o -type f -delete",
-        "git clean -fdx; git checkout -- .",
+        ("rm -rf src README.md", ["README.md", "src/app.py"]),
+        ("find . -path ./.git -prune -o -type f -delete", ["README.md", "src/app.py"]),
+        ("git clean -fdx; git checkout -- .", []),
     ],
 )
-def test_deletions_wait_or_apply_but_never_touch_git(
-    session: AgentSession, workspace: Path, spelling: str
+def test_deletions_apply_or_wait_but_never_touch_git(
+    session: AgentSession, workspace: Path, spelling: str, gone: list[str]
 ) -> None:
-    head = (workspace / ".git" / "HEAD").read_text()
+    git_before = {p: p.read_bytes() for p in (workspace / ".git").rglob("*") if p.is_file()}
     call = command(session, spelling)
-    assert (workspace / ".git" / "HEAD").read_text() == head
+    git_after = {p: p.read_bytes() for p in (workspace / ".git").rglob("*") if p.is_file()}
+    assert git_after == git_before
     assert (workspace / ".env").read_text() == "SECRET=shh\n"  # protected: never unseen
-    if call.status == "succeeded" and not held_calls(session):
-        assert "package.json" not in git_status(workspace)
+    assert (workspace / "package.json").exists()
+    if call.status == "awaiting_approval":  # a person first: nothing ran
+        assert git_status(workspace) == ""
+    else:
+        assert call.status == "succeeded"
+        assert all(not (workspace / path).exists() for path in gone)
 
 
 def test_an_effect_is_not_applied_over_a_file_changed_since(
