@@ -241,3 +241,22 @@ AGENTWEB_BASE_URL = os.environ.get("AGENTWEB_BASE_URL", "http://127.0.0.1:8000")
 # create_pull_request on GitHub (or GitHub Enterprise with its API URL).
 GITHUB_TOKEN = os.environ.get("GITHUB_TOKEN", "")
 GITHUB_API_URL = os.environ.get("GITHUB_API_URL", "https://api.github.com")
+
+# The agent runtime: model specs (`script:PATH`, `openai:MODEL`, `anthropic:MODEL`) by role.
+AGENTWEB_MODEL_FAST = os.environ.get("AGENTWEB_MODEL_FAST", "")
+AGENTWEB_MODEL_CODER = os.environ.get("AGENTWEB_MODEL_CODER", "")
+AGENTWEB_MODEL_ARCHITECT = os.environ.get("AGENTWEB_MODEL_ARCHITECT", "")
+# Provider endpoints and keys. Keys are read here only: never stored, logged or shown,
+# and never passed to the commands agents run.
+OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
+OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "")
+ANTHROPIC_API_KEY = os.environ.get("ANTHROPIC_API_KEY", "")
+ANTHROPIC_BASE_URL = os.environ.get("ANTHROPIC_BASE_URL", "")
+AGENTWEB_MODEL_TIMEOUT = envint("AGENTWEB_MODEL_TIMEOUT", 300)
+AGENTWEB_MODEL_RETRIES = envint("AGENTWEB_MODEL_RETRIES", 2)
+# Limits: model turns per session and per sub-agent, tokens per session (0: none),
+# how deep sub-agents may nest.
+AGENTWEB_MAX_ITERATIONS = envint("AGENTWEB_MAX_ITERATIONS", 50)
+AGENTWEB_SUBAGENT_MAX_ITERATIONS = envint("AGENTWEB_SUBAGENT_MAX_ITERATIONS", 30)
+AGENTWEB_TOKEN_BUDGET = envint("AGENTWEB_TOKEN_BUDGET", 2_000_000)
+AGENTWEB_MAX_SUBAGENT_DEPTH = envint("AGENTWEB_MAX_SUBAGENT_DEPTH", 2)

@@ -115,6 +115,24 @@ class AgentSession(models.Model):
     tokens_in = models.PositiveIntegerField(default=0)
     tokens_out = models.PositiveIntegerField(default=0)
     summary = models.TextField(blank=True)
+    # The agent runtime (sessions with a `model`): the conversation lives in AgentMessage.
+    system_prompt = models.TextField(blank=True)
+    depth = models.PositiveSmallIntegerField(default=0)
+    parent_call = models.OneToOneField(
+        "ToolCall", null=True, blank=True, on_delete=models.SET_NULL, related_name="subagent"
+    )
+    iterations = models.PositiveIntegerField(default=0)
+    max_iterations = models.PositiveIntegerField(default=50)
+    token_budget = models.PositiveIntegerField(default=0, help_text="0: no budget.")
+    subagent_tokens_in = models.PositiveIntegerField(default=0)
+    subagent_tokens_out = models.PositiveIntegerField(default=0)
+    # Older turns folded into a summary: the model sees the task, the summary, and the
+    # messages from `context_start` on.
+    context_start = models.PositiveIntegerField(default=0)
+    context_summary = models.TextField(blank=True)
+    # Who is asking the model for the next turn right now (host:pid), claimed once.
+    turn_runner = models.CharField(max_length=300, blank=True)
+    turn_started_at = models.DateTimeField(null=True, blank=True)
     # The Celery queue of the worker host that holds the workspace.
     worker_queue = models.CharField(max_length=200, blank=True)
     last_event_seq = models.PositiveIntegerField(default=0)
@@ -162,6 +180,8 @@ class ToolCall(models.Model):
     from_cache = models.BooleanField(default=False)
     # "host:pid" of the process running the call, to tell a crash from a long run.
     runner = models.CharField(max_length=300, blank=True)
+    # For a call the runtime made: "<message index>:<position>" of the model's tool use.
+    agent_key = models.CharField(max_length=40, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     decided_at = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
@@ -174,6 +194,14 @@ class ToolCall(models.Model):
         ordering = ["id"]
         indexes = [models.Index(fields=["status", "expires_at"])]
         permissions = [("decide_toolcall", "Can approve or deny tool calls")]
+        constraints = [
+            # A model's tool use becomes one call, however often its turn is resumed.
+            models.UniqueConstraint(
+                fields=["session", "agent_key"],
+                condition=~models.Q(agent_key=""),
+                name="one_call_per_tool_use",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"tool call {self.pk}: {self.tool} ({self.status})"
@@ -181,6 +209,28 @@ class ToolCall(models.Model):
     @property
     def args_json(self) -> str:
         return json.dumps(self.args, indent=2, ensure_ascii=False)
+
+
+class AgentMessage(models.Model):
+    """One message of a session's conversation with its model (runtime/conversation.py)."""
+
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="messages")
+    index = models.PositiveIntegerField()
+    role = models.CharField(max_length=20)
+    content = models.JSONField()
+    tokens_in = models.PositiveIntegerField(default=0)
+    tokens_out = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["session", "index"]
+        constraints = [
+            # Claims a place in the conversation: a turn or its results are recorded once.
+            models.UniqueConstraint(fields=["session", "index"], name="one_message_per_index")
+        ]
+
+    def __str__(self) -> str:
+        return f"message {self.index} of session {self.session_id} ({self.role})"
 
 
 class Decision(models.Model):

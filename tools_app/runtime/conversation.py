@@ -39,7 +39,10 @@ class ToolUse:
     args_error: str = ""
 
     def as_message_part(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "args": self.args}
+        part: dict[str, Any] = {"id": self.id, "name": self.name, "args": self.args}
+        if self.args_error:
+            part["args_error"] = self.args_error
+        return part
 
 
 @dataclass(frozen=True)
