@@ -37,7 +37,6 @@ from tools_app.api_schemas import (
 from tools_app.models import AgentSession, ToolCall
 from tools_app.pagination import PageQuery, page
 from tools_app.policy import SessionCounters
-from tools_app.tools.registry import core_tool_schemas
 
 MAX_WAIT_SECONDS = 300.0
 
@@ -158,8 +157,8 @@ def session_tool_calls(
 def session_tools(
     request: HttpRequest, session_id: int, format: Literal["json", "openai", "anthropic"] = "json"
 ) -> list[dict[str, Any]]:
-    _session_for(request, session_id)
-    return tool_schemas.in_format(core_tool_schemas(), format)
+    session = _session_for(request, session_id)
+    return tool_schemas.in_format(selectors.session_tool_schemas(session), format)
 
 
 # --- tool calls -------------------------------------------------------------------------

@@ -31,8 +31,13 @@ class SessionOut(Schema):
     kind: str
     parent: int | None
     children: list[int]
-    tokens: dict[str, int]
+    tokens: dict[str, Any]
     summary: str
+    files_changed: list[str]
+    depth: int
+    iterations: int
+    max_iterations: int
+    token_budget: int
     total_changed_lines: int
     changed_since_approval: int
     created_at: datetime

@@ -115,6 +115,7 @@ class AgentSession(models.Model):
     tokens_in = models.PositiveIntegerField(default=0)
     tokens_out = models.PositiveIntegerField(default=0)
     summary = models.TextField(blank=True)
+    files_changed = models.JSONField(default=list, blank=True)
     # The agent runtime (sessions with a `model`): the conversation lives in AgentMessage.
     system_prompt = models.TextField(blank=True)
     depth = models.PositiveSmallIntegerField(default=0)

@@ -11,6 +11,7 @@ from django.utils import timezone
 from tools_app.models import AgentSession, Decision, Policy, PolicyRule, ToolCall
 from tools_app.policy import PolicySpec, policy_from_dict
 from tools_app.policy.types import POLICY_SETTINGS, field_values
+from tools_app.tools.registry import core_tool_schemas
 
 
 def policy_as_dict(policy: Policy) -> dict[str, Any]:
@@ -60,8 +61,20 @@ def session_as_dict(session: AgentSession) -> dict[str, Any]:
         "kind": session.kind,
         "parent": session.parent_id,
         "children": [child.pk for child in session.children.all()],
-        "tokens": {"input": session.tokens_in, "output": session.tokens_out},
+        "tokens": {
+            "input": session.tokens_in,
+            "output": session.tokens_out,
+            "subagents": {
+                "input": session.subagent_tokens_in,
+                "output": session.subagent_tokens_out,
+            },
+        },
         "summary": session.summary,
+        "files_changed": session.files_changed,
+        "depth": session.depth,
+        "iterations": session.iterations,
+        "max_iterations": session.max_iterations,
+        "token_budget": session.token_budget,
         "total_changed_lines": session.total_changed_lines,
         "changed_since_approval": session.changed_since_approval,
         "created_at": session.created_at,
@@ -114,3 +127,9 @@ def approvals_awaiting() -> QuerySet[ToolCall]:
     in_time = Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now())
     calls = ToolCall.objects.select_related("session__policy", "human__user")
     return calls.filter(in_time, status=ToolCall.Status.AWAITING_APPROVAL).order_by("created_at")
+
+
+def session_tool_schemas(session: AgentSession) -> list[dict[str, Any]]:
+    """The tools a session offers, as {name, description, input_schema}: the core tools
+    (active skills' tools join them here)."""
+    return core_tool_schemas()

@@ -34,6 +34,11 @@ def execute_tool_call(tool_call_id: int) -> None:
     services.tool_call_execute(tool_call_id=tool_call_id)
 
 
+@shared_task(name=queueing.AGENT_TURN)
+def agent_turn(session_id: int) -> None:
+    services.agent_turn(session_id=session_id)
+
+
 @shared_task(name="tools_app.tasks.sweep")
 def sweep() -> None:
     """Every few seconds: expire overdue approvals, resend lost work, recover crashed runs."""
@@ -41,6 +46,7 @@ def sweep() -> None:
     services.tool_call_recover_interrupted()
     services.tool_call_requeue_orphans()
     services.session_requeue_unprepared()
+    services.agent_requeue_stalled()
 
 
 @worker_ready.connect
@@ -48,5 +54,6 @@ def recover_on_start(**kwargs: Any) -> None:
     """A restarted worker first settles the calls its dead predecessor left running."""
     try:
         services.tool_call_recover_interrupted()
+        services.agent_recover_turns()
     except Exception:
-        logger.exception("recovering interrupted tool calls failed")
+        logger.exception("recovering interrupted tool calls and model turns failed")

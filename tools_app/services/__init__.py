@@ -10,8 +10,11 @@ from tools_app.errors import (
     ServiceError,
     Unavailable,
 )
+from tools_app.services.agents import agent_turn
 from tools_app.services.decisions import tool_call_decide
 from tools_app.services.maintenance import (
+    agent_recover_turns,
+    agent_requeue_stalled,
     tool_call_expire_overdue,
     tool_call_recover_interrupted,
     tool_call_requeue_orphans,
@@ -47,6 +50,9 @@ __all__ = [
     "NotFound",
     "ServiceError",
     "Unavailable",
+    "agent_recover_turns",
+    "agent_requeue_stalled",
+    "agent_turn",
     "api_token_authenticate",
     "api_token_create",
     "load_policy_or_denial",

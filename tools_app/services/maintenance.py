@@ -13,14 +13,19 @@ from django.utils import timezone
 
 from tools_app import events
 from tools_app.errors import Unavailable
-from tools_app.models import ToolCall
+from tools_app.models import AgentSession, ToolCall
 from tools_app.services.effects import effect_discard
 from tools_app.services.queueing import (
     EVALUATE_TOOL_CALL,
     EXECUTE_TOOL_CALL,
+    agent_turn_enqueue,
     tool_call_enqueue,
 )
-from tools_app.services.sessions import session_refresh_status
+from tools_app.services.sessions import (
+    LIVE_STATUSES,
+    OPEN_CALL_STATUSES,
+    session_refresh_status,
+)
 from tools_app.tools.catalogue import facts_for
 
 logger = logging.getLogger(__name__)
@@ -28,6 +33,7 @@ logger = logging.getLogger(__name__)
 Status = ToolCall.Status
 NEVER_SENT_AFTER = timedelta(seconds=30)
 RESEND_AFTER = timedelta(minutes=5)
+AGENT_IDLE_AFTER = timedelta(seconds=60)
 
 
 def tool_call_expire_overdue() -> int:
@@ -90,7 +96,7 @@ def tool_call_recover_interrupted(*, host: str | None = None) -> int:
     host = host or socket.gethostname()
     recovered = 0
     for call in ToolCall.objects.filter(status=Status.RUNNING, runner__startswith=f"{host}:"):
-        if _runner_alive(call.runner):
+        if runner_alive(call.runner):
             continue
         recovered += _recover(call)
     return recovered
@@ -122,7 +128,7 @@ def _recover(call: ToolCall) -> int:
     return moved
 
 
-def _runner_alive(runner: str) -> bool:
+def runner_alive(runner: str) -> bool:
     _, _, pid = runner.partition(":")
     if not pid.isdigit():
         return False
@@ -133,3 +139,46 @@ def _runner_alive(runner: str) -> bool:
     except PermissionError:
         return True  # alive, owned by another user
     return True
+
+
+def agent_recover_turns(*, host: str | None = None) -> int:
+    """Model turns claimed by a dead process on this host: freed and asked again (their
+    answer was never recorded, so the session keeps exactly one answer per turn)."""
+    host = host or socket.gethostname()
+    recovered = 0
+    claimed = AgentSession.objects.filter(
+        status__in=LIVE_STATUSES, turn_runner__startswith=f"{host}:"
+    )
+    for session in claimed:
+        if runner_alive(session.turn_runner):
+            continue
+        freed = AgentSession.objects.filter(pk=session.pk, turn_runner=session.turn_runner).update(
+            turn_runner=""
+        )
+        if freed:
+            note = {"reason": "The worker asking the model stopped before the answer came."}
+            events.event_append(session_id=session.pk, type="agent.turn_retried", data=note)
+            agent_turn_enqueue(session=session)
+            recovered += freed
+    return recovered
+
+
+def agent_requeue_stalled() -> int:
+    """Runtime sessions with nothing open and no event for a minute lost their turn task
+    (a crash, Redis down): send it again. A spare turn task finds nothing to do."""
+    quiet_since = timezone.now() - AGENT_IDLE_AFTER
+    stalled = (
+        AgentSession.objects.filter(status=AgentSession.Status.RUNNING, turn_runner="")
+        .exclude(model="")
+        .exclude(worker_queue="")
+        .exclude(tool_calls__status__in=OPEN_CALL_STATUSES)
+        .exclude(events__created_at__gt=quiet_since)
+    )
+    sent = 0
+    try:
+        for session in stalled.distinct():
+            agent_turn_enqueue(session=session)
+            sent += 1
+    except Unavailable:
+        logger.warning("broker unavailable; stalled agent sessions are retried on the next sweep")
+    return sent

@@ -31,6 +31,7 @@ logger = logging.getLogger(__name__)
 PREPARE_SESSION = "tools_app.tasks.prepare_session"
 EVALUATE_TOOL_CALL = "tools_app.tasks.evaluate_tool_call"
 EXECUTE_TOOL_CALL = "tools_app.tasks.execute_tool_call"
+AGENT_TURN = "tools_app.tasks.agent_turn"
 
 
 def session_queue(session: AgentSession) -> str:
@@ -53,6 +54,13 @@ def session_prepare_enqueue(*, session_id: int) -> None:
     """Send a session's clone task to whichever worker host picks it up."""
     queue = settings.CELERY_TASK_DEFAULT_QUEUE
     transaction.on_commit(lambda: task_send(PREPARE_SESSION, session_id, queue=queue))
+
+
+def agent_turn_enqueue(*, session: AgentSession) -> None:
+    """Send a session's next model turn to the host holding its workspace."""
+    queue = session_queue(session)
+    session_id = session.pk
+    transaction.on_commit(lambda: task_send(AGENT_TURN, session_id, queue=queue))
 
 
 def task_send(task: str, *args: Any, queue: str) -> None:

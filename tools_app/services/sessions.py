@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+from contextvars import ContextVar
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -16,8 +17,10 @@ from django.utils import timezone
 from tools_app import events, workspaces
 from tools_app.errors import ServiceError, Unavailable
 from tools_app.models import AgentSession, Policy, ToolCall
+from tools_app.services.providers import model_spec_resolve
 from tools_app.services.queueing import (
     EVALUATE_TOOL_CALL,
+    agent_turn_enqueue,
     session_prepare_enqueue,
     tool_call_enqueue,
 )
@@ -25,6 +28,8 @@ from tools_app.services.queueing import (
 logger = logging.getLogger(__name__)
 
 SessionStatus = AgentSession.Status
+LIVE_STATUSES = (SessionStatus.RUNNING, SessionStatus.WAITING)
+FINISHED_STATUSES = (SessionStatus.DONE, SessionStatus.FAILED, SessionStatus.CANCELLED)
 OPEN_CALL_STATUSES = (
     ToolCall.Status.PENDING,
     ToolCall.Status.AWAITING_APPROVAL,
@@ -46,9 +51,18 @@ def session_start(
         repo = workspaces.check_repo(repo, settings.AGENTWEB_REPO_ROOTS)
     except workspaces.WorkspaceError as exc:
         raise ServiceError(str(exc)) from exc
+    if model.strip():
+        model = model_spec_resolve(model)
     with transaction.atomic():
         session = AgentSession.objects.create(
-            task=task, repo=repo, workspace="", policy=policy, model=model, creator=user
+            task=task,
+            repo=repo,
+            workspace="",
+            policy=policy,
+            model=model,
+            creator=user,
+            max_iterations=settings.AGENTWEB_MAX_ITERATIONS,
+            token_budget=settings.AGENTWEB_TOKEN_BUDGET,
         )
         workspace = Path(settings.AGENTWEB_WORKSPACES) / f"session-{session.pk}"
         AgentSession.objects.filter(pk=session.pk).update(workspace=str(workspace))
@@ -108,6 +122,8 @@ def session_prepare(*, session_id: int, queue: str) -> AgentSession:
         "pk", flat=True
     ):
         tool_call_enqueue(tool_call_id=call_id, task=EVALUATE_TOOL_CALL, session=session)
+    if session.model:
+        agent_turn_enqueue(session=session)
     return session
 
 
@@ -140,6 +156,34 @@ def session_refresh_status(*, session_id: int) -> None:
         old, new = new, old
     if AgentSession.objects.filter(pk=session_id, status=old).update(status=new):
         events.event_append(session_id=session_id, type=f"session.{new}", data={"status": new})
+    session_wake_agent(session_id=session_id)
+
+
+# The session whose agent this thread is driving right now: its calls' changes need no
+# wake-up, since the driver goes on by itself.
+driving_session: ContextVar[int | None] = ContextVar("driving_session", default=None)
+
+
+def session_wake_agent(*, session_id: int, force: bool = False) -> None:
+    """Queue the next step of a session's agent once none of its calls is still open.
+
+    Called on every change of a call's state; a turn task that finds nothing to do ends
+    at once, so a spare wake-up costs one short task, never a second run of anything.
+    `force` wakes a parent whose sub-agent ended (its spawn call is open until then)."""
+    if driving_session.get() == session_id:
+        return
+    session = (
+        AgentSession.objects.filter(pk=session_id, status__in=LIVE_STATUSES)
+        .exclude(model="")
+        .first()
+    )
+    if session is None:
+        return
+    open_calls = ToolCall.objects.filter(
+        session_id=session_id, status__in=OPEN_CALL_STATUSES
+    ).exclude(agent_key="")
+    if force or not open_calls.exists():
+        agent_turn_enqueue(session=session)
 
 
 def session_count_lines(*, session_id: int, lines: int, approved_by_human: bool) -> None:
@@ -150,19 +194,32 @@ def session_count_lines(*, session_id: int, lines: int, approved_by_human: bool)
     )
 
 
-def session_finish(*, session_id: int, status: str, summary: str = "") -> AgentSession:
-    """End a session once; a session already done, failed or cancelled stays as it is."""
+def session_finish(
+    *, session_id: int, status: str, summary: str = "", files_changed: list[str] | None = None
+) -> AgentSession:
+    """End a session once; a session already done, failed or cancelled stays as it is.
+
+    A sub-agent's end wakes its parent, whose spawn_subagent call receives the report."""
+    files = files_changed or []
     with transaction.atomic():
         finished = (
             AgentSession.objects.filter(pk=session_id)
-            .exclude(status__in=[SessionStatus.DONE, SessionStatus.FAILED, SessionStatus.CANCELLED])
-            .update(status=status, summary=summary, finished_at=timezone.now())
-        )
-        if finished:
-            events.event_append(
-                session_id=session_id, type=f"session.{status}", data={"summary": summary}
+            .exclude(status__in=FINISHED_STATUSES)
+            .update(
+                status=status,
+                summary=summary,
+                files_changed=files,
+                turn_runner="",
+                finished_at=timezone.now(),
             )
-    return AgentSession.objects.get(pk=session_id)
+        )
+        session = AgentSession.objects.get(pk=session_id)
+        if finished:
+            data = {"summary": summary, "files_changed": files}
+            events.event_append(session_id=session_id, type=f"session.{status}", data=data)
+            if session.parent_id:
+                session_wake_agent(session_id=session.parent_id, force=True)
+    return session
 
 
 def session_cancel(*, session: AgentSession) -> AgentSession:
@@ -173,6 +230,8 @@ def session_cancel(*, session: AgentSession) -> AgentSession:
     """
     note = "Cancelled with the session."
     with transaction.atomic():
+        for child in session.children.exclude(status__in=FINISHED_STATUSES):
+            session_cancel(session=child)
         for call in ToolCall.objects.filter(session=session, status__in=OPEN_CALL_STATUSES):
             cancelled = ToolCall.objects.filter(pk=call.pk, status=call.status).update(
                 status=ToolCall.Status.CANCELLED, finished_at=timezone.now(), result=note

@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from tools_app import engine, events
 from tools_app.models import AgentSession, Policy, ToolCall
 from tools_app.policy import FILE_WRITE_TOOLS, Decision, PolicySpec, SessionCounters
-from tools_app.services import cache, effects
+from tools_app.services import cache, effects, subagents
 from tools_app.services.policies import load_policy_or_denial
 from tools_app.services.pull_request_store import PullRequestStore
 from tools_app.services.queueing import EVALUATE_TOOL_CALL, tool_call_enqueue
@@ -45,13 +45,30 @@ def tool_call_run_in_process(*, session: AgentSession, tool: str, args: object) 
     return tool_call_evaluate(tool_call_id=call.pk, raw_args=args)
 
 
+def tool_call_receive_from_agent(
+    *, session: AgentSession, key: str, tool: str, args: object
+) -> ToolCall:
+    """The call for one tool use of the runtime's model, made once however often its turn
+    is resumed (`key` is the use's place in the conversation)."""
+    existing = ToolCall.objects.filter(session=session, agent_key=key).first()
+    if existing is not None:
+        return existing
+    try:
+        return _tool_call_create(session, tool, args, agent_key=key)
+    except IntegrityError:
+        return ToolCall.objects.get(session=session, agent_key=key)
+
+
 @transaction.atomic
-def _tool_call_create(session: AgentSession, tool: str, args: object) -> ToolCall:
+def _tool_call_create(
+    session: AgentSession, tool: str, args: object, *, agent_key: str = ""
+) -> ToolCall:
     call = ToolCall.objects.create(
         session=session,
         tool=storable_text(tool[:200]),
         args=storable_args(args),
         status=Status.PENDING,
+        agent_key=agent_key,
     )
     events.tool_call_event(call, "tool_call.received")
     return call
@@ -145,6 +162,11 @@ def tool_call_execute(*, tool_call_id: int) -> ToolCall:
         return _tool_call_finish(call, Status.SUCCEEDED, cached, from_cache=True)
     if call.tool == effects.EFFECT_TOOL:
         outcome = effects.effect_apply_held(call=call)
+    elif call.tool == "spawn_subagent":
+        started = subagents.subagent_start(call=call)
+        if started is None:
+            return call  # runs as a child session; its end finishes this call
+        outcome = started
     else:
         outcome = engine.execute(call.tool, call.args, tool_context(call.session, call))
     if outcome.status == Status.SUCCEEDED:
@@ -197,6 +219,14 @@ def tool_context(session: AgentSession, call: ToolCall | None = None) -> ToolCon
 def _approved_by_human(call: ToolCall) -> bool:
     """A call the policy sent to a person runs only if a person approved it."""
     return call.decision == "require_approval"
+
+
+def tool_call_finish_subagent(*, call: ToolCall) -> ToolCall:
+    """A spawn_subagent call whose child ended gets the child's report as its result."""
+    outcome = subagents.subagent_report(call=call)
+    if outcome is None:
+        return call
+    return _tool_call_finish(call, outcome.status, outcome.result)
 
 
 def _tool_call_finish(
