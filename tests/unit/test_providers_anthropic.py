@@ -281,3 +281,30 @@ def test_the_key_never_appears_in_an_error_even_when_the_server_echoes_it(
 
 def test_the_provider_repr_has_no_key(server: ProviderServer) -> None:
     assert KEY not in repr(provider(server))
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{}, {"content": [{"type": "text"}]}, {"content": "text"}, "not an object"],
+)
+def test_an_answer_of_the_wrong_shape_is_a_provider_error(
+    server: ProviderServer, body: object
+) -> None:
+    server.answer(Answer(body))
+    with pytest.raises(ProviderError, match=r"^anthropic:claude-test: "):
+        ask(provider(server))
+
+
+def test_an_empty_assistant_turn_is_sent_with_placeholder_text(server: ProviderServer) -> None:
+    """The API refuses empty text blocks and empty turns."""
+    server.answer(Answer(message([text("ok")])))
+    messages: list[Message] = [
+        user_message("Hi"),
+        {"role": "assistant", "content": "", "tool_uses": []},
+        user_message("Go on."),
+    ]
+    ask(provider(server), messages)
+    assert server.requests[0].body["messages"][1] == {
+        "role": "assistant",
+        "content": [text("(no text)")],
+    }

@@ -280,3 +280,30 @@ def test_the_key_never_appears_in_an_error_even_when_the_server_echoes_it(
 
 def test_the_provider_repr_has_no_key(server: ProviderServer) -> None:
     assert KEY not in repr(provider(server))
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{}, {"choices": []}, {"choices": [{"index": 0}]}, "not an object"],
+)
+def test_an_answer_of_the_wrong_shape_is_a_provider_error(
+    server: ProviderServer, body: object
+) -> None:
+    server.answer(Answer(body))
+    with pytest.raises(ProviderError, match=r"^openai:test-model: "):
+        ask(provider(server))
+
+
+def test_an_error_body_that_is_not_an_object_is_quoted(server: ProviderServer) -> None:
+    server.answer(Answer("Bad gateway", 502))
+    with pytest.raises(ProviderError) as caught:
+        ask(provider(server))
+    assert str(caught.value) == "openai:test-model: HTTP 502 (server error): Bad gateway"
+
+
+def test_an_unknown_role_in_the_conversation_is_refused_before_sending(
+    server: ProviderServer,
+) -> None:
+    with pytest.raises(ProviderError, match="unknown role 'system'"):
+        ask(provider(server), [{"role": "system", "content": "x"}])
+    assert server.requests == []
