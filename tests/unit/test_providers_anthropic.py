@@ -120,33 +120,35 @@ def test_input_that_is_not_an_object_sets_args_error(server: ProviderServer) -> 
     assert "must be a JSON object, not str" in tool_use.args_error
 
 
+CONVERSATION: list[Message] = [
+    user_message("Fix the bug."),
+    {
+        "role": "assistant",
+        "content": "Looking.",
+        "tool_uses": [
+            {"id": "toolu_1", "name": "read_file", "args": {"path": "a.py"}},
+            {"id": "toolu_2", "name": "list_dir", "args": {}},
+        ],
+    },
+    tool_results_message(
+        [
+            tool_result("toolu_1", "read_file", "print(1)"),
+            tool_result("toolu_2", "list_dir", "denied: not here", is_error=True),
+        ]
+    ),
+    user_message("You repeat yourself."),
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_uses": [{"id": "toolu_3", "name": "list_dir", "args": {}}],
+    },
+    tool_results_message([tool_result("toolu_3", "list_dir", "a.py")]),
+]
+
+
 def test_the_request_carries_the_translated_conversation(server: ProviderServer) -> None:
-    messages: list[Message] = [
-        user_message("Fix the bug."),
-        {
-            "role": "assistant",
-            "content": "Looking.",
-            "tool_uses": [
-                {"id": "toolu_1", "name": "read_file", "args": {"path": "a.py"}},
-                {"id": "toolu_2", "name": "list_dir", "args": {}},
-            ],
-        },
-        tool_results_message(
-            [
-                tool_result("toolu_1", "read_file", "print(1)"),
-                tool_result("toolu_2", "list_dir", "denied: not here", is_error=True),
-            ]
-        ),
-        user_message("You repeat yourself."),
-        {
-            "role": "assistant",
-            "content": "",
-            "tool_uses": [{"id": "toolu_3", "name": "list_dir", "args": {}}],
-        },
-        tool_results_message([tool_result("toolu_3", "list_dir", "a.py")]),
-    ]
     server.answer(Answer(message([text("ok")])))
-    ask(provider(server, max_tokens=1234), messages)
+    ask(provider(server, max_tokens=1234), CONVERSATION)
     body = server.requests[0].body
     assert body["model"] == "claude-test"
     assert body["max_tokens"] == 1234

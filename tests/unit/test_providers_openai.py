@@ -133,33 +133,35 @@ def test_empty_arguments_mean_none_and_a_missing_id_is_made_up(server: ProviderS
     assert use == ToolUse("call_0", "list_dir", {})
 
 
+CONVERSATION: list[Message] = [
+    user_message("Fix the bug."),
+    {
+        "role": "assistant",
+        "content": "Looking.",
+        "tool_uses": [
+            {"id": "call_1", "name": "read_file", "args": {"path": "a.py"}},
+            {"id": "call_2", "name": "list_dir", "args": {}},
+        ],
+    },
+    tool_results_message(
+        [
+            tool_result("call_1", "read_file", "print(1)"),
+            tool_result("call_2", "list_dir", "denied: not here", is_error=True),
+        ]
+    ),
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_uses": [{"id": "call_3", "name": "list_dir", "args": {}}],
+    },
+    tool_results_message([tool_result("call_3", "list_dir", "a.py")]),
+    user_message("Please hurry."),
+]
+
+
 def test_the_request_carries_the_translated_conversation(server: ProviderServer) -> None:
-    messages: list[Message] = [
-        user_message("Fix the bug."),
-        {
-            "role": "assistant",
-            "content": "Looking.",
-            "tool_uses": [
-                {"id": "call_1", "name": "read_file", "args": {"path": "a.py"}},
-                {"id": "call_2", "name": "list_dir", "args": {}},
-            ],
-        },
-        tool_results_message(
-            [
-                tool_result("call_1", "read_file", "print(1)"),
-                tool_result("call_2", "list_dir", "denied: not here", is_error=True),
-            ]
-        ),
-        {
-            "role": "assistant",
-            "content": "",
-            "tool_uses": [{"id": "call_3", "name": "list_dir", "args": {}}],
-        },
-        tool_results_message([tool_result("call_3", "list_dir", "a.py")]),
-        user_message("Please hurry."),
-    ]
     server.answer(Answer(completion({"content": "ok"})))
-    ask(provider(server), messages)
+    ask(provider(server), CONVERSATION)
     body = server.requests[0].body
     assert body["model"] == "test-model"
     assert body["messages"] == [
