@@ -194,7 +194,12 @@ def test_the_request_carries_the_translated_conversation(server: ProviderServer)
             ],
         },
     ]
-    assert body["tools"] == [
+
+
+def test_tools_are_sent_with_their_input_schema(server: ProviderServer) -> None:
+    server.answer(Answer(message([text("ok")])))
+    ask(provider(server))
+    assert server.requests[0].body["tools"] == [
         {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}
         for tool in TOOLS
     ]
