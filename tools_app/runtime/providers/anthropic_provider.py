@@ -77,7 +77,11 @@ class AnthropicProvider:
             )
         except anthropic.AnthropicError as error:
             raise self._provider_error(error) from None
-        return parse_anthropic_answer(self.spec, answer)
+        try:
+            return parse_anthropic_answer(self.spec, answer)
+        except (AttributeError, TypeError, ValueError) as error:
+            message = f"{self.spec}: the answer has an unexpected shape ({error})"
+            raise safe_error(message, self._secrets) from None
 
     def _provider_error(self, error: anthropic.AnthropicError) -> ProviderError:
         attempts = self.max_retries + 1

@@ -69,7 +69,11 @@ class OpenAIProvider:
             answer = self._client.chat.completions.create(model=self.model, messages=wire, **extra)
         except openai.OpenAIError as error:
             raise self._provider_error(error) from None
-        return parse_openai_answer(self.spec, answer)
+        try:
+            return parse_openai_answer(self.spec, answer)
+        except (AttributeError, TypeError, ValueError) as error:
+            message = f"{self.spec}: the answer has an unexpected shape ({error})"
+            raise safe_error(message, self._secrets) from None
 
     def _provider_error(self, error: openai.OpenAIError) -> ProviderError:
         attempts = self.max_retries + 1
