@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -79,9 +81,25 @@ def test_up_serves_everything_and_ctrl_c_stops_it(tmp_path: Path) -> None:
         output = (tmp_path / "up.log").read_text()
         assert "username 'admin', password '" in output
         assert f"http://127.0.0.1:{port}/" in output
+        assert "Demo: session 1" in output
+        assert demo_call_waits(tmp_path / "var" / "agentweb.sqlite3")
     finally:
         children = descendants(up.pid)
         up.send_signal(signal.SIGINT)
         up.wait(timeout=60)
     time.sleep(0.5)
     assert [pid for pid in children if Path(f"/proc/{pid}").exists() and command_line(pid)] == []
+
+
+def demo_call_waits(database: Path) -> str:
+    """The demo's scripted agent gets as far as its first call that needs a person."""
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        with contextlib.closing(sqlite3.connect(database, timeout=10)) as db:
+            row = db.execute(
+                "SELECT tool FROM tools_app_toolcall WHERE status = 'awaiting_approval'"
+            ).fetchone()
+        if row:
+            return str(row[0])
+        time.sleep(0.5)
+    return ""

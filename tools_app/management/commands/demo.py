@@ -30,19 +30,22 @@ class Command(BaseCommand):
         parser.add_argument("--timeout", type=float, default=120)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        folder = demo_folder()
-        repo = make_repository(folder / "repo")
-        plan = folder / "plan.json"
-        plan.write_text(json.dumps(demo.script(), indent=2))
-        session = start(
-            repo=str(repo), task=demo.TASK, model=f"script:{plan}", policy=options["policy"]
-        )
-        self.stderr.write(f"demo session {session.pk} on {repo}")
+        session = start_demo(policy=options["policy"])
+        self.stderr.write(f"demo session {session.pk} on {session.repo}")
         session = follow(
             self, session, timeout=options["timeout"], until_waiting=not options["follow"]
         )
         self.stderr.write(where_to_look(session))
         print_json_line(self, {"session": session.pk, "status": session.status})
+
+
+def start_demo(*, policy: str = "default") -> AgentSession:
+    """A fresh demo repository and plan, and the session that works on them."""
+    folder = demo_folder()
+    repo = make_repository(folder / "repo")
+    plan = folder / "plan.json"
+    plan.write_text(json.dumps(demo.script(), indent=2))
+    return start(repo=str(repo), task=demo.TASK, model=f"script:{plan}", policy=policy)
 
 
 def demo_folder() -> Path:

@@ -20,6 +20,9 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from tools_app import redis_server
+from tools_app.management.commands.demo import start_demo
+from tools_app.models import AgentSession
+from tools_app.runtime import demo
 
 Child = subprocess.Popen[bytes]
 
@@ -43,6 +46,7 @@ class Command(BaseCommand):
             children.append(self._start_celery(options["concurrency"]))
             children.append(self._start_daphne(options["port"]))
             self._announce(options["port"])
+            self._demo(options["port"])
             self._wait(children)
         except KeyboardInterrupt:
             self.stdout.write("Stopping…")
@@ -94,6 +98,22 @@ class Command(BaseCommand):
         self.stdout.write(f"agentweb is running at http://127.0.0.1:{port}/ (Ctrl-C stops it)")
         self.stdout.write(f"Log in: http://127.0.0.1:{port}/login/ (admin: /admin/)")
         self.stdout.write(f"API: http://127.0.0.1:{port}/api/docs")
+
+    def _demo(self, port: int) -> None:
+        """On the first run, a scripted demo session that ends up waiting in the inbox."""
+        if not settings.AGENTWEB_DEMO or AgentSession.objects.filter(task=demo.TASK).exists():
+            return
+        try:
+            session = start_demo()
+        except CommandError as exc:
+            self.stderr.write(f"The demo session could not start: {exc}")
+            return
+        self.stdout.write(
+            f"Demo: session {session.pk}, a scripted agent, is working on a generated "
+            f"repository; in a few seconds a call of it waits for your decision in the "
+            f"approvals inbox: http://127.0.0.1:{port}/approvals/ (AGENTWEB_DEMO=0 turns "
+            "this off)."
+        )
 
     def _wait(self, children: list[Child]) -> None:
         """Until Ctrl-C, or until one child dies: then stop the rest too."""
