@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from django.conf import settings
 
 from tools_app.errors import ServiceError
@@ -40,5 +42,16 @@ def provider_settings() -> ProviderSettings:
 
 
 def provider_for(spec: str) -> Provider:
-    """The provider of a checked spec; ProviderError when it cannot be built."""
+    """The provider of a checked spec; ProviderError when it cannot be built.
+
+    SDK clients are kept per spec for the life of the process, so a worker reuses their
+    connection pools instead of opening (and leaking) one per turn. A script is read
+    afresh each time: it is a file an operator may change between runs."""
+    if spec.startswith("script:"):
+        return build_provider(spec, settings=provider_settings())
+    return _sdk_provider(spec)
+
+
+@functools.lru_cache(maxsize=16)
+def _sdk_provider(spec: str) -> Provider:
     return build_provider(spec, settings=provider_settings())
