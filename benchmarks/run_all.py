@@ -17,7 +17,13 @@ from pathlib import Path
 from _common import machine, parser
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ("bench_policy.py", "bench_engine.py", "bench_sandbox.py", "bench_api.py")
+SCRIPTS = (
+    "bench_policy.py",
+    "bench_engine.py",
+    "bench_sandbox.py",
+    "bench_api.py",
+    "bench_runtime.py",
+)
 
 
 def run(script: str, quick: bool, folder: Path) -> dict[str, object]:
