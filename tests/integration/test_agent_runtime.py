@@ -17,6 +17,7 @@ from tests.integration.agent_helpers import (
     script,
     start_agent,
     tool,
+    wait_for,
     wait_status,
 )
 from tests.integration.helpers import Api
@@ -221,3 +222,42 @@ def test_a_bad_model_spec_is_refused_and_nothing_is_stored(alice: Api, workspace
         assert words in answer.json()["detail"]
     assert not AgentSession.objects.exists()
     assert not Event.objects.exists()
+
+
+# --- cancel -------------------------------------------------------------------------------
+
+
+def test_cancel_during_a_command_kills_it_and_stops_the_agent(
+    alice: Api, workspace: Path, tmp_path: Path
+) -> None:
+    marker = "sleep 29.75"
+    steps = [tool("run_command", command=f"{marker} && touch after.txt"), done("never")]
+    session_id = start_agent(alice, workspace, script(tmp_path, steps))
+    running = wait_for(
+        lambda: ToolCall.objects.filter(session_id=session_id, status="running").first(),
+        what="the command to run",
+    )
+    wait_for(lambda: processes_running(marker), what="the sleep to start")
+    answer = alice.post(f"/sessions/{session_id}/cancel", {})
+    assert answer.status_code == 200 and answer.json()["status"] == "cancelled"
+    wait_for(lambda: not processes_running(marker), what="the command to be killed")
+    running.refresh_from_db()
+    assert running.status == "cancelled"
+    session = AgentSession.objects.get(pk=session_id)
+    assert (session.status, session.summary) == ("cancelled", "cancelled")
+    count = AgentMessage.objects.filter(session_id=session_id).count()
+    time.sleep(1)  # a turn task still in flight would add a message or a call now
+    assert AgentMessage.objects.filter(session_id=session_id).count() == count == 2
+    assert ToolCall.objects.filter(session_id=session_id).count() == 1
+    assert not Path(session.workspace, "after.txt").exists()
+
+
+def processes_running(text: str) -> bool:
+    """Whether any process on this machine has `text` in its command line."""
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if text.encode() in cmdline.read_bytes().replace(b"\0", b" "):
+                return True
+        except OSError:
+            continue
+    return False
