@@ -96,11 +96,12 @@ def dedicated_worker(stack: Worker, settings: Any, logs: Path, **env: str) -> It
     """A worker of its own (own queues, extra environment) that gets this test's sessions."""
     name = uuid.uuid4().hex[:8]
     queue, host_queue = f"agentweb-dedicated-{name}", f"host.dedicated-{name}"
-    settings.CELERY_TASK_DEFAULT_QUEUE = queue
     worker_env = {**stack.env, "AGENTWEB_QUEUE": queue, "AGENTWEB_WORKER_QUEUE": host_queue, **env}
     worker = Worker(worker_env, f"{queue},{host_queue}", logs / f"worker-{name}.log")
     worker.start()
+    shared_queue, settings.CELERY_TASK_DEFAULT_QUEUE = settings.CELERY_TASK_DEFAULT_QUEUE, queue
     try:
         yield worker
     finally:
+        settings.CELERY_TASK_DEFAULT_QUEUE = shared_queue
         worker.stop()

@@ -15,6 +15,7 @@ from django.conf import settings as django_settings
 from tests.helpers import Worker
 from tests.integration.agent_helpers import (
     assert_paired,
+    dedicated_worker,
     messages,
     results,
     start_agent,
@@ -54,14 +55,9 @@ def provider_worker(
         "ANTHROPIC_BASE_URL": anthropic.url,
         "AGENTWEB_MODEL_RETRIES": "2",
     }
-    with own_worker(stack, tmp_path_factory.mktemp("provider-worker"), env) as worker:
+    logs = tmp_path_factory.mktemp("provider-worker")
+    with dedicated_worker(stack, django_settings, logs, **env) as worker:
         yield worker
-
-
-def own_worker(stack: Worker, logs: Path, env: dict[str, str]) -> Any:
-    from tests.integration.agent_helpers import dedicated_worker
-
-    return dedicated_worker(stack, django_settings, logs, **env)
 
 
 @pytest.fixture
