@@ -24,6 +24,7 @@ from tests.integration.agent_helpers import (
 )
 from tests.integration.helpers import Api
 from tests.unit.provider_server import Answer, ProviderServer
+from tools_app import tasks
 from tools_app.models import AgentMessage, AgentSession, Event, ToolCall
 
 pytestmark = [pytest.mark.django_db(transaction=True, serialized_rollback=True)]
@@ -218,3 +219,26 @@ def test_cancel_during_a_model_turn_keeps_nothing_of_its_answer(
     assert not ToolCall.objects.filter(session_id=session_id).exists()
     assert not Path(session.workspace, "after.txt").exists()
     assert len(openai.requests) == 1
+
+
+def test_duplicated_turn_tasks_ask_the_model_once_per_turn(
+    alice: Api, workspace: Path, openai: ProviderServer
+) -> None:
+    openai.answer(
+        Answer(completion(("list_files", {"path": "."})), delay=2), Answer(completion(TASK_DONE))
+    )
+    session_id = start_agent(alice, workspace, "openai:test-model")
+    wait_for(lambda: openai.requests, what="the model to be asked")
+    queue = AgentSession.objects.get(pk=session_id).worker_queue
+    for _ in range(3):  # a redelivered or spare turn task while the model thinks
+        tasks.agent_turn.apply_async([session_id], queue=queue)
+    session = wait_status(session_id)
+    assert session.status == "done"
+    for _ in range(3):  # and spare ones after the end
+        tasks.agent_turn.apply_async([session_id], queue=queue)
+    time.sleep(1)  # a spare task that asked the model would have reached the server now
+    assert len(openai.requests) == 2
+    assert session.iterations == 2
+    assert len(messages(session_id)) == 4
+    keys = list(ToolCall.objects.filter(session_id=session_id).values_list("agent_key", flat=True))
+    assert sorted(keys) == ["1:0", "3:0"]

@@ -97,6 +97,26 @@ def test_a_session_waits_for_an_approval_and_then_goes_on(
     assert results(session_id)[0]["is_error"] is False
 
 
+def test_a_reviewers_edit_is_what_runs_and_the_model_is_told(
+    alice: Api, rita: Api, workspace: Path, tmp_path: Path
+) -> None:
+    model = script(
+        tmp_path,
+        [tool("write_file", path=CI, content="name: ci\n"), done("Added CI.", (CI,))],
+    )
+    session_id = start_agent(alice, workspace, model)
+    wait_status(session_id, "waiting")
+    waiting = ToolCall.objects.get(session_id=session_id)
+    edited = {"path": CI, "content": "name: reviewed\n"}
+    rita.post(f"/tool-calls/{waiting.pk}/decision", {"decision": "approve", "args": edited})
+    session = wait_status(session_id)
+    assert session.status == "done"
+    assert Path(session.workspace, CI).read_text() == "name: reviewed\n"
+    told = results(session_id)[0]["content"]
+    assert told.startswith("A reviewer edited your arguments before approving; what ran: ")
+    assert "name: reviewed" in told
+
+
 def test_a_reviewers_reason_for_a_denial_reaches_the_model(
     alice: Api, rita: Api, workspace: Path, tmp_path: Path
 ) -> None:
