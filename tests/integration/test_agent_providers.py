@@ -242,3 +242,20 @@ def test_duplicated_turn_tasks_ask_the_model_once_per_turn(
     assert len(messages(session_id)) == 4
     keys = list(ToolCall.objects.filter(session_id=session_id).values_list("agent_key", flat=True))
     assert sorted(keys) == ["1:0", "3:0"]
+
+
+def test_arguments_that_are_not_json_are_sent_back_to_the_model(
+    alice: Api, workspace: Path, openai: ProviderServer
+) -> None:
+    broken = completion(("read_file", {}))
+    broken["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = '{"path": "READ'
+    openai.answer(Answer(broken), Answer(completion(TASK_DONE)))
+    session_id = start_agent(alice, workspace, "openai:test-model")
+    assert wait_status(session_id).status == "done"
+    result = results(session_id)[0]
+    assert result["is_error"] and result["content"].startswith(
+        "The arguments for read_file could not be read ("
+    )
+    assert ToolCall.objects.filter(session_id=session_id).count() == 1  # only task_done
+    sent_back = [m for m in openai.requests[1].body["messages"] if m["role"] == "tool"]
+    assert sent_back[0]["content"].endswith(result["content"])

@@ -21,7 +21,8 @@ from tests.integration.agent_helpers import (
     wait_status,
 )
 from tests.integration.helpers import Api
-from tools_app.models import AgentMessage, AgentSession, Event, ToolCall
+from tools_app import services
+from tools_app.models import AgentMessage, AgentSession, Event, Policy, ToolCall
 from tools_app.runtime import prompts
 
 pytestmark = [
@@ -136,6 +137,25 @@ def test_a_reviewers_reason_for_a_denial_reaches_the_model(
     denied = results(session_id)[0]
     assert denied["is_error"] is True
     assert "CI changes go through the platform team" in denied["content"]
+    assert not Path(session.workspace, CI).exists()
+
+
+def test_an_expired_approval_is_told_to_the_model_which_goes_on(
+    alice: Api, workspace: Path, tmp_path: Path
+) -> None:
+    Policy.objects.filter(name="default").update(approval_timeout_seconds=1)
+    model = script(tmp_path, [tool("write_file", path=CI, content="x\n"), done("No CI then.")])
+    session_id = start_agent(alice, workspace, model)
+    wait_status(session_id, "waiting")
+    waiting = ToolCall.objects.get(session_id=session_id)
+    wait_for(lambda: services.tool_call_expire_overdue(), what="the approval to be overdue")
+    session = wait_status(session_id)
+    assert (session.status, session.summary) == ("done", "No CI then.")
+    waiting.refresh_from_db()
+    assert waiting.status == "expired"
+    expired = results(session_id)[0]
+    assert expired["is_error"] and expired["content"] == waiting.result
+    assert "approval deadline" in expired["content"]
     assert not Path(session.workspace, CI).exists()
 
 

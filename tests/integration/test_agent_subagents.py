@@ -73,6 +73,22 @@ def test_sub_agents_inherit_report_back_and_stop_at_the_depth_cap(
     assert "sub-agent (depth 1)" in child.system_prompt
 
 
+def test_a_failed_sub_agent_is_a_failed_call_with_its_reason(
+    alice: Api, workspace: Path, tmp_path: Path
+) -> None:
+    parent_id = start_agent(alice, workspace, script(tmp_path, [SPAWN, {"say": "Hmm."}]))
+    assert wait_status(parent_id).status == "failed"
+    parent, child, grandchild = family(parent_id)
+    assert [s.status for s in (child, grandchild)] == ["failed", "failed"]
+    assert grandchild.summary.startswith("The agent stopped without calling task_done.")
+    report = results(parent_id)[0]
+    assert report["is_error"]
+    assert report["content"].startswith(f"Error: Sub-agent session {child.pk} ended: failed.")
+    assert f"Summary: {child.summary}" in report["content"]
+    spawn = ToolCall.objects.get(session=parent, tool="spawn_subagent")
+    assert spawn.status == "failed" and report["content"] == f"Error: {spawn.result}"
+
+
 def test_a_parent_counts_its_sub_agents_tokens_separately_too(
     alice: Api, workspace: Path, tmp_path: Path
 ) -> None:
