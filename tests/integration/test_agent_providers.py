@@ -259,3 +259,31 @@ def test_arguments_that_are_not_json_are_sent_back_to_the_model(
     assert ToolCall.objects.filter(session_id=session_id).count() == 1  # only task_done
     sent_back = [m for m in openai.requests[1].body["messages"] if m["role"] == "tool"]
     assert sent_back[0]["content"].endswith(result["content"])
+
+
+def test_a_reply_with_two_calls_pauses_at_the_first_and_keeps_their_order(
+    alice: Api, rita: Api, workspace: Path, openai: ProviderServer
+) -> None:
+    ci = ".github/workflows/ci.yml"
+    write = ("write_file", {"path": ci, "content": "name: ci\n"})
+    openai.answer(
+        Answer(completion(write, ("list_files", {"path": ".github/workflows"}))),
+        Answer(completion(TASK_DONE)),
+    )
+    session_id = start_agent(alice, workspace, "openai:test-model")
+    wait_status(session_id, "waiting")
+    waiting = ToolCall.objects.get(session_id=session_id)
+    assert waiting.agent_key == "1:0"  # the second call waits its turn: not even created
+    rita.post(f"/tool-calls/{waiting.pk}/decision", {"decision": "approve"})
+    assert wait_status(session_id).status == "done"
+    calls = ToolCall.objects.filter(session_id=session_id).order_by("pk")
+    assert [(c.agent_key, c.tool) for c in calls] == [
+        ("1:0", "write_file"),
+        ("1:1", "list_files"),
+        ("3:0", "task_done"),
+    ]
+    written, listed = results(session_id)
+    assert not written["is_error"]
+    assert "ci.yml" in listed["content"]  # it ran after the approved write
+    sent_back = [m for m in openai.requests[1].body["messages"] if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in sent_back] == ["call_0", "call_1"]

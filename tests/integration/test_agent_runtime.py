@@ -164,11 +164,19 @@ def test_an_unknown_tool_and_bad_arguments_are_told_to_the_model(
 ) -> None:
     model = script(
         tmp_path,
-        [tool("teleport", to="prod"), tool("read_file", path=5, limit="many"), done()],
+        [
+            tool("teleport", to="prod"),
+            tool("read_file", path=5, limit="many"),
+            tool("run_command", command="rm -rf /"),
+            done(),
+        ],
     )
     session_id = start_agent(alice, workspace, model)
     assert wait_status(session_id).status == "done"
-    unknown, invalid = results(session_id)
+    unknown, invalid, dangerous = results(session_id)
+    refused = ToolCall.objects.get(session_id=session_id, tool="run_command")
+    assert refused.status == "denied" and dangerous["is_error"]
+    assert dangerous["content"].startswith(f"Denied by the policy ({refused.rule}): ")
     assert unknown["is_error"] and "Unknown tool 'teleport'" in unknown["content"]
     for name in ("read_file", "write_file", "run_command", "spawn_subagent", "task_done"):
         assert name in unknown["content"]
