@@ -16,6 +16,7 @@ from tests.integration.agent_helpers import (
     dedicated_worker,
     done,
     messages,
+    processes_running,
     results,
     script,
     start_agent,
@@ -24,7 +25,6 @@ from tests.integration.agent_helpers import (
     wait_status,
 )
 from tests.integration.helpers import Api
-from tests.integration.test_agent_runtime import processes_running
 from tests.unit.provider_server import Answer, ProviderServer
 from tools_app.models import AgentMessage, Event, ToolCall
 

@@ -13,6 +13,7 @@ from tests.integration.agent_helpers import (
     assert_paired,
     done,
     messages,
+    processes_running,
     results,
     script,
     start_agent,
@@ -298,14 +299,3 @@ def test_cancel_during_a_command_kills_it_and_stops_the_agent(
     assert AgentMessage.objects.filter(session_id=session_id).count() == count == 2
     assert ToolCall.objects.filter(session_id=session_id).count() == 1
     assert not Path(session.workspace, "after.txt").exists()
-
-
-def processes_running(text: str) -> bool:
-    """Whether any process on this machine has `text` in its command line."""
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            if text.encode() in cmdline.read_bytes().replace(b"\0", b" "):
-                return True
-        except OSError:
-            continue
-    return False
