@@ -34,8 +34,8 @@ APPEND = "echo x >> log.txt"
 
 
 def completion(name: str, args: dict[str, Any]) -> dict[str, Any]:
-    call = {"id": f"call_{name}", "type": "function", "function": {"name": name}}
-    call["function"]["arguments"] = json.dumps(args)
+    function = {"name": name, "arguments": json.dumps(args)}
+    call = {"id": f"call_{name}", "type": "function", "function": function}
     return {
         "id": "chatcmpl-1",
         "object": "chat.completion",

@@ -231,11 +231,11 @@ def test_duplicated_turn_tasks_ask_the_model_once_per_turn(
     wait_for(lambda: openai.requests, what="the model to be asked")
     queue = AgentSession.objects.get(pk=session_id).worker_queue
     for _ in range(3):  # a redelivered or spare turn task while the model thinks
-        tasks.agent_turn.apply_async([session_id], queue=queue)
+        tasks.agent_turn.apply_async((session_id,), queue=queue)
     session = wait_status(session_id)
     assert session.status == "done"
     for _ in range(3):  # and spare ones after the end
-        tasks.agent_turn.apply_async([session_id], queue=queue)
+        tasks.agent_turn.apply_async((session_id,), queue=queue)
     time.sleep(1)  # a spare task that asked the model would have reached the server now
     assert len(openai.requests) == 2
     assert session.iterations == 2

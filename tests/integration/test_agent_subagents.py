@@ -112,7 +112,7 @@ def test_a_parent_counts_its_sub_agents_tokens_separately_too(
 
 
 def test_a_sub_agents_protected_write_waits_under_the_four_eyes_rule(
-    alice: Api, rita: Api, creator: User, workspace: Path, tmp_path: Path
+    alice: Api, rita: Api, creator: User, reviewer: User, workspace: Path, tmp_path: Path
 ) -> None:
     Policy.objects.filter(name="default").update(require_distinct_reviewer=True)
     creator.groups.add(Group.objects.get_or_create(name="reviewers")[0])
@@ -137,7 +137,7 @@ def test_a_sub_agents_protected_write_waits_under_the_four_eyes_rule(
     assert Path(family(parent_id)[0].workspace, CI).read_text() == "name: ci\n"
     writes = ToolCall.objects.filter(tool="write_file", status="succeeded")
     assert writes.count() == 3
-    assert {call.human.user.username for call in writes} == {"rita"}
+    assert {call.human.user_id for call in writes} == {reviewer.pk}
 
 
 def test_cancelling_a_parent_cancels_its_waiting_sub_agents(
