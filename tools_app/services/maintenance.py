@@ -123,6 +123,8 @@ def _recover(call: ToolCall) -> int:
         if moved:
             call.refresh_from_db()
             events.tool_call_event(call, f"tool_call.{status}")
+            if status == Status.FAILED:  # final: the session's agent goes on from here
+                session_refresh_status(session_id=call.session_id)
     if moved and status == Status.APPROVED:
         tool_call_enqueue(tool_call_id=call.pk, task=EXECUTE_TOOL_CALL, session=call.session)
     return moved
