@@ -141,6 +141,9 @@ def _model_turn(session: AgentSession, messages: list[AgentMessage]) -> AgentMes
         _release_turn(session)
         _provider_failed(session, exc)
         return None
+    except BaseException:
+        _release_turn(session)  # a bug or a time limit: the sweep may ask again later
+        raise
     return _record_reply(session, len(messages), reply, provider)
 
 
