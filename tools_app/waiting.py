@@ -1,0 +1,112 @@
+"""`?wait`: hold an answer until a tool call is final, woken by its final event.
+
+The worker publishes every event to the session's channel-layer group after its
+commit. A waiting request joins that group under a fresh channel name *before* its
+first database read, so an event that comes between the read and the wait is not
+lost. The database stays the truth: a wake-up only says when to read again. When no
+event comes (no channel layer, Redis down, an in-memory layer in another process) the
+call is read again once a second, never in a fast loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from channels.layers import get_channel_layer
+
+from tools_app.events import session_group
+from tools_app.models import ToolCall
+
+logger = logging.getLogger(__name__)
+
+CHECK_EVERY_SECONDS = 1.0  # the slow database check when no event comes
+LAYER_TIMEOUT_SECONDS = 1.0  # joining or leaving a group never holds a request longer
+
+
+async def answer_when_final(
+    *,
+    call_id: int,
+    session_id: int,
+    wait: float,
+    read: Callable[[int], Awaitable[dict[str, Any]]],
+) -> dict[str, Any]:
+    """`read(call_id)` once the call is final, or when `wait` seconds have passed."""
+    if wait <= 0:
+        return await read(call_id)
+    deadline = time.monotonic() + wait
+    async with _listening(session_group(session_id)) as listener:
+        while True:
+            answer = await read(call_id)
+            remaining = deadline - time.monotonic()
+            if answer["status"] in ToolCall.FINAL_STATUSES or remaining <= 0:
+                return answer
+            await listener.until_final(call_id, min(remaining, CHECK_EVERY_SECONDS))
+
+
+class Listener:
+    """The events of one session's group, on a channel of its own; or, without a
+    channel layer, nothing but the clock."""
+
+    def __init__(self, layer: Any, channel: str) -> None:
+        self.layer, self.channel = layer, channel
+        self.receiving: asyncio.Future[Any] | None = None
+
+    async def until_final(self, call_id: int, timeout: float) -> None:
+        """Return when an event says the call is final, or after `timeout` seconds."""
+        end = time.monotonic() + timeout
+        while (left := end - time.monotonic()) > 0:
+            if self.layer is None:
+                await asyncio.sleep(left)
+                return
+            if self.receiving is None:  # one receive, kept across waits: no message lost
+                self.receiving = asyncio.ensure_future(self.layer.receive(self.channel))
+            done, _ = await asyncio.wait({self.receiving}, timeout=left)
+            if not done:
+                return
+            received, self.receiving = self.receiving, None
+            if received.exception() is not None:
+                logger.debug("?wait: channel layer failed (%r)", received.exception())
+                self.layer = None  # from now on the clock alone
+                continue
+            event = received.result().get("event") or {}
+            if event.get("tool_call") == call_id and event.get("status") in ToolCall.FINAL_STATUSES:
+                return
+
+    async def close(self, group: str) -> None:
+        if self.receiving is not None:
+            self.receiving.cancel()
+            with contextlib.suppress(BaseException):
+                await self.receiving
+        if self.layer is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(
+                    self.layer.group_discard(group, self.channel), LAYER_TIMEOUT_SECONDS
+                )
+
+
+@contextlib.asynccontextmanager
+async def _listening(group: str) -> AsyncIterator[Listener]:
+    listener = await _join(group)
+    try:
+        yield listener
+    finally:
+        await listener.close(group)
+
+
+async def _join(group: str) -> Listener:
+    """A fresh channel in `group`; a clock-only listener when there is no layer to join."""
+    layer = get_channel_layer()
+    if layer is None:
+        return Listener(None, "")
+    try:
+        channel = await asyncio.wait_for(layer.new_channel(), LAYER_TIMEOUT_SECONDS)
+        await asyncio.wait_for(layer.group_add(group, channel), LAYER_TIMEOUT_SECONDS)
+    except Exception as exc:
+        logger.debug("?wait: no channel layer (%r); reading once a second", exc)
+        return Listener(None, "")
+    return Listener(layer, channel)
