@@ -141,3 +141,14 @@ def test_no_wait_is_one_read(alice: Api, workspace: Path, reads: list[int]) -> N
     assert alice.get(f"/tool-calls/{waiting_call['id']}").json()["status"] == "awaiting_approval"
     assert reads == [waiting_call["id"]]
     assert waiting.CHECK_EVERY_SECONDS >= 1.0  # the fallback is slow by design
+
+
+def test_the_layers_redis_reads_outlast_its_blocking_receive() -> None:
+    """channels_redis blocks 5 s in BZPOPMIN; a socket timeout at or under that closed
+    every websocket (and ended every `?wait` receive) after 5 quiet seconds."""
+    from channels_redis.core import RedisChannelLayer
+
+    from agentweb.settings import channel_layer_host
+
+    layer = RedisChannelLayer(hosts=[channel_layer_host("redis://127.0.0.1:6379/0")])
+    assert channel_layer_host("redis://127.0.0.1:6379/0")["socket_timeout"] > layer.brpop_timeout
