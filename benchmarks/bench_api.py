@@ -127,8 +127,10 @@ def alive(pid: int) -> bool:
 class Stack:
     """`manage.py up` in its own process group, its log in a file."""
 
-    def __init__(self, var: Path, port: int, concurrency: int, env: dict[str, str]) -> None:
-        self.var, self.port, self.env = var, port, env
+    def __init__(
+        self, var: Path, port: int, concurrency: int, env: dict[str, str], root: Path = ROOT
+    ) -> None:
+        self.var, self.port, self.env, self.root = var, port, env, root
         self.concurrency = concurrency
         self.log = var.parent / "up.log"
         self.process: subprocess.Popen[bytes] | None = None
@@ -139,7 +141,7 @@ class Stack:
                    "--concurrency", str(self.concurrency)]  # fmt: skip
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
-                command, cwd=ROOT, env=self.env, stdin=subprocess.DEVNULL,
+                command, cwd=self.root, env=self.env, stdin=subprocess.DEVNULL,
                 stdout=log, stderr=log, start_new_session=True,
             )  # fmt: skip
         deadline = time.monotonic() + STACK_START_TIMEOUT
