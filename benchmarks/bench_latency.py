@@ -297,11 +297,11 @@ def tables(results: dict[str, Any]) -> list[str]:
         ["allowed read_file ?wait minus the GET floor, ms (goal ≤ 5)",
          *[got[n]["read_over_floor_ms"] for n in names]],
         ["search_codebase ?wait minus the floor, over raw rg, median of 4 patterns "
-         "(goal ≤ 1.2×)", *[got[n]["search_over_raw_median"] for n in names]],
+         "(goal ≤ 1.2x)", *[got[n]["search_over_raw_median"] for n in names]],
         ["POST needing approval → event on /ws/approvals/, p50 ms (goal ≤ 10)",
          *[got[n]["approval_event_ms"]["median"] for n in names]],
         ["the same, p99 ms (goal ≤ 50)", *[got[n]["approval_event_ms"]["p99"] for n in names]],
-        ["GET /api/sessions at 150 over at 10, each over its floor (goal ≤ 1.2×)",
+        ["GET /api/sessions at 150 over at 10, each over its floor (goal ≤ 1.2x)",
          *[got[n]["list_150_over_10"] for n in names]],
     ]  # fmt: skip
     detail = [
