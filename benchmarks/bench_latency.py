@@ -208,6 +208,11 @@ def read_round(target: Target) -> None:
     target.next_file += 1
     path = f"files/f{target.next_file:04d}.txt"
     target.call("read_file", target.small, "read_file", {"path": path})
+    # What the API alone costs: store the call and queue it, no ?wait (not a figure).
+    target.next_file += 1
+    body = {"tool": "read_file", "args": {"path": f"files/f{target.next_file:04d}.txt"}}
+    target.timed("read_file_no_wait", "POST", f"/api/sessions/{target.small['id']}/tool-calls",
+                 json=body)  # fmt: skip
 
 
 def search_round(target: Target, round_: int) -> None:

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any
 
 from channels.layers import get_channel_layer
@@ -77,16 +77,31 @@ class Listener:
             if event.get("tool_call") == call_id and event.get("status") in ToolCall.FINAL_STATUSES:
                 return
 
-    async def close(self, group: str) -> None:
+    def close(self, group: str) -> None:
+        """Stop receiving and leave the group, after the answer has gone: leaving costs a
+        Redis round trip the client need not wait for."""
         if self.receiving is not None:
             self.receiving.cancel()
+        if self.layer is not None:
+            _in_background(self._leave(group))
+
+    async def _leave(self, group: str) -> None:
+        if self.receiving is not None:
             with contextlib.suppress(BaseException):
                 await self.receiving
-        if self.layer is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(
-                    self.layer.group_discard(group, self.channel), LAYER_TIMEOUT_SECONDS
-                )
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(
+                self.layer.group_discard(group, self.channel), LAYER_TIMEOUT_SECONDS
+            )
+
+
+_leaving: set[asyncio.Task[None]] = set()  # referenced until done, so not collected early
+
+
+def _in_background(coroutine: Coroutine[Any, Any, None]) -> None:
+    task = asyncio.ensure_future(coroutine)
+    _leaving.add(task)
+    task.add_done_callback(_leaving.discard)
 
 
 @contextlib.asynccontextmanager
@@ -95,7 +110,7 @@ async def _listening(group: str) -> AsyncIterator[Listener]:
     try:
         yield listener
     finally:
-        await listener.close(group)
+        listener.close(group)
 
 
 async def _join(group: str) -> Listener:
