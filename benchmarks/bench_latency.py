@@ -9,7 +9,8 @@ interleaved with it:
    on the same clone (`bench_engine.rg_command`);
 3. POST of a call that needs approval → its `tool_call.awaiting_approval` event on a
    logged-in reviewer's `/ws/approvals/`: p50 and p99, in ms;
-4. `GET /api/sessions` with 150 sessions over with 10, each over its floor.
+4. `GET /api/sessions` with 150 sessions over with 10, each over its floor (`--quick`:
+   30 over 10, fewer rounds: a smoke run, not figures).
 
 `--before REF` also starts the stack of that commit (a temporary `git worktree` under
 /tmp) and measures both in the same run, round by round, interleaved, so that the
@@ -255,8 +256,9 @@ def grow_sessions(target: Target, repo: Path, total: int) -> None:
 
 
 def measure(targets: list[Target], repo: Path, quick: bool) -> None:
-    rounds = {"read": 30, "search": 5, "approval": 30, "list": 20} if quick else {
+    rounds = {"read": 10, "search": 2, "approval": 10, "list": 10} if quick else {
         "read": 200, "search": 25, "approval": 200, "list": 100}  # fmt: skip
+    totals = (10, 30) if quick else (10, 150)
     for target in targets:
         read_round(target)  # warm up each stack's worker processes
     for _ in range(rounds["read"]):
@@ -271,12 +273,12 @@ def measure(targets: list[Target], repo: Path, quick: bool) -> None:
     for round_ in range(rounds["approval"]):
         for target in targets:
             approval_round(target, round_)
-    for total in (10, 150):
+    for label, total in zip(("10", "150"), totals, strict=True):
         for target in targets:
             grow_sessions(target, repo, total)
         for _ in range(rounds["list"]):
             for target in targets:
-                list_round(target, str(total))
+                list_round(target, label)
 
 
 def figures(target: Target) -> dict[str, Any]:
