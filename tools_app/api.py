@@ -193,8 +193,15 @@ def _receive(request: HttpRequest, session_id: int, body: ToolCallIn) -> int:
 async def tool_call_create(
     request: HttpRequest, session_id: int, body: ToolCallIn, query: Query[WaitQuery]
 ) -> Status[dict[str, Any]]:
-    call_id = await sync_to_async(_receive)(request, session_id, body)
-    return Status(201, await _answer_when_final(call_id, session_id, query.wait))
+    if query.wait <= 0:
+        call_id = await sync_to_async(_receive)(request, session_id, body)
+        return Status(201, await sync_to_async(_current)(call_id))
+    async with waiting.listening(session_id) as listener:  # before the call exists
+        call_id = await sync_to_async(_receive)(request, session_id, body)
+        answer = await listener.answer(
+            call_id, query.wait, sync_to_async(_current), joined_before_the_call=True
+        )
+    return Status(201, answer)
 
 
 def _visible_call(request: HttpRequest, tool_call_id: int) -> ToolCall:

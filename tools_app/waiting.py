@@ -3,7 +3,9 @@
 The worker publishes every event to the session's channel-layer group after its
 commit. A waiting request joins that group under a fresh channel name *before* its
 first database read, so an event that comes between the read and the wait is not
-lost. The database stays the truth: a wake-up only says when to read again. When no
+lost; `POST …/tool-calls?wait=` joins before it stores the call, so it sees every
+event of the call and reads only once the final one came. The database stays the
+truth: a wake-up only says when to read again. When no
 event comes (no channel layer, Redis down, an in-memory layer in another process) the
 call is read again once a second, never in a fast loop.
 """
@@ -38,23 +40,40 @@ async def answer_when_final(
     """`read(call_id)` once the call is final, or when `wait` seconds have passed."""
     if wait <= 0:
         return await read(call_id)
-    deadline = time.monotonic() + wait
-    async with _listening(session_group(session_id)) as listener:
-        while True:
-            answer = await read(call_id)
-            remaining = deadline - time.monotonic()
-            if answer["status"] in ToolCall.FINAL_STATUSES or remaining <= 0:
-                return answer
-            await listener.until_final(call_id, min(remaining, CHECK_EVERY_SECONDS))
+    async with listening(session_id) as listener:
+        return await listener.answer(call_id, wait, read)
 
 
 class Listener:
     """The events of one session's group, on a channel of its own; or, without a
     channel layer, nothing but the clock."""
 
-    def __init__(self, layer: Any, channel: str) -> None:
-        self.layer, self.channel = layer, channel
+    def __init__(self, layer: Any, channel: str, group: str) -> None:
+        self.layer, self.channel, self.group = layer, channel, group
         self.receiving: asyncio.Future[Any] | None = None
+
+    async def answer(
+        self,
+        call_id: int,
+        wait: float,
+        read: Callable[[int], Awaitable[dict[str, Any]]],
+        *,
+        joined_before_the_call: bool = False,
+    ) -> dict[str, Any]:
+        """`read(call_id)` once the call is final, or when `wait` seconds have passed.
+
+        Joined before the call was stored, every event of the call comes here: the first
+        read can wait for the final event. Otherwise the first read is at once.
+        """
+        deadline = time.monotonic() + wait
+        if joined_before_the_call and self.layer is not None:
+            await self.until_final(call_id, min(wait, CHECK_EVERY_SECONDS))
+        while True:
+            answer = await read(call_id)
+            remaining = deadline - time.monotonic()
+            if answer["status"] in ToolCall.FINAL_STATUSES or remaining <= 0:
+                return answer
+            await self.until_final(call_id, min(remaining, CHECK_EVERY_SECONDS))
 
     async def until_final(self, call_id: int, timeout: float) -> None:
         """Return when an event says the call is final, or after `timeout` seconds."""
@@ -77,21 +96,21 @@ class Listener:
             if event.get("tool_call") == call_id and event.get("status") in ToolCall.FINAL_STATUSES:
                 return
 
-    def close(self, group: str) -> None:
+    def close(self) -> None:
         """Stop receiving and leave the group, after the answer has gone: leaving costs a
         Redis round trip the client need not wait for."""
         if self.receiving is not None:
             self.receiving.cancel()
         if self.layer is not None:
-            _in_background(self._leave(group))
+            _in_background(self._leave())
 
-    async def _leave(self, group: str) -> None:
+    async def _leave(self) -> None:
         if self.receiving is not None:
             with contextlib.suppress(BaseException):
                 await self.receiving
         with contextlib.suppress(Exception):
             await asyncio.wait_for(
-                self.layer.group_discard(group, self.channel), LAYER_TIMEOUT_SECONDS
+                self.layer.group_discard(self.group, self.channel), LAYER_TIMEOUT_SECONDS
             )
 
 
@@ -105,23 +124,24 @@ def _in_background(coroutine: Coroutine[Any, Any, None]) -> None:
 
 
 @contextlib.asynccontextmanager
-async def _listening(group: str) -> AsyncIterator[Listener]:
-    listener = await _join(group)
+async def listening(session_id: int) -> AsyncIterator[Listener]:
+    """Wake-ups for the calls of one session while inside; a clock when there is no
+    channel layer to join."""
+    listener = await _join(session_group(session_id))
     try:
         yield listener
     finally:
-        listener.close(group)
+        listener.close()
 
 
 async def _join(group: str) -> Listener:
-    """A fresh channel in `group`; a clock-only listener when there is no layer to join."""
     layer = get_channel_layer()
     if layer is None:
-        return Listener(None, "")
+        return Listener(None, "", group)
     try:
         channel = await asyncio.wait_for(layer.new_channel(), LAYER_TIMEOUT_SECONDS)
         await asyncio.wait_for(layer.group_add(group, channel), LAYER_TIMEOUT_SECONDS)
     except Exception as exc:
         logger.debug("?wait: no channel layer (%r); reading once a second", exc)
-        return Listener(None, "")
-    return Listener(layer, channel)
+        return Listener(None, "", group)
+    return Listener(layer, channel, group)
