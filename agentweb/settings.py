@@ -221,13 +221,21 @@ CELERY_BEAT_SCHEDULE = {
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(AGENTWEB_VAR / "celerybeat-schedule")
 
+
+def channel_layer_host(redis_url: str) -> dict[str, Any]:
+    """channels_redis waits for a message with a 5 s BZPOPMIN; redis-py 8 gives up reading
+    after 5 s too, which closed every websocket (and `?wait`) idle for 5 s. The socket
+    timeout is kept, above the blocking read's."""
+    return {"address": redis_url, "socket_timeout": 15}
+
+
 CHANNEL_LAYERS: dict[str, Any] = {
     "default": (
         {"BACKEND": "channels.layers.InMemoryChannelLayer"}
         if os.environ.get("AGENTWEB_CHANNEL_LAYER") == "memory"
         else {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL]},
+            "CONFIG": {"hosts": [channel_layer_host(REDIS_URL)]},
         }
     )
 }

@@ -2,7 +2,8 @@
 
 Each script runs in its own process, so that one's imports, caches and threads do not
 colour the next. `make bench` runs this. `--quick` runs them in their smoke mode;
-`--json FILE` writes every script's results into one file.
+`--json FILE` writes every script's results into one file; `--before REF` makes
+`bench_latency.py` measure that commit's stack too, side by side with this one.
 """
 
 from __future__ import annotations
@@ -23,14 +24,17 @@ SCRIPTS = (
     "bench_sandbox.py",
     "bench_api.py",
     "bench_runtime.py",
+    "bench_latency.py",
 )
 
 
-def run(script: str, quick: bool, folder: Path) -> dict[str, object]:
+def run(script: str, quick: bool, folder: Path, before: str | None) -> dict[str, object]:
     out = folder / f"{script}.json"
     command = [sys.executable, str(HERE / script), "--json", str(out)]
     if quick:
         command.append("--quick")
+    if before and script == "bench_latency.py":
+        command += ["--before", before]
     start = time.monotonic()
     done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if done.returncode != 0:
@@ -41,13 +45,15 @@ def run(script: str, quick: bool, folder: Path) -> dict[str, object]:
 
 
 def main() -> None:
-    options = parser(__doc__.splitlines()[0]).parse_args()
+    arguments = parser(__doc__.splitlines()[0])
+    arguments.add_argument("--before", metavar="REF", help="bench_latency.py: also this commit")
+    options = arguments.parse_args()
     info = machine()
     print(f"Machine: {info['nproc']} CPUs, Python {info['python']}, {info['platform']}\n")
     collected = []
     with tempfile.TemporaryDirectory(prefix="bench-all-") as tmp:
         for script in SCRIPTS:
-            result = run(script, options.quick, Path(tmp))
+            result = run(script, options.quick, Path(tmp), options.before)
             collected.append(result)
             print(f"## {script} ({result['seconds']} s)\n")
             for table in result["tables"]:  # type: ignore[attr-defined]

@@ -85,7 +85,7 @@ def stack(
     from django.conf import settings
 
     from agentweb.celery import app
-    from agentweb.settings import kombu_url
+    from agentweb.settings import channel_layer_host, kombu_url
 
     queue = f"agentweb-test-{os.getpid()}"
     host_queue = f"host.test-{os.getpid()}"
@@ -96,7 +96,7 @@ def stack(
     settings.CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [redis_url]},
+            "CONFIG": {"hosts": [channel_layer_host(redis_url)]},
         }
     }
     channel_layers.backends = {}

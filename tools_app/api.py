@@ -6,8 +6,6 @@ with a `detail`.
 
 from __future__ import annotations
 
-import asyncio
-import time
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,7 +19,7 @@ from ninja.errors import AuthenticationError
 from ninja.security import HttpBearer, SessionAuth
 from pydantic import Field
 
-from tools_app import access, api_input, selectors, services, tool_schemas
+from tools_app import access, api_input, selectors, services, tool_schemas, waiting
 from tools_app.api_schemas import (
     DecisionIn,
     DecisionOut,
@@ -174,6 +172,7 @@ class WaitQuery(Schema):
 
 
 def _receive(request: HttpRequest, session_id: int, body: ToolCallIn) -> int:
+    """Store the call (and queue its evaluation); its id."""
     session = _session_to_act_on(request, session_id)
     if session.status in {
         AgentSession.Status.DONE,
@@ -193,8 +192,15 @@ def _receive(request: HttpRequest, session_id: int, body: ToolCallIn) -> int:
 async def tool_call_create(
     request: HttpRequest, session_id: int, body: ToolCallIn, query: Query[WaitQuery]
 ) -> Status[dict[str, Any]]:
-    call_id = await sync_to_async(_receive)(request, session_id, body)
-    return Status(201, await _answer_when_final(call_id, query.wait))
+    if query.wait <= 0:
+        call_id = await sync_to_async(_receive)(request, session_id, body)
+        return Status(201, await sync_to_async(_current)(call_id))
+    async with waiting.listening(session_id) as listener:  # before the call exists
+        call_id = await sync_to_async(_receive)(request, session_id, body)
+        answer = await listener.answer(
+            call_id, query.wait, sync_to_async(_current), joined_before_the_call=True
+        )
+    return Status(201, answer)
 
 
 def _visible_call(request: HttpRequest, tool_call_id: int) -> ToolCall:
@@ -206,20 +212,15 @@ async def tool_call_detail(
     request: HttpRequest, tool_call_id: int, query: Query[WaitQuery]
 ) -> dict[str, Any]:
     call = await sync_to_async(_visible_call)(request, tool_call_id)
-    return await _answer_when_final(call.pk, query.wait)
+    return await _answer_when_final(call.pk, call.session_id, query.wait)
 
 
-async def _answer_when_final(call_id: int, wait: float) -> dict[str, Any]:
-    """The call as it is once final, or when `wait` runs out; polled, no thread held."""
-    deadline = time.monotonic() + wait
-    delay = 0.005
-    while True:
-        answer = await sync_to_async(_current)(call_id)
-        remaining = deadline - time.monotonic()
-        if answer["status"] in ToolCall.FINAL_STATUSES or remaining <= 0:
-            return answer
-        await asyncio.sleep(min(delay, remaining))
-        delay = min(delay * 1.25, 0.05)  # a short call is seen soon after it ends
+async def _answer_when_final(call_id: int, session_id: int, wait: float) -> dict[str, Any]:
+    """The call as it is once final, or when `wait` runs out; woken by the call's final
+    event (see `waiting`), no thread held while waiting."""
+    return await waiting.answer_when_final(
+        call_id=call_id, session_id=session_id, wait=wait, read=sync_to_async(_current)
+    )
 
 
 def _current(call_id: int) -> dict[str, Any]:

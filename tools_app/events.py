@@ -4,13 +4,14 @@ and is published to the Channels groups after the transaction commits."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
-from django.db import transaction
-from django.db.models import F
+from channels.layers import InMemoryChannelLayer, get_channel_layer
+from django.db import connection, transaction
 
+from tools_app import publisher
 from tools_app.models import AgentSession, Event, ToolCall
 
 logger = logging.getLogger(__name__)
@@ -24,17 +25,51 @@ def session_group(session_id: int) -> str:
 
 def event_append(*, session_id: int, type: str, data: dict[str, Any]) -> Event:
     """Append an event in the caller's transaction; publish it once that commits."""
+    return events_append(session_id=session_id, items=[(type, data)])[0]
+
+
+def events_append(*, session_id: int, items: Sequence[tuple[str, dict[str, Any]]]) -> list[Event]:
+    """Append events with consecutive seqs in the caller's transaction; publish them
+    together, in order, once that commits."""
     with transaction.atomic():
-        AgentSession.objects.filter(pk=session_id).update(last_event_seq=F("last_event_seq") + 1)
-        seq = AgentSession.objects.values_list("last_event_seq", flat=True).get(pk=session_id)
-        event = Event.objects.create(session_id=session_id, seq=seq, type=type, data=data)
-    transaction.on_commit(lambda: publish(event))
-    return event
+        last = _take_seqs(session_id, len(items))
+        first = last - len(items) + 1
+        created = Event.objects.bulk_create(
+            Event(session_id=session_id, seq=first + i, type=type, data=data)
+            for i, (type, data) in enumerate(items)
+        )
+    transaction.on_commit(lambda: publish_all(created))
+    return created
+
+
+def _take_seqs(session_id: int, count: int) -> int:
+    """Reserve `count` seqs with one row-locking update; the last one reserved.
+
+    `UPDATE … RETURNING` (SQLite ≥ 3.35, PostgreSQL) is one statement where an update
+    and a select were two.
+    """
+    table = connection.ops.quote_name(AgentSession._meta.db_table)
+    column = connection.ops.quote_name("last_event_seq")
+    # Only quoted names from the model are interpolated; the values are parameters.
+    sql = f"UPDATE {table} SET {column} = {column} + %s WHERE id = %s RETURNING {column}"  # noqa: S608
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [count, session_id])
+        row = cursor.fetchone()
+    if row is None:
+        raise AgentSession.DoesNotExist(f"There is no session {session_id}.")
+    return int(row[0])
 
 
 def tool_call_event(call: ToolCall, type: str) -> Event:
     """An event about a tool call, carrying what a reviewer's card shows."""
     return event_append(session_id=call.session_id, type=type, data=tool_call_payload(call))
+
+
+def tool_call_events(call: ToolCall, statuses: Sequence[str]) -> list[Event]:
+    """One event per status the call went through in one transaction, in that order."""
+    payload = tool_call_payload(call)
+    items = [(f"tool_call.{status}", {**payload, "status": status}) for status in statuses]
+    return events_append(session_id=call.session_id, items=items)
 
 
 def tool_call_payload(call: ToolCall) -> dict[str, Any]:
@@ -58,24 +93,40 @@ def event_message(event: Event) -> dict[str, Any]:
     }
 
 
-def publish(event: Event) -> None:
-    """Tell live clients. A failure here loses nothing: clients catch up from the log."""
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    message = {"type": "session.event", "event": event_message(event)}
+def event_groups(event: Event) -> list[str]:
     groups = [session_group(event.session_id)]
     if event.type.startswith("tool_call."):
         groups.append(APPROVALS_GROUP)
+    return groups
+
+
+def publish(event: Event) -> None:
+    publish_all([event])
+
+
+def publish_all(events: Sequence[Event]) -> None:
+    """Tell live clients, in seq order. A failure here loses nothing: clients catch up
+    from the log."""
+    layer = get_channel_layer()
+    if layer is None or not events:
+        return
+    sends = [
+        (group, {"type": "session.event", "event": event_message(event)})
+        for event in events
+        for group in event_groups(event)
+    ]
 
     async def send() -> None:
-        for group in groups:
+        for group, message in sends:
             await layer.group_send(group, message)
 
     try:
-        async_to_sync(send)()  # one event loop hop for every group
+        if isinstance(layer, InMemoryChannelLayer):
+            async_to_sync(send)()  # its queues live in the caller's event loop
+        else:
+            publisher.run(send())  # one long-lived loop per process, no loop per event
     except Exception as exc:
-        _report_unpublished(event, exc)
+        _report_unpublished(events[0], exc)
 
 
 _unpublished = {"count": 0}

@@ -4,6 +4,7 @@ the session's and the reviewers' Channels groups after the transaction commits."
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import channel_layers, get_channel_layer
 from django.contrib.auth.models import User
+from django.db import transaction
 
 from tools_app import events, services
 from tools_app.models import AgentSession, Event, Policy
@@ -87,3 +89,79 @@ def test_events_are_published_only_after_commit(
     assert message["event"]["session"] == session.pk
     first_for_reviewers = async_to_sync(layer.receive)(reviewers_channel)
     assert first_for_reviewers["event"]["type"].startswith("tool_call.")
+
+
+def received(channel: str, count: int) -> list[dict[str, Any]]:
+    layer = get_channel_layer()
+
+    async def take() -> list[dict[str, Any]]:
+        return [
+            (await asyncio.wait_for(layer.receive(channel), timeout=5))["event"]
+            for _ in range(count)
+        ]
+
+    return async_to_sync(take)()
+
+
+def assert_one_allowed_call_in_order(session: AgentSession, on_commit: Any) -> None:
+    channel = listen(events.session_group(session.pk))
+    with on_commit(execute=True):
+        services.tool_call_run_in_process(
+            session=session, tool="read_file", args={"path": "README.md"}
+        )
+    got = received(channel, 4)
+    assert [event["seq"] for event in got] == [1, 2, 3, 4]
+    assert [event["type"] for event in got] == [
+        "tool_call.received",
+        "tool_call.approved",
+        "tool_call.running",
+        "tool_call.succeeded",
+    ]
+    assert [event["status"] for event in got] == ["pending", "approved", "running", "succeeded"]
+    assert nothing_waiting(channel)
+    stored = Event.objects.filter(session=session).order_by("seq")
+    assert [event.seq for event in stored] == [1, 2, 3, 4]
+
+
+def test_an_allowed_call_publishes_its_events_in_seq_order(
+    session: AgentSession, django_capture_on_commit_callbacks: Any
+) -> None:
+    assert_one_allowed_call_in_order(session, django_capture_on_commit_callbacks)
+
+
+@pytest.fixture
+def redis_layer(memory_layer: None, redis_url: str, settings: Any) -> Iterator[None]:
+    """The real Redis layer, with a prefix of its own: the worker's path (the long-lived
+    publishing loop of `tools_app/publisher.py`)."""
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [redis_url], "prefix": f"events-test-{os.getpid()}"},
+        }
+    }
+    channel_layers.backends = {}
+    yield
+    channel_layers.backends = {}
+
+
+@pytest.mark.usefixtures("redis_layer")
+def test_events_through_redis_arrive_in_seq_order(
+    session: AgentSession, django_capture_on_commit_callbacks: Any
+) -> None:
+    assert_one_allowed_call_in_order(session, django_capture_on_commit_callbacks)
+
+
+@pytest.mark.usefixtures("redis_layer")
+def test_a_batch_of_events_is_published_together_in_order(
+    session: AgentSession, django_capture_on_commit_callbacks: Any
+) -> None:
+    channel = listen(events.session_group(session.pk))
+    with django_capture_on_commit_callbacks(execute=False) as callbacks, transaction.atomic():
+        events.events_append(
+            session_id=session.pk, items=[("session.note", {"n": n}) for n in range(5)]
+        )
+    assert len(callbacks) == 1  # one publish for the five, once the transaction commits
+    callbacks[0]()
+    assert [(event["seq"], event["n"]) for event in received(channel, 5)] == [
+        (n + 1, n) for n in range(5)
+    ]

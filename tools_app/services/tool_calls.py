@@ -75,7 +75,11 @@ def _tool_call_create(
 
 
 def tool_call_evaluate(*, tool_call_id: int, raw_args: object = None) -> ToolCall:
-    """Validate and ask the policy; an allowed call runs at once, in this process."""
+    """Validate and ask the policy; an allowed call runs at once, in this process.
+
+    An allowed call is judged and claimed in one transaction (events `approved` and
+    `running`, published together), run, and recorded in a second one.
+    """
     call = ToolCall.objects.select_related("session__policy").get(pk=tool_call_id)
     if call.status != Status.PENDING:
         return call  # a duplicated message: already evaluated
@@ -85,9 +89,9 @@ def tool_call_evaluate(*, tool_call_id: int, raw_args: object = None) -> ToolCal
     prepared = _prepare(spec, call.tool, args, session)
     if not _tool_call_record_decision(call, prepared, spec):
         return ToolCall.objects.get(pk=call.pk)
-    if prepared.status == Status.APPROVED:
-        return tool_call_execute(tool_call_id=call.pk)
-    return ToolCall.objects.get(pk=call.pk)
+    if call.status == Status.RUNNING:
+        return _run_claimed(call)
+    return call
 
 
 def _prepare(
@@ -108,33 +112,47 @@ def session_counters(session: AgentSession) -> SessionCounters:
 def _tool_call_record_decision(
     call: ToolCall, prepared: engine.Prepared, spec: PolicySpec | Decision
 ) -> bool:
-    """Store the policy's verdict; False when another process already did."""
+    """Store the policy's verdict, and claim an allowed call for this process in the same
+    update; False when another process already did. `call` is updated in place."""
+    fields = _decision_fields(call, prepared, spec)
+    statuses = [prepared.status]
+    if prepared.status == Status.APPROVED:  # runs here and now: claimed like an execution
+        fields |= {"status": Status.RUNNING, "started_at": timezone.now(), "runner": runner_id()}
+        statuses.append(Status.RUNNING)
+    with transaction.atomic():
+        updated = ToolCall.objects.filter(pk=call.pk, status=Status.PENDING).update(**fields)
+        if not updated:
+            return False
+        for name, value in fields.items():
+            setattr(call, name, value)
+        events.tool_call_events(call, statuses)
+        if call.status == Status.AWAITING_APPROVAL:
+            session_refresh_status(session_id=call.session_id)
+    return True
+
+
+def _decision_fields(
+    call: ToolCall, prepared: engine.Prepared, spec: PolicySpec | Decision
+) -> dict[str, Any]:
     now = timezone.now()
     decision = prepared.decision
     awaiting = prepared.status == Status.AWAITING_APPROVAL
     final = prepared.status in {Status.FAILED, Status.DENIED}
-    with transaction.atomic():
-        updated = ToolCall.objects.filter(pk=call.pk, status=Status.PENDING).update(
-            args=prepared.args,
-            args_hash=engine.args_hash(call.tool, prepared.args),
-            status=prepared.status,
-            decision=decision.decision if decision else "",
-            reason=decision.reason if decision else prepared.error,
-            rule=decision.rule if decision else "validation",
-            policy_version=spec.version if isinstance(spec, PolicySpec) else None,
-            preview=prepared.preview,
-            changed_lines=prepared.changed_lines,
-            result=prepared.error or (decision.reason if final and decision else ""),
-            decided_at=None if awaiting else now,
-            finished_at=now if final else None,
-            expires_at=_expiry(call.session.policy) if awaiting else None,
-        )
-        if not updated:
-            return False
-        call.refresh_from_db()
-        events.tool_call_event(call, f"tool_call.{call.status}")
-        session_refresh_status(session_id=call.session_id)
-    return True
+    return {
+        "args": prepared.args,
+        "args_hash": engine.args_hash(call.tool, prepared.args),
+        "status": prepared.status,
+        "decision": decision.decision if decision else "",
+        "reason": decision.reason if decision else prepared.error,
+        "rule": decision.rule if decision else "validation",
+        "policy_version": spec.version if isinstance(spec, PolicySpec) else None,
+        "preview": prepared.preview,
+        "changed_lines": prepared.changed_lines,
+        "result": prepared.error or (decision.reason if final and decision else ""),
+        "decided_at": None if awaiting else now,
+        "finished_at": now if final else None,
+        "expires_at": _expiry(call.session.policy) if awaiting else None,
+    }
 
 
 def _expiry(policy: Policy) -> Any:
@@ -154,6 +172,11 @@ def tool_call_execute(*, tool_call_id: int) -> ToolCall:
     if not claimed:
         return call  # another worker has it, or it is no longer approved
     events.tool_call_event(call, "tool_call.running")
+    return _run_claimed(call)
+
+
+def _run_claimed(call: ToolCall) -> ToolCall:
+    """Run a call this process claimed (`running`, with its runner) and record the end."""
     if engine.args_hash(call.tool, call.args) != call.args_hash:
         reason = "Refused to run: the arguments changed after they were approved."
         return _tool_call_finish(call, Status.FAILED, reason)
@@ -169,15 +192,7 @@ def tool_call_execute(*, tool_call_id: int) -> ToolCall:
         outcome = started
     else:
         outcome = engine.execute(call.tool, call.args, tool_context(call.session, call))
-    if outcome.status == Status.SUCCEEDED:
-        cache.after_success(call, outcome.result)
-        if call.changed_lines and call.tool in FILE_WRITE_TOOLS:
-            session_count_lines(
-                session_id=call.session_id,
-                lines=call.changed_lines,
-                approved_by_human=_approved_by_human(call),
-            )
-    return _tool_call_finish(call, outcome.status, outcome.result)
+    return _tool_call_finish(call, outcome.status, outcome.result, ran=True)
 
 
 def tool_context(session: AgentSession, call: ToolCall | None = None) -> ToolContext:
@@ -230,14 +245,34 @@ def tool_call_finish_subagent(*, call: ToolCall) -> ToolCall:
 
 
 def _tool_call_finish(
-    call: ToolCall, status: str, result: str, *, from_cache: bool = False
+    call: ToolCall, status: str, result: str, *, from_cache: bool = False, ran: bool = False
 ) -> ToolCall:
+    """Record the end, and what a successful run changes (cache, line counts), in one
+    transaction. A call cancelled meanwhile stays cancelled; what it did is still counted."""
+    now = timezone.now()
     with transaction.atomic():
         finished = ToolCall.objects.filter(pk=call.pk, status=Status.RUNNING).update(
-            status=status, result=result, from_cache=from_cache, finished_at=timezone.now()
+            status=status, result=result, from_cache=from_cache, finished_at=now
         )
-        call.refresh_from_db()
-        if finished:
-            events.tool_call_event(call, f"tool_call.{status}")
+        if ran and status == Status.SUCCEEDED:
+            _record_success(call, result)
+        if not finished:
+            call.refresh_from_db()
+            return call
+        call.status, call.result, call.from_cache, call.finished_at = (
+            status, result, from_cache, now
+        )  # fmt: skip
+        events.tool_call_event(call, f"tool_call.{status}")
+        if _approved_by_human(call):  # heals a session left `waiting` by racing decisions
             session_refresh_status(session_id=call.session_id)
     return call
+
+
+def _record_success(call: ToolCall, result: str) -> None:
+    cache.after_success(call, result)
+    if call.changed_lines and call.tool in FILE_WRITE_TOOLS:
+        session_count_lines(
+            session_id=call.session_id,
+            lines=call.changed_lines,
+            approved_by_human=_approved_by_human(call),
+        )
