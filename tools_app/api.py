@@ -182,6 +182,11 @@ def _receive(request: HttpRequest, session_id: int, body: ToolCallIn) -> int:
         raise services.Conflict(
             f"Session {session_id} is {session.status}; it takes no more calls."
         )
+    if session.model:
+        raise services.Conflict(
+            f"Session {session_id} is run by agentweb's agent loop ({session.model}); its "
+            "tool calls come from its model. Start a session without `model` to send calls."
+        )
     return services.tool_call_receive(session=session, tool=body.tool, args=body.args).pk
 
 

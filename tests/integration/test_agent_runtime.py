@@ -299,3 +299,21 @@ def test_cancel_during_a_command_kills_it_and_stops_the_agent(
     assert AgentMessage.objects.filter(session_id=session_id).count() == count == 2
     assert ToolCall.objects.filter(session_id=session_id).count() == 1
     assert not Path(session.workspace, "after.txt").exists()
+
+
+def test_a_session_run_by_its_model_takes_no_calls_over_the_api(
+    alice: Api, workspace: Path, tmp_path: Path
+) -> None:
+    """Its calls come from its model only: an API client cannot slip one in between."""
+    model = script(tmp_path, [tool("run_command", command="sleep 20")])
+    session_id = start_agent(alice, workspace, model)
+    answer = alice.post(
+        f"/sessions/{session_id}/tool-calls",
+        {"tool": "write_file", "args": {"path": "x.txt", "content": "x"}},
+    )
+    assert answer.status_code == 409
+    assert "agent loop" in answer.json()["detail"]
+    assert alice.post(f"/sessions/{session_id}/cancel", {}).status_code == 200
+    session = wait_status(session_id)
+    assert not ToolCall.objects.filter(session_id=session_id, tool="write_file").exists()
+    assert not (Path(session.workspace) / "x.txt").exists()

@@ -20,7 +20,11 @@ from tools_app.services import cache, effects, subagents
 from tools_app.services.policies import load_policy_or_denial
 from tools_app.services.pull_request_store import PullRequestStore
 from tools_app.services.queueing import EVALUATE_TOOL_CALL, tool_call_enqueue
-from tools_app.services.sessions import session_count_lines, session_refresh_status
+from tools_app.services.sessions import (
+    session_count_lines,
+    session_refresh_status,
+    session_wake_agent,
+)
 from tools_app.tools.base import SandboxOptions, ToolContext
 from tools_app.tools.forge import ForgeSettings
 from tools_app.tools.jsonsafe import storable_args, storable_text
@@ -128,6 +132,8 @@ def _tool_call_record_decision(
         events.tool_call_events(call, statuses)
         if call.status == Status.AWAITING_APPROVAL:
             session_refresh_status(session_id=call.session_id)
+        elif call.agent_key and call.status in ToolCall.FINAL_STATUSES:
+            session_wake_agent(session_id=call.session_id)  # judged outside its agent's turn
     return True
 
 
@@ -264,7 +270,9 @@ def _tool_call_finish(
         )  # fmt: skip
         events.tool_call_event(call, f"tool_call.{status}")
         if _approved_by_human(call):  # heals a session left `waiting` by racing decisions
-            session_refresh_status(session_id=call.session_id)
+            session_refresh_status(session_id=call.session_id)  # and wakes its agent
+        elif call.agent_key:
+            session_wake_agent(session_id=call.session_id)  # run outside its agent's turn
     return call
 
 
