@@ -2,11 +2,20 @@ from __future__ import annotations
 
 from django.urls import path
 
-from tools_app import views
+from tools_app import session_views, views
 
 urlpatterns = [
     path("", views.approvals, name="home"),
     path("approvals/", views.approvals, name="approvals"),
     path("tool-calls/<int:tool_call_id>/decide", views.decide, name="decide"),
     path("pulls/<int:pull_id>/", views.pull_request, name="pull_request"),
+    path("sessions/", session_views.session_list, name="sessions"),
+    path("sessions/new/", session_views.session_new, name="session_new"),
+    path("sessions/<int:session_id>/", session_views.session_detail, name="session"),
+    path(
+        "sessions/<int:session_id>/timeline/",
+        session_views.session_timeline,
+        name="session_timeline",
+    ),
+    path("sessions/<int:session_id>/cancel/", session_views.session_cancel, name="session_cancel"),
 ]

@@ -68,6 +68,16 @@ PAGES = [
     ),
     Row("pull_request", "GET", "/pulls/{pull}/", expect(200, 200, 404, 200, 302)),
     Row("pull_request", "GET", "/pulls/{orphan_pull}/", expect(404, 200, 404, 200, 302)),
+    Row("sessions", "GET", "/sessions/", EVERYONE_LOGGED_IN),
+    Row("sessions", "GET", "/sessions/?status=waiting", EVERYONE_LOGGED_IN),
+    Row("session_new", "GET", "/sessions/new/", EVERYONE_LOGGED_IN),
+    Row("session_new", "POST", "/sessions/new/", expect(302, 302, 302, 302, 302),
+        {"repo": "{repo}", "task": "fix the bug", "model": "", "policy": "default"}),
+    Row("session", "GET", "/sessions/{session}/", expect(200, 200, 404, 200, 302)),
+    Row("session_timeline", "GET", "/sessions/{session}/timeline/",
+        expect(200, 200, 404, 200, 302)),
+    Row("session_cancel", "POST", "/sessions/{session}/cancel/", expect(302, 403, 404, 302, 302),
+        {}),
 ]  # fmt: skip
 
 API = [
@@ -171,7 +181,7 @@ def send(world: World, role: str, row: Row) -> Any:
         if "session" in body:
             body["session"] = int(body["session"])
         return browser.post(url, json.dumps(body), content_type="application/json")
-    return browser.post(url, row.body or {})
+    return browser.post(url, json.loads(world.fill(json.dumps(row.body or {}))))
 
 
 def cases(rows: list[Row]) -> list[Any]:
