@@ -98,6 +98,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Production: static files from STATIC_ROOT (after `collectstatic`). Under `up`, daphne's
+    # ASGIStaticFilesHandler (agentweb/asgi.py) answers /static/ before this runs.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "tools_app.middleware.body_size_limit",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -118,6 +121,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "tools_app.context_processors.pending_approvals",
             ],
         },
     },
@@ -167,6 +171,15 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = AGENTWEB_VAR / "static"
+STATIC_ROOT.mkdir(exist_ok=True)  # WhiteNoise warns about a missing one on every start
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    # Compressed copies at `collectstatic`; no manifest, so pages render before it ran.
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+# Before `collectstatic` (a fresh checkout, the tests): WhiteNoise finds files in the apps.
+WHITENOISE_USE_FINDERS = DEBUG
 LOGIN_URL = "/login/"
 LOGOUT_REDIRECT_URL = "/login/"
 LOGIN_REDIRECT_URL = "/approvals/"

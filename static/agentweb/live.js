@@ -1,0 +1,109 @@
+// Every page: the phone menu, the live pending-approvals counter (header and tab title),
+// and opt-in browser notifications when a call arrives while the tab is hidden.
+//
+// The counter follows /ws/approvals/: a snapshot of the calls awaiting a decision, then
+// every tool_call.* event with a `seq`; after a dropped connection it reconnects with
+// ?last_seq= and gets exactly what it missed. Each event is also dispatched on `document`
+// as "agentweb:approvals" (detail: the event), so a page can follow the same socket.
+(function () {
+  "use strict";
+
+  const menu = document.querySelector(".menu-toggle");
+  const nav = document.getElementById("site-nav");
+  if (menu && nav) {
+    menu.addEventListener("click", function () {
+      const open = nav.classList.toggle("open");
+      menu.setAttribute("aria-expanded", String(open));
+    });
+  }
+
+  const socketPath = document.body.dataset.approvalsSocket;
+  if (!socketPath || !("WebSocket" in window)) return;
+
+  const NOTIFY_KEY = "agentweb.notifications";
+  const inboxUrl = document.body.dataset.inboxUrl || "/approvals/";
+  const badge = document.getElementById("pending-count");
+  const baseTitle = document.title.replace(/^\(\d+\) /, "");
+  const waiting = new Set();
+  let lastSeq = null;
+  let retry = 1000;
+
+  function render() {
+    const count = waiting.size;
+    document.title = (count ? "(" + count + ") " : "") + baseTitle;
+    if (!badge) return;
+    badge.dataset.count = String(count);
+    badge.querySelector(".count").textContent = String(count);
+  }
+
+  function notificationsOn() {
+    return "Notification" in window && Notification.permission === "granted" &&
+      localStorage.getItem(NOTIFY_KEY) === "on";
+  }
+
+  function notify(event) {
+    if (!document.hidden || !notificationsOn()) return;
+    const note = new Notification("Approval needed: " + event.tool, {
+      body: (event.reason || "A tool call awaits your decision.").slice(0, 200),
+      tag: "agentweb-call-" + event.tool_call,
+    });
+    note.onclick = function () { window.focus(); location.href = inboxUrl; note.close(); };
+  }
+
+  function apply(event) {
+    if (event.type === "snapshot") {
+      waiting.clear();
+      (event.tool_calls || []).forEach(function (call) { waiting.add(call.id); });
+    } else if (event.type === "tool_call.awaiting_approval") {
+      if (!waiting.has(event.tool_call)) notify(event);
+      waiting.add(event.tool_call);
+    } else if (typeof event.type === "string" && event.type.startsWith("tool_call.")) {
+      waiting.delete(event.tool_call);
+    }
+    render();
+    document.dispatchEvent(new CustomEvent("agentweb:approvals", { detail: event }));
+  }
+
+  function connect() {
+    const scheme = location.protocol === "https:" ? "wss" : "ws";
+    const query = lastSeq === null ? "" : "?last_seq=" + lastSeq;
+    const socket = new WebSocket(scheme + "://" + location.host + socketPath + query);
+    socket.onopen = function () { retry = 1000; };
+    socket.onmessage = function (message) {
+      const event = JSON.parse(message.data);
+      if (typeof event.seq === "number" && lastSeq !== null && event.seq <= lastSeq &&
+          event.type !== "snapshot") return;  // already counted
+      if (typeof event.seq === "number") lastSeq = event.seq;
+      apply(event);
+    };
+    socket.onclose = function () {
+      setTimeout(connect, retry);
+      retry = Math.min(retry * 2, 30000);
+    };
+  }
+
+  function setUpNotifyButton() {
+    const button = document.getElementById("notify-toggle");
+    if (!button || !("Notification" in window) || Notification.permission === "denied") return;
+    function label() {
+      button.textContent = notificationsOn() ? "Notifications on" : "Notify me";
+      button.setAttribute("aria-pressed", String(notificationsOn()));
+    }
+    button.hidden = false;
+    label();
+    button.addEventListener("click", function () {
+      if (notificationsOn()) {
+        localStorage.setItem(NOTIFY_KEY, "off");
+        label();
+        return;
+      }
+      Notification.requestPermission().then(function (permission) {
+        localStorage.setItem(NOTIFY_KEY, permission === "granted" ? "on" : "off");
+        label();
+      });
+    });
+  }
+
+  setUpNotifyButton();
+  connect();
+})();
