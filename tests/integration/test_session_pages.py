@@ -203,3 +203,133 @@ def test_the_form_needs_its_csrf_token(creator: User, workspace: Path) -> None:
     assert token
     data["csrfmiddlewaretoken"] = token.group(1)
     assert alice.post("/sessions/new/", data).status_code == 302
+
+
+# --- one session's page --------------------------------------------------------------------
+
+
+@pytest.fixture
+def story(creator: User, reviewer: User) -> AgentSession:
+    """Alice's runtime session: the model said something and wrote a file, Rita denied
+    a write to .env, a sub-agent (with its own child) is still running."""
+    session = make_session(
+        creator, task="rotate <b>the</b> key", model="script:/tmp/plan.json", tokens_in=1200,
+        tokens_out=340, subagent_tokens_in=500, subagent_tokens_out=70, total_changed_lines=12,
+        summary="", files_changed=["src/app.py"], last_event_seq=7,
+    )  # fmt: skip
+    AgentMessage.objects.create(
+        session=session, index=0, role="assistant", tokens_in=1200, tokens_out=340,
+        content={"role": "assistant", "content": "I will edit <app.py>.",
+                 "tool_uses": [{"id": "u1", "name": "write_file", "args": {"path": "x"}}]},
+    )  # fmt: skip
+    AgentMessage.objects.create(
+        session=session, index=1, role="tool_results",
+        content={"role": "tool_results", "results": [
+            {"id": "u1", "name": "write_file", "content": "wrote 3 lines", "is_error": False}]},
+    )  # fmt: skip
+    wrote = awaiting(
+        session, status=ToolCall.Status.SUCCEEDED, decision="allow", reason="a source file",
+        preview={"diff": "--- a/src/app.py\n+++ b/src/app.py\n+print('<hi>')\n"},
+        result="line\n" * 40,
+    )  # fmt: skip
+    denied = awaiting(session, status=ToolCall.Status.DENIED, reason="a secret path")
+    Decision.objects.create(tool_call=denied, user=reviewer, decision="deny", reason="not .env")
+    child = make_session(creator, parent=session, depth=1, task="write the tests")
+    make_session(creator, parent=child, depth=2, task="grandchild task", status=Status.DONE)
+    assert wrote.pk
+    return session
+
+
+def test_the_session_page_shows_the_timeline(story: AgentSession, creator: User) -> None:
+    page = browser(creator).get(f"/sessions/{story.pk}/").content.decode()
+    assert "rotate &lt;b&gt;the&lt;/b&gt; key" in page
+    assert "I will edit &lt;app.py&gt;." in page
+    assert "Uses <code>write_file</code>" in page
+    assert '<details id="results-1"><summary>Tool results (1)</summary>' in page
+    assert "+print(&#x27;&lt;hi&gt;&#x27;)" in page  # the diff, escaped
+    assert "Result (200 characters)</summary>" in page  # a long result starts folded
+    assert "Denied by rita" in page
+    assert "“not .env”" in page
+    assert "a secret path" in page
+    assert "1200 in · 340 out" in page
+    assert "500 in · 70 out" in page
+    assert "<strong>12</strong>" in page
+    assert "<code>src/app.py</code>" in page
+
+
+def test_the_session_page_shows_sub_agents_as_a_tree(story: AgentSession, creator: User) -> None:
+    page = browser(creator).get(f"/sessions/{story.pk}/").content.decode()
+    child = story.children.get()
+    grandchild = child.children.get()
+    assert f'<a href="/sessions/{child.pk}/">Session {child.pk}</a>' in page
+    assert f'<a href="/sessions/{grandchild.pk}/">Session {grandchild.pk}</a>' in page
+    assert page.index("write the tests") < page.index("grandchild task")
+    child_page = browser(creator).get(f"/sessions/{child.pk}/").content.decode()
+    assert f'sub-agent of <a href="/sessions/{story.pk}/">' in child_page
+
+
+def test_the_page_costs_the_same_queries_however_long_the_timeline(
+    story: AgentSession, creator: User
+) -> None:
+    alice = browser(creator)
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            alice.get(f"/sessions/{story.pk}/")
+        return len(captured)
+
+    before = queries()
+    for n in range(20):
+        awaiting(story, status=ToolCall.Status.SUCCEEDED, result=f"result {n}")
+    assert queries() == before
+
+
+def test_who_sees_the_session_page(
+    story: AgentSession, creator: User, reviewer: User, outsider: User, superuser: User
+) -> None:
+    for user in (creator, reviewer, superuser):
+        assert browser(user).get(f"/sessions/{story.pk}/").status_code == 200
+    for path in ("", "timeline/"):
+        assert browser(outsider).get(f"/sessions/{story.pk}/{path}").status_code == 404
+        anonymous = Client().get(f"/sessions/{story.pk}/{path}")
+        assert anonymous.status_code == 302
+        assert anonymous["Location"].startswith("/login/")
+    assert browser(outsider).post(f"/sessions/{story.pk}/cancel/").status_code == 404
+
+
+def test_the_fragment_is_the_live_part_alone(story: AgentSession, reviewer: User) -> None:
+    part = browser(reviewer).get(f"/sessions/{story.pk}/timeline/").content.decode()
+    assert '<div class="session-live" data-seq="7">' in part
+    assert "Denied by rita" in part
+    assert "<html" not in part
+    page = browser(reviewer).get(f"/sessions/{story.pk}/").content.decode()
+    assert f'data-fragment-url="/sessions/{story.pk}/timeline/"' in page
+    assert f'data-socket="/ws/sessions/{story.pk}/"' in page
+    assert "/static/agentweb/session.js" in page
+
+
+def test_the_creator_cancels_the_session(story: AgentSession, creator: User) -> None:
+    alice = browser(creator, csrf_checks=True)
+    page = alice.get(f"/sessions/{story.pk}/").content.decode()
+    assert ">Cancel session</button>" in page
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page)
+    assert token
+    assert alice.post(f"/sessions/{story.pk}/cancel/").status_code == 403  # no token
+    answer = alice.post(f"/sessions/{story.pk}/cancel/", {"csrfmiddlewaretoken": token.group(1)})
+    assert answer.status_code == 302
+    story.refresh_from_db()
+    assert story.status == Status.CANCELLED
+    assert story.children.get().status == Status.CANCELLED
+    after = alice.get(answer["Location"]).content.decode()
+    assert "Cancel session" not in after
+    assert f"Session {story.pk} cancelled." in after
+
+
+def test_a_reviewer_may_not_cancel_someone_elses_session(
+    story: AgentSession, reviewer: User
+) -> None:
+    rita = browser(reviewer)
+    assert "Cancel session" not in rita.get(f"/sessions/{story.pk}/").content.decode()
+    assert rita.post(f"/sessions/{story.pk}/cancel/").status_code == 403
+    story.refresh_from_db()
+    assert story.status == Status.RUNNING
