@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from django.core.asgi import get_asgi_application
 
@@ -12,14 +13,28 @@ django_application = get_asgi_application()  # before anything imports models
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from tools_app.routing import websocket_urlpatterns  # noqa: E402
 
+
+def _serves_static_from_apps() -> bool:
+    """Until `collectstatic` has filled STATIC_ROOT (a fresh checkout, `make run`), the app
+    serves /static/ straight from the source folders, so `up` needs no other step; once it
+    has, WhiteNoise serves the collected, compressed copies with caching headers. After an
+    upgrade, run `collectstatic` again."""
+    collected = Path(settings.STATIC_ROOT) / "agentweb" / "app.css"
+    return settings.DEBUG or not collected.exists()
+
+
+http_application = (
+    ASGIStaticFilesHandler(django_application) if _serves_static_from_apps() else django_application
+)
+
 application = ProtocolTypeRouter(
     {
-        # Static files are served by the app itself, so `manage.py up` needs no web server.
-        "http": ASGIStaticFilesHandler(django_application),
+        "http": http_application,
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
         ),

@@ -98,8 +98,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    # Production: static files from STATIC_ROOT (after `collectstatic`). Under `up`, daphne's
-    # ASGIStaticFilesHandler (agentweb/asgi.py) answers /static/ before this runs.
+    # Static files from STATIC_ROOT once `collectstatic` ran; before, agentweb/asgi.py
+    # serves them from the source folders.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "tools_app.middleware.body_size_limit",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -178,8 +178,8 @@ STORAGES = {
     # Compressed copies at `collectstatic`; no manifest, so pages render before it ran.
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
-# Before `collectstatic` (a fresh checkout, the tests): WhiteNoise finds files in the apps.
 WHITENOISE_USE_FINDERS = DEBUG
+WHITENOISE_AUTOREFRESH = DEBUG
 LOGIN_URL = "/login/"
 LOGOUT_REDIRECT_URL = "/login/"
 LOGIN_REDIRECT_URL = "/approvals/"

@@ -116,3 +116,11 @@ def test_daphne_serves_the_assets_without_collectstatic() -> None:
     status, body = async_to_sync(get)("/static/agentweb/app.css")
     assert status == 200
     assert b"prefers-color-scheme: dark" in body
+
+
+def test_whitenoise_serves_the_collected_assets(tmp_path: Path, settings) -> None:
+    settings.STATIC_ROOT = tmp_path / "static"
+    call_command("collectstatic", interactive=False, verbosity=0)
+    answer = Client().get("/static/agentweb/app.css", HTTP_ACCEPT_ENCODING="gzip")
+    assert answer.status_code == 200
+    assert answer["Content-Encoding"] == "gzip"
