@@ -53,6 +53,9 @@ def session_new(request: HttpRequest) -> HttpResponse:
                 model=data["model"],
                 policy_name=data["policy"],
             )
+        except services.Unavailable as exc:  # stored; the sweep queues its clone later
+            messages.warning(request, f"The session is stored but not started yet: {exc}")
+            return redirect("sessions")
         except services.ServiceError as exc:
             form.add_error(None, str(exc))
         else:

@@ -333,3 +333,21 @@ def test_a_reviewer_may_not_cancel_someone_elses_session(
     assert rita.post(f"/sessions/{story.pk}/cancel/").status_code == 403
     story.refresh_from_db()
     assert story.status == Status.RUNNING
+
+
+def test_a_queue_that_is_down_is_said_on_the_list_not_a_500(
+    creator: User, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """session_start commits the session, then its clone task cannot be sent (Unavailable):
+    the form is not shown again to be sent twice; the list shows the stored session."""
+    from tools_app import services
+    from tools_app.errors import Unavailable
+
+    def down(**kwargs: object) -> None:
+        raise Unavailable("The task queue (Redis) is not reachable.")
+
+    monkeypatch.setattr(services, "session_start", down)
+    data = {"repo": str(workspace), "task": "add a test", "policy": "default"}
+    answer = browser(creator).post("/sessions/new/", data, follow=True)
+    assert answer.redirect_chain == [("/sessions/", 302)]
+    assert "not started yet: The task queue (Redis) is not reachable." in answer.content.decode()
