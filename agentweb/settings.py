@@ -167,6 +167,7 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = AGENTWEB_VAR / "static"
+STATICFILES_DIRS = [BASE_DIR / "static"]
 LOGIN_URL = "/login/"
 LOGOUT_REDIRECT_URL = "/login/"
 LOGIN_REDIRECT_URL = "/approvals/"
