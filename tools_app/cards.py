@@ -4,6 +4,7 @@ rule "Approve & remember" would create, and, once decided, who decided and how."
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -11,6 +12,10 @@ from tools_app import access
 from tools_app.models import Decision, ToolCall
 from tools_app.services.policies import remember_patterns
 
+# An escaped pair (`\\` and any character), or an invisible character on its own.
+_HIDDEN_CLASS = "[\x00-\x1f\x7f-\x9f\u00ad\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]"
+_HIDDEN_PAIR = re.compile(_HIDDEN_CLASS)
+_ESCAPED_OR_HIDDEN = re.compile(rf"\\(.)|({_HIDDEN_CLASS})", re.DOTALL)
 # The argument a reviewer edits in a text area for "Edit & approve"; other tools: JSON.
 EDIT_FIELDS = {"write_file": "content", "edit_file": "new_string"}
 DIFF_TOOLS = {"write_file", "edit_file", "git_commit", "apply_command_effect"}
@@ -50,12 +55,28 @@ def card_context(call: ToolCall, user: Any, **extra: Any) -> dict[str, Any]:
         "edit_field": field,
         "edit_value": _edit_value(call, field),
         "args_json": json.dumps(call.args, indent=2, ensure_ascii=False),
-        "remember": sorted(remember_patterns(call.args).items()),
+        "remember": [(k, form_safe(v)) for k, v in sorted(remember_patterns(call.args).items())],
         "network": call.session.policy.command_network,
         "host": _host(call) if call.tool == "web_fetch" else None,
     }
     context.update(extra)
     return context
+
+
+def form_safe(pattern: str) -> str:
+    """A `re:` pattern with its control and invisible characters spelled `\\uXXXX`: the
+    same regular expression, but one an <input> keeps intact (it drops newlines) and a
+    reviewer can read."""
+    if not pattern.startswith("re:"):
+        return pattern
+    return _ESCAPED_OR_HIDDEN.sub(_spelled, pattern)
+
+
+def _spelled(match: re.Match[str]) -> str:
+    char = match.group(1) or match.group(2)
+    if match.group(1) is not None and not _HIDDEN_PAIR.fullmatch(char):
+        return match.group(0)  # an escape such as `\.`: kept as it is
+    return f"\\u{ord(char):04x}"
 
 
 def _edit_value(call: ToolCall, field: str | None) -> str:

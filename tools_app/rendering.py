@@ -65,6 +65,9 @@ _CLASSES: tuple[tuple[_TokenType, str], ...] = (
     (Name.Class, "nf"),
     (Name.Builtin, "nb"),
     (Name.Decorator, "nb"),
+    (Name.Tag, "k"),
+    (Name.Attribute, "nb"),
+    (Name.Variable, "nb"),
     (Operator, "o"),
 )
 

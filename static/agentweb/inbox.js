@@ -162,7 +162,7 @@
     if (event.submitter && event.submitter.name) body.set(event.submitter.name, event.submitter.value);
     form.querySelectorAll("button").forEach((button) => { button.disabled = true; });
     try {
-      const answer = await fetch(form.action, {
+      const answer = await fetch(form.getAttribute("action"), {
         method: "POST", body, credentials: "same-origin",
         headers: { "X-CSRFToken": body.get("csrfmiddlewaretoken"), "X-Requested-With": "fetch" },
       });

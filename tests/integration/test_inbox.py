@@ -183,11 +183,17 @@ def test_edit_and_approve_of_a_write_edits_its_content(
     assert (workspace / ".env").read_text() == "KEY=2\n"
 
 
-def test_the_remember_panel_shows_the_exact_rule(reviewer: User, waiting: ToolCall) -> None:
+def test_the_remember_panel_shows_the_exact_rule_in_a_form_an_input_keeps(
+    reviewer: User, waiting: ToolCall
+) -> None:
     card = browser_for(reviewer).get(f"/approvals/cards/{waiting.pk}/").content.decode()
     assert 'name="pattern.path" value="re:\\.env"' in card
-    assert 'name="pattern.content" value="re:KEY=new\\\n"' in card
+    assert 'name="pattern.content" value="re:KEY=new\\u000a"' in card  # no raw newline
     assert ">Approve &amp; remember</button>" in card
+    shown = {"pattern.path": "re:\\.env", "pattern.content": "re:KEY=new\\u000a"}
+    post(browser_for(reviewer), waiting, {"action": "remember", **shown})
+    rule = PolicyRule.objects.get()
+    assert re.fullmatch(rule.args["content"][3:], "KEY=new\n")
 
 
 def test_remember_with_a_widened_pattern_creates_exactly_that_rule(
