@@ -35,7 +35,11 @@ PATTERN_PREFIX = "pattern."
 def approvals(request: HttpRequest) -> HttpResponse:
     """The inbox: every call still awaiting a decision, for reviewers, newest first. A
     read only: overdue calls are left out here and expired by the sweep."""
-    context = {"cards": _cards(request), "last_seq": selectors.events_last_id()}
+    context = {
+        "cards": _cards(request),
+        "last_seq": selectors.events_last_id(),
+        "live": access.may_review(request.user, access.BROWSER),
+    }
     return render(request, "tools_app/approvals.html", context)
 
 

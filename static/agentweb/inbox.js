@@ -251,5 +251,5 @@
   updateCount();
   tick();
   setInterval(tick, 1000);
-  connect();
+  if (inbox.dataset.live) connect();  // the socket refuses those who do not review
 })();
