@@ -39,8 +39,7 @@ def tool_call_decide(
     """Approve (maybe with edited arguments, maybe remembered) or deny, exactly once.
 
     The claim is one conditional update from `awaiting_approval`: a second decision
-    finds nothing to update and gets Conflict (409). `rule_args` are the patterns of
-    the remembered rule when the reviewer widened them; they are checked first.
+    finds nothing to update and gets Conflict (409). `rule_args`: widened patterns.
     """
     if decision not in Decision.Verdict.values:
         raise Invalid("`decision` must be 'approve' or 'deny'.")
@@ -68,13 +67,7 @@ def tool_call_decide(
         )  # fmt: skip
         call.refresh_from_db()
         if remember and call.status == Status.APPROVED:
-            policy_rule_remember(
-                policy=call.session.policy,
-                tool=call.tool,
-                args=call.args,
-                user=user,
-                rule_args=rule_args,
-            )
+            _remember(call, user, rule_args)
         events.tool_call_event(call, f"tool_call.{call.status}")
         session_refresh_status(session_id=call.session_id)
     if call.status == Status.DENIED:
@@ -82,6 +75,13 @@ def tool_call_decide(
     if call.status == Status.APPROVED:
         tool_call_enqueue(tool_call_id=call.pk, task=EXECUTE_TOOL_CALL, session=call.session)
     return call
+
+
+def _remember(call: ToolCall, user: Any, rule_args: dict[str, str] | None) -> None:
+    policy = call.session.policy
+    policy_rule_remember(
+        policy=policy, tool=call.tool, args=call.args, user=user, rule_args=rule_args
+    )
 
 
 def _widened(call: ToolCall, rule_args: dict[str, str]) -> dict[str, str]:
