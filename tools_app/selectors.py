@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from tools_app.models import AgentSession, Decision, Policy, PolicyRule, ToolCall
+from tools_app.models import AgentSession, Decision, Event, Policy, PolicyRule, ToolCall
 from tools_app.policy import PolicySpec, policy_from_dict
-from tools_app.policy.types import POLICY_SETTINGS, field_values
+from tools_app.policy.context import CallContext
+from tools_app.policy.rules import rule_matches
+from tools_app.policy.types import POLICY_SETTINGS, CallFacts, SessionCounters, field_values
+from tools_app.tools.errors import ToolError
 from tools_app.tools.registry import core_tool_schemas
 
 
@@ -133,3 +137,33 @@ def session_tool_schemas(session: AgentSession) -> list[dict[str, Any]]:
     """The tools a session offers, as {name, description, input_schema}: the core tools
     (active skills' tools join them here)."""
     return core_tool_schemas()
+
+
+def events_last_id() -> int:
+    """The newest event's id: a page rendered now asks the socket for what came after."""
+    return Event.objects.order_by("-id").values_list("id", flat=True).first() or 0
+
+
+def rule_match_count(
+    *, policy: Policy, tool: str, patterns: dict[str, str], exclude: int | None, limit: int = 1000
+) -> tuple[int, int]:
+    """How many of the policy's last `limit` calls to `tool` an allow rule with these
+    argument patterns would have matched, and how many were looked at. Raises
+    PolicyInvalid for a pattern the loader refuses."""
+    rule_data = {"tool": tool, "args": patterns, "decision": "allow", "reason": ""}
+    spec = policy_from_dict({"name": "remember", "rules": [rule_data]})
+    calls = (
+        ToolCall.objects.filter(session__policy=policy, tool=tool)
+        .exclude(pk=exclude or 0)
+        .order_by("-id")
+        .values_list("args", "session__workspace")[:limit]
+    )
+    matched = seen = 0
+    for args, workspace in calls:
+        seen += 1
+        facts = CallFacts(tool, args if isinstance(args, dict) else {}, Path(workspace))
+        try:
+            matched += rule_matches(spec.rules[0], CallContext(spec, facts, SessionCounters()))
+        except ToolError:  # a path outside the workspace: no rule matches it
+            continue
+    return matched, seen

@@ -2,12 +2,21 @@ from __future__ import annotations
 
 from django.urls import path
 
-from tools_app import session_views, views
+from tools_app import session_views, views, views_approvals
 
 urlpatterns = [
-    path("", views.approvals, name="home"),
-    path("approvals/", views.approvals, name="approvals"),
-    path("tool-calls/<int:tool_call_id>/decide", views.decide, name="decide"),
+    path("", views_approvals.approvals, name="home"),
+    path("approvals/", views_approvals.approvals, name="approvals"),
+    path("approvals/cards/", views_approvals.approval_cards, name="approval_cards"),
+    path(
+        "approvals/cards/<int:tool_call_id>/", views_approvals.approval_card, name="approval_card"
+    ),
+    path(
+        "approvals/cards/<int:tool_call_id>/remember-count",
+        views_approvals.remember_count,
+        name="remember_count",
+    ),
+    path("tool-calls/<int:tool_call_id>/decide", views_approvals.decide, name="decide"),
     path("pulls/<int:pull_id>/", views.pull_request, name="pull_request"),
     path("sessions/", session_views.session_list, name="sessions"),
     path("sessions/new/", session_views.session_new, name="session_new"),

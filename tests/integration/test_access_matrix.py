@@ -62,6 +62,10 @@ DECIDES = expect(403, 200, 404, 200, 401)
 PAGES = [
     Row("home", "GET", "/", EVERYONE_LOGGED_IN),
     Row("approvals", "GET", "/approvals/", EVERYONE_LOGGED_IN),
+    Row("approval_cards", "GET", "/approvals/cards/", EVERYONE_LOGGED_IN),
+    Row("approval_card", "GET", "/approvals/cards/{call}/", expect(403, 200, 404, 200, 302)),
+    Row("remember_count", "GET", "/approvals/cards/{call}/remember-count",
+        expect(403, 200, 404, 200, 302)),
     Row(
         "decide", "POST", "/tool-calls/{call}/decide", expect(403, 302, 404, 302, 302),
         {"action": "deny", "reason": "not now"},

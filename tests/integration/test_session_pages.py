@@ -229,7 +229,7 @@ def story(creator: User, reviewer: User) -> AgentSession:
     )  # fmt: skip
     wrote = awaiting(
         session, status=ToolCall.Status.SUCCEEDED, decision="allow", reason="a source file",
-        preview={"diff": "--- a/src/app.py\n+++ b/src/app.py\n+print('<hi>')\n"},
+        preview={"diff": "--- a/src/app.py\n+++ b/src/app.py\n@@ -0,0 +1 @@\n+print('<hi>')\n"},
         result="line\n" * 40,
     )  # fmt: skip
     denied = awaiting(session, status=ToolCall.Status.DENIED, reason="a secret path")
@@ -246,7 +246,8 @@ def test_the_session_page_shows_the_timeline(story: AgentSession, creator: User)
     assert "I will edit &lt;app.py&gt;." in page
     assert "Uses <code>write_file</code>" in page
     assert '<details id="results-1"><summary>Tool results (1)</summary>' in page
-    assert "+print(&#x27;&lt;hi&gt;&#x27;)" in page  # the diff, escaped
+    assert 'class="diff-add"' in page and "&lt;hi&gt;" in page  # the diff, highlighted
+    assert "<hi>" not in page  # and escaped
     assert "Result (200 characters)</summary>" in page  # a long result starts folded
     assert "Denied by rita" in page
     assert "“not .env”" in page

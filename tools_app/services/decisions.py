@@ -13,7 +13,11 @@ from tools_app.errors import Conflict, Forbidden, Invalid
 from tools_app.models import Decision, ToolCall
 from tools_app.policy import PolicySpec
 from tools_app.services.effects import effect_discard
-from tools_app.services.policies import load_policy_or_denial, policy_rule_remember
+from tools_app.services.policies import (
+    load_policy_or_denial,
+    policy_rule_remember,
+    remember_check,
+)
 from tools_app.services.queueing import EXECUTE_TOOL_CALL, tool_call_enqueue
 from tools_app.services.sessions import session_refresh_status
 from tools_app.services.tool_calls import session_counters, tool_context
@@ -30,11 +34,12 @@ def tool_call_decide(
     reason: str = "",
     args: dict[str, Any] | None = None,
     remember: bool = False,
+    rule_args: dict[str, str] | None = None,
 ) -> ToolCall:
     """Approve (maybe with edited arguments, maybe remembered) or deny, exactly once.
 
     The claim is one conditional update from `awaiting_approval`: a second decision
-    finds nothing to update and gets Conflict (409).
+    finds nothing to update and gets Conflict (409). `rule_args`: widened patterns.
     """
     if decision not in Decision.Verdict.values:
         raise Invalid("`decision` must be 'approve' or 'deny'.")
@@ -43,6 +48,8 @@ def tool_call_decide(
         raise Forbidden(_forbidden_reason(user, scope, call))
     if call.status != Status.AWAITING_APPROVAL:
         raise Conflict(f"Tool call {call.pk} is {call.status}, not awaiting a decision.")
+    if remember and approve and rule_args is not None:
+        rule_args = _widened(call, rule_args)
     outcome = _outcome(call, approve=approve, reason=reason, args=args)
     now = timezone.now()
     with transaction.atomic():
@@ -60,9 +67,7 @@ def tool_call_decide(
         )  # fmt: skip
         call.refresh_from_db()
         if remember and call.status == Status.APPROVED:
-            policy_rule_remember(
-                policy=call.session.policy, tool=call.tool, args=call.args, user=user
-            )
+            _remember(call, user, rule_args)
         events.tool_call_event(call, f"tool_call.{call.status}")
         session_refresh_status(session_id=call.session_id)
     if call.status == Status.DENIED:
@@ -70,6 +75,22 @@ def tool_call_decide(
     if call.status == Status.APPROVED:
         tool_call_enqueue(tool_call_id=call.pk, task=EXECUTE_TOOL_CALL, session=call.session)
     return call
+
+
+def _remember(call: ToolCall, user: Any, rule_args: dict[str, str] | None) -> None:
+    policy = call.session.policy
+    policy_rule_remember(
+        policy=policy, tool=call.tool, args=call.args, user=user, rule_args=rule_args
+    )
+
+
+def _widened(call: ToolCall, rule_args: dict[str, str]) -> dict[str, str]:
+    """A widened rule keeps one pattern per argument of the call (`*` matches any value),
+    so it never silently drops a condition."""
+    if set(rule_args) != set(call.args):
+        names = ", ".join(sorted(call.args)) or "none"
+        raise Invalid(f"The rule needs one pattern for each argument ({names}); use * for any.")
+    return remember_check(call.tool, rule_args)
 
 
 def _lost_claim(call_id: int, now: Any) -> str:

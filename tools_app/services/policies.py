@@ -11,7 +11,7 @@ from django.db import transaction
 from django.db.models import F, Max
 
 from tools_app import engine, selectors
-from tools_app.errors import ServiceError
+from tools_app.errors import Invalid, ServiceError
 from tools_app.models import Policy, PolicyRule
 from tools_app.policy import (
     Decision,
@@ -21,6 +21,7 @@ from tools_app.policy import (
     argument_strings,
     exact_pattern,
     policy_from_dict,
+    validate_policy_dict,
 )
 from tools_app.policy.types import POLICY_SETTINGS, field_values
 
@@ -67,10 +68,16 @@ def policy_bump_version(*, policy: Policy) -> None:
 
 
 def policy_rule_remember(
-    *, policy: Policy, tool: str, args: dict[str, Any], user: Any
+    *,
+    policy: Policy,
+    tool: str,
+    args: dict[str, Any],
+    user: Any,
+    rule_args: dict[str, str] | None = None,
 ) -> PolicyRule:
-    """An allow rule for exactly this tool and these arguments ("approve & remember")."""
-    patterns = {name: _exact_pattern(value) for name, value in args.items()}
+    """An allow rule for exactly this tool and these arguments ("approve & remember"),
+    or for `rule_args`: the patterns a reviewer widened (checked by `remember_check`)."""
+    patterns = remember_patterns(args) if rule_args is None else remember_check(tool, rule_args)
     last = policy.rules.aggregate(last=Max("position"))["last"]
     rule = PolicyRule.objects.create(
         policy=policy,
@@ -83,6 +90,22 @@ def policy_rule_remember(
     )
     policy_bump_version(policy=policy)
     return rule
+
+
+def remember_patterns(args: dict[str, Any]) -> dict[str, str]:
+    """The argument patterns "approve & remember" stores when nobody widens them."""
+    return {name: _exact_pattern(value) for name, value in args.items()}
+
+
+def remember_check(tool: str, rule_args: object) -> dict[str, str]:
+    """Widened patterns as the policy loader reads them, or Invalid naming each problem."""
+    rule = {"tool": tool, "args": rule_args, "decision": "allow", "reason": "remembered"}
+    problems = validate_policy_dict({"name": "remember", "rules": [rule]})
+    if problems:
+        found = "; ".join(f"{p.field.removeprefix('rules[0].')}: {p.message}" for p in problems)
+        raise Invalid(f"The rule cannot be saved: {found}.")
+    assert isinstance(rule_args, dict)
+    return {str(name): str(pattern) for name, pattern in rule_args.items()}
 
 
 def _exact_pattern(value: Any) -> str:

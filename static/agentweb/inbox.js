@@ -1,0 +1,255 @@
+// The approvals inbox, live: cards are server-rendered fragments fetched when the
+// /ws/approvals/ socket announces a change, inserted or swapped in place. A card the
+// reviewer is working in (focus inside, or text typed) is never replaced: a banner is
+// added above it instead. Every form also works without this script.
+(function () {
+  "use strict";
+  const inbox = document.getElementById("inbox");
+  if (!inbox) return;
+  const status = document.getElementById("live-status");
+  const baseTitle = document.title;
+  const cardsBox = () => document.getElementById("cards");
+  let lastSeq = Number(cardsBox().dataset.lastSeq || 0);
+  let opened = 0;
+  const queues = {};
+
+  const cardUrl = (id) => inbox.dataset.cardUrl.replace(/0\/$/, id + "/");
+  const cards = () => Array.from(document.querySelectorAll("#cards > .card"));
+  const cardOf = (id) => document.getElementById("call-" + id);
+  const isPending = (card) => card.dataset.status === "awaiting_approval";
+
+  function parseOne(html, selector) {
+    const template = document.createElement("template");
+    template.innerHTML = html;
+    return template.content.querySelector(selector);
+  }
+
+  async function fetchCard(id) {
+    const answer = await fetch(cardUrl(id), { credentials: "same-origin" });
+    if (!answer.ok) return null;
+    return parseOne(await answer.text(), "article.card");
+  }
+
+  function busy(card) {
+    if (card.contains(document.activeElement) && document.activeElement !== card) return true;
+    return Array.from(card.querySelectorAll("textarea, input:not([type=hidden])")).some(
+      (field) => field.value !== field.defaultValue
+    );
+  }
+
+  function markDecided(card, fresh) {
+    // Keep what the reviewer typed; say what happened and stop the buttons.
+    if (card.querySelector(".decided-banner")) return;
+    const banner = fresh.querySelector(".decided-banner");
+    if (banner) card.prepend(banner.cloneNode(true));
+    card.dataset.status = fresh.dataset.status;
+    card.classList.add("is-decided");
+    card.querySelectorAll("button").forEach((button) => { button.disabled = true; });
+  }
+
+  function place(fresh) {
+    const id = Number(fresh.dataset.call);
+    const box = cardsBox();
+    const empty = box.querySelector(".empty");
+    if (empty) empty.remove();
+    const after = cards().find((card) => Number(card.dataset.call) < id);
+    box.insertBefore(fresh, after || null);
+  }
+
+  function put(fresh, userAction) {
+    const current = cardOf(fresh.dataset.call);
+    if (!current) {
+      if (isPending(fresh)) place(fresh);
+    } else if (!userAction && busy(current)) {
+      if (!isPending(fresh)) markDecided(current, fresh);
+    } else {
+      current.replaceWith(fresh);
+    }
+    wire(fresh);
+    updateCount();
+  }
+
+  function refresh(id) {
+    // One fetch at a time per card, so fragments arrive in the order events did.
+    queues[id] = (queues[id] || Promise.resolve()).then(async () => {
+      const fresh = await fetchCard(id);
+      if (fresh) put(fresh, false);
+    }).catch(() => {});
+    return queues[id];
+  }
+
+  async function resync() {
+    // A reconnect may have missed more than the socket replays: reload the list.
+    const answer = await fetch(inbox.dataset.cardsUrl, { credentials: "same-origin" });
+    if (!answer.ok) return;
+    const list = parseOne(await answer.text(), "#cards");
+    const listed = new Set();
+    list.querySelectorAll(".card").forEach((fresh) => {
+      listed.add(fresh.dataset.call);
+      const current = cardOf(fresh.dataset.call);
+      if (!current || !busy(current)) put(fresh, false);
+    });
+    cards().filter((card) => isPending(card) && !listed.has(card.dataset.call))
+      .forEach((card) => refresh(card.dataset.call));
+  }
+
+  function onEvent(event) {
+    if (event.type === "snapshot") return;
+    if (typeof event.seq === "number") {
+      if (event.seq <= lastSeq) return;
+      lastSeq = event.seq;
+    }
+    if (!String(event.type).startsWith("tool_call.")) return;
+    const card = cardOf(event.tool_call);
+    if (event.type === "tool_call.awaiting_approval" || (card && isPending(card))) {
+      refresh(event.tool_call);
+    }
+  }
+
+  function connect() {
+    const scheme = location.protocol === "https:" ? "wss" : "ws";
+    const socket = new WebSocket(`${scheme}://${location.host}/ws/approvals/?last_seq=${lastSeq}`);
+    socket.onopen = () => {
+      status.textContent = "Live: new calls appear here as they arrive.";
+      if (opened++ > 0) resync();
+    };
+    socket.onmessage = (message) => onEvent(JSON.parse(message.data));
+    socket.onclose = () => {
+      status.textContent = "Live updates paused; reconnecting…";
+      setTimeout(connect, 3000);
+    };
+  }
+
+  // --- deciding by fetch -------------------------------------------------------------
+
+  function jsonProblem(form) {
+    const area = form.querySelector("textarea[data-json]");
+    if (!area) return null;
+    try {
+      const value = JSON.parse(area.value);
+      if (value === null || typeof value !== "object" || Array.isArray(value)) {
+        return "The arguments must be a JSON object.";
+      }
+    } catch (error) {
+      return "Not valid JSON: " + error.message;
+    }
+    return null;
+  }
+
+  function showError(card, text) {
+    let box = card.querySelector(".card-error");
+    if (!box) {
+      box = document.createElement("p");
+      box.className = "message error card-error";
+      box.setAttribute("role", "alert");
+      card.querySelector(".card-head").after(box);
+    }
+    box.textContent = text;
+  }
+
+  async function submit(event) {
+    const form = event.target.closest("form.decide-form");
+    if (!form) return;
+    event.preventDefault();
+    const card = form.closest(".card");
+    const problem = jsonProblem(form);
+    if (problem) {
+      form.querySelector(".field-error").textContent = problem;
+      form.querySelector("textarea").focus();
+      return;
+    }
+    const body = new FormData(form);
+    if (event.submitter && event.submitter.name) body.set(event.submitter.name, event.submitter.value);
+    form.querySelectorAll("button").forEach((button) => { button.disabled = true; });
+    try {
+      const answer = await fetch(form.getAttribute("action"), {
+        method: "POST", body, credentials: "same-origin",
+        headers: { "X-CSRFToken": body.get("csrfmiddlewaretoken"), "X-Requested-With": "fetch" },
+      });
+      const fresh = parseOne(await answer.text(), "article.card");
+      if (!fresh) throw new Error(`the server answered ${answer.status}`);
+      put(fresh, true);
+      fresh.focus();
+    } catch (error) {
+      showError(card, "Could not send the decision: " + error.message);
+      form.querySelectorAll("button").forEach((button) => { button.disabled = false; });
+    }
+  }
+
+  // --- remember: count what a widened rule would match ---------------------------------
+
+  function wire(card) {
+    const form = card.querySelector(".remember-form");
+    if (!form || form.dataset.wired) return;
+    form.dataset.wired = "1";
+    let timer = null;
+    const later = () => { clearTimeout(timer); timer = setTimeout(() => count(form), 300); };
+    form.addEventListener("input", later);
+    form.closest("details").addEventListener("toggle", later);
+  }
+
+  async function count(form) {
+    const query = new URLSearchParams();
+    form.querySelectorAll("input[name^='pattern.']").forEach((input) => query.set(input.name, input.value));
+    const out = form.querySelector(".remember-count");
+    const answer = await fetch(`${form.dataset.countUrl}?${query}`, { credentials: "same-origin" });
+    const data = await answer.json();
+    out.textContent = data.error
+      ? data.error
+      : `This rule would have matched ${data.count} of the last ${data.of} calls to this tool under this policy.`;
+    out.classList.toggle("error", Boolean(data.error));
+  }
+
+  // --- countdown, count, keyboard ------------------------------------------------------
+
+  function tick() {
+    document.querySelectorAll("time.countdown").forEach((time) => {
+      const left = Math.round((Date.parse(time.dateTime) - Date.now()) / 1000);
+      if (left <= 0) { time.textContent = "0s (expiring)"; time.classList.add("late"); return; }
+      const h = Math.floor(left / 3600), m = Math.floor((left % 3600) / 60), s = left % 60;
+      time.textContent = (h ? `${h}h ` : "") + (h || m ? `${m}m ` : "") + `${s}s`;
+      time.classList.toggle("soon", left < 300);
+    });
+  }
+
+  function updateCount() {
+    const pending = cards().filter(isPending).length;
+    document.getElementById("inbox-count").textContent = pending ? `(${pending})` : "";
+    document.title = (pending ? `(${pending}) ` : "") + baseTitle;
+  }
+
+  function keys(event) {
+    const target = event.target;
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (target.closest && target.closest("input, textarea, select, [contenteditable]")) return;
+    const all = cards();
+    const current = document.activeElement && document.activeElement.closest(".card");
+    const index = all.indexOf(current);
+    const act = {
+      j: () => all[Math.min(index + 1, all.length - 1)],
+      k: () => all[Math.max(index - 1, 0)],
+    };
+    if (act[event.key] && all.length) {
+      const next = act[event.key]();
+      next.focus();
+      next.scrollIntoView({ block: "nearest" });
+    } else if (current && event.key === "a") {
+      const button = current.querySelector("button.approve:not([disabled])");
+      if (button) button.click();
+    } else if (current && event.key === "d") {
+      const reason = current.querySelector(".deny-form input[name=reason]");
+      if (reason) { event.preventDefault(); reason.focus(); }
+    } else if (current && event.key === "e") {
+      const panel = current.querySelector(".edit-panel");
+      if (panel) { event.preventDefault(); panel.open = true; panel.querySelector("textarea").focus(); }
+    }
+  }
+
+  document.addEventListener("submit", submit);
+  document.addEventListener("keydown", keys);
+  cards().forEach(wire);
+  updateCount();
+  tick();
+  setInterval(tick, 1000);
+  if (inbox.dataset.live) connect();  // the socket refuses those who do not review
+})();

@@ -1,0 +1,114 @@
+"""What an approvals card shows for one tool call: which preview, which edit field, the
+rule "Approve & remember" would create, and, once decided, who decided and how."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+from urllib.parse import urlsplit
+
+from tools_app import access
+from tools_app.models import Decision, ToolCall
+from tools_app.services.policies import remember_patterns
+
+# An escaped pair (`\\` and any character), or an invisible character on its own.
+_HIDDEN_CLASS = "[\x00-\x1f\x7f-\x9f\u00ad\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]"
+_HIDDEN_PAIR = re.compile(_HIDDEN_CLASS)
+_ESCAPED_OR_HIDDEN = re.compile(rf"\\(.)|({_HIDDEN_CLASS})", re.DOTALL)
+# The argument a reviewer edits in a text area for "Edit & approve"; other tools: JSON.
+EDIT_FIELDS = {"write_file": "content", "edit_file": "new_string"}
+DIFF_TOOLS = {"write_file", "edit_file", "git_commit", "apply_command_effect"}
+KINDS = {
+    "run_command": "command",
+    "create_pull_request": "pull",
+    "web_fetch": "fetch",
+    "spawn_subagent": "subagent",
+}
+FINAL_WORDS = {
+    ToolCall.Status.EXPIRED: "expired",
+    ToolCall.Status.CANCELLED: "cancelled",
+    ToolCall.Status.DENIED: "denied",
+}
+
+
+def preview_kind(call: ToolCall) -> str:
+    """Which preview partial shows the call: diff, command, pull, fetch, subagent, json."""
+    if call.tool in KINDS:
+        return KINDS[call.tool]
+    if call.tool in DIFF_TOOLS or (call.preview or {}).get("diff"):
+        return "diff"
+    return "json"
+
+
+def card_context(call: ToolCall, user: Any, **extra: Any) -> dict[str, Any]:
+    """Everything `_card.html` needs; `extra` carries an error and the reviewer's text."""
+    field = EDIT_FIELDS.get(call.tool)
+    awaiting = call.status == ToolCall.Status.AWAITING_APPROVAL
+    context = {
+        "call": call,
+        "kind": preview_kind(call),
+        "preview": call.preview or {},
+        "awaiting": awaiting,
+        "decided": None if awaiting else decided_text(call),
+        "may_approve": access.may_decide(user, access.BROWSER, call, approve=True),
+        "edit_field": field,
+        "edit_value": _edit_value(call, field),
+        "args_json": json.dumps(call.args, indent=2, ensure_ascii=False),
+        "remember": [(k, form_safe(v)) for k, v in sorted(remember_patterns(call.args).items())],
+        "network": call.session.policy.command_network,
+        "host": _host(call) if call.tool == "web_fetch" else None,
+    }
+    context.update(extra)
+    return context
+
+
+def form_safe(pattern: str) -> str:
+    """A `re:` pattern with its control and invisible characters spelled `\\uXXXX`: the
+    same regular expression, but one an <input> keeps intact (it drops newlines) and a
+    reviewer can read."""
+    if not pattern.startswith("re:"):
+        return pattern
+    return _ESCAPED_OR_HIDDEN.sub(_spelled, pattern)
+
+
+def _spelled(match: re.Match[str]) -> str:
+    char = match.group(1) or match.group(2)
+    if match.group(1) is not None and not _HIDDEN_PAIR.fullmatch(char):
+        return match.group(0)  # an escape such as `\.`: kept as it is
+    return f"\\u{ord(char):04x}"
+
+
+def _edit_value(call: ToolCall, field: str | None) -> str:
+    value = call.args.get(field) if field else None
+    return value if isinstance(value, str) else ""
+
+
+def _host(call: ToolCall) -> str:
+    """The host the URL really names: punycode for look-alike names, and the port."""
+    try:
+        parts = urlsplit(str(call.args.get("url", "")))
+        host = parts.hostname or ""
+        ascii_host = host.encode("idna").decode("ascii") if host else ""
+        return f"{ascii_host}:{parts.port}" if parts.port else ascii_host
+    except (ValueError, UnicodeError):
+        return "(the URL has no valid host)"
+
+
+def decided_text(call: ToolCall) -> str:
+    """ "Decided by rita: approved", "…: denied (reason)", "Expired", "Cancelled"."""
+    try:
+        human: Decision | None = call.human
+    except Decision.DoesNotExist:
+        human = None
+    if human is None:
+        word = FINAL_WORDS.get(ToolCall.Status(call.status), call.status)
+        return f"No longer waiting: {word}."
+    who = human.user.get_username() if human.user else "a deleted user"
+    how = "approved" if human.decision == Decision.Verdict.APPROVE else "denied"
+    if human.edited_args is not None and how == "approved":
+        how = "approved with edited arguments"
+    if human.remember and how == "approved":
+        how = "approved and remembered"
+    reason = f" ({human.reason})" if human.reason else ""
+    return f"Decided by {who}: {how}{reason}"

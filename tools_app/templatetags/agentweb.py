@@ -1,0 +1,47 @@
+"""Template tags for showing what agents send: `{% load agentweb %}`.
+
+* `{{ text|reveal }}` — escaped, with hidden characters (bidi, zero-width, ANSI and
+  other controls) shown as `<U+202E>`-style markers. Use it for anything an agent wrote.
+* `{{ text|hidden_count }}` — how many such characters `text` holds.
+* `{{ value|pretty_json }}` — a JSON value indented, as text (then `|reveal` it).
+* `{% diff_view text %}` — a unified diff: per file, +/- counts, folded when large,
+  highlighted in the file's language, with line numbers; unified on narrow screens and
+  side by side on wide ones (the CSS is in static/agentweb/inbox.css).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import template
+from django.utils.safestring import SafeString, mark_safe
+
+from tools_app import rendering
+
+register = template.Library()
+
+
+@register.filter(is_safe=True)
+def reveal(value: Any) -> SafeString:
+    return mark_safe(rendering.reveal("" if value is None else str(value)))  # noqa: S308
+
+
+@register.filter
+def hidden_count(value: Any) -> int:
+    return rendering.hidden_count("" if value is None else str(value))
+
+
+@register.filter
+def pretty_json(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+@register.inclusion_tag("tools_app/_diff.html")
+def diff_view(text: Any, *, split: bool = True) -> dict[str, Any]:
+    """Split views are left out for very large diffs to keep the page light."""
+    files = rendering.highlight_diff(rendering.parse_diff(str(text or "")))
+    lines = sum(len(f.lines) for f in files)
+    split = split and lines <= rendering.HIGHLIGHT_LIMIT
+    shown = [{"file": f, "rows": rendering.split_rows(f.lines) if split else None} for f in files]
+    return {"files": shown, "split": split, "hidden": rendering.hidden_count(str(text or ""))}
