@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group, User
+from django.db import connection
 
-from tests.browser.server import Agent, Daphne
+from tests.browser.server import PASSWORD, Agent, Daphne
 from tests.helpers import ROOT, Worker
 from tools_app import services
 from tools_app.models import Policy
-from tools_app.policy import DEFAULT_POLICY
 
 CHROMIUM = Path(os.environ.get("AGENTWEB_TEST_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [
@@ -30,7 +30,7 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
 ]
 SCREENSHOTS = ROOT / "var" / "screenshots"
-PASSWORD = "a-long-password"
+SERIALIZED: list[str] = []  # the test database's rows as the migrations left them
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -52,6 +52,7 @@ def browser() -> Iterator[Any]:
     # fixtures make between its calls are still plain synchronous code.
     previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    SERIALIZED[:] = [getattr(connection, "_test_serialized_contents", "")]
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(
             executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
@@ -65,13 +66,18 @@ def browser() -> Iterator[Any]:
 
 
 @pytest.fixture(autouse=True)
-def migrated_rows() -> None:
-    """Put back the `default` policy that the migrations made and the flush after the
-    last test removed. Django's serialized rollback misses it here: under Playwright's
-    greenlets the test sees a fresh connection object, without the rows serialized when
-    the test database was made (the flush then re-creates content types, not policies)."""
-    if not Policy.objects.filter(name="default").exists():
-        services.policy_import(data={"name": "default", **DEFAULT_POLICY})
+def migrated_rows(browser: Any) -> None:
+    """Serialized rollback, as Django does it, on the connection these tests see.
+
+    Under Playwright's greenlets the test sees another connection object than the one
+    the test database was made on, without the rows serialized then: Django would not
+    put back the migrations' rows (the `default` policy) before the test, and its flush
+    after the test would re-create content types that the next test's rollback adds
+    again. Giving this connection the same serialized rows fixes both."""
+    if SERIALIZED[0] and not hasattr(connection, "_test_serialized_contents"):
+        connection._test_serialized_contents = SERIALIZED[0]  # type: ignore[attr-defined]
+    if SERIALIZED[0] and not Policy.objects.exists():
+        connection.creation.deserialize_db_from_string(SERIALIZED[0])
 
 
 @pytest.fixture(scope="session")

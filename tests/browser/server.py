@@ -16,6 +16,8 @@ import httpx
 
 from tests.helpers import ROOT
 
+PASSWORD = "a-long-password"
+
 
 def free_port() -> int:
     with socket.socket() as probe:
