@@ -140,7 +140,7 @@ def log_in(browser: Any, live_server_url: str) -> Iterator[Any]:
         context = browser.new_context(
             base_url=live_server_url, viewport={"width": 1280, "height": 900}
         )
-        context.set_default_timeout(10_000)
+        context.set_default_timeout(20_000)
         contexts.append(context)
         page = context.new_page()
         page.goto("/login/")

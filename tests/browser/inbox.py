@@ -72,5 +72,5 @@ def visible_button(scope: Locator, name: str) -> Locator:
     return scope.get_by_role("button", name=name, exact=True).locator("visible=true").last
 
 
-def gone(page: Page, text: str, timeout: float = 10_000) -> None:
+def gone(page: Page, text: str, timeout: float = 20_000) -> None:
     expect(cards_showing(page, text)).to_have_count(0, timeout=timeout)
