@@ -17,11 +17,13 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# System packages the sandbox and the tests use; installed only when missing.
+# System packages the sandbox and the tests use; installed only when missing. The browser
+# tests launch Debian's chromium by its path (tests/browser/conftest.py).
 system-deps:
 	@missing=""; \
 	command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
 	command -v git >/dev/null || missing="$$missing git"; \
+	test -x /usr/bin/chromium || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) \

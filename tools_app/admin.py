@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
 from django.contrib import admin, messages
-from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, QuerySet
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path
 
 from tools_app import access, services
-from tools_app.forms import POLICY_GROUPS, PolicyForm, PolicyRuleForm
+from tools_app.forms import POLICY_GROUPS, PolicyForm, PolicyRuleForm, TryCallForm
 from tools_app.models import (
     AgentSession,
     ApiToken,
@@ -22,16 +28,20 @@ from tools_app.models import (
     SkillTool,
     ToolCall,
 )
+from tools_app.policy import SessionCounters
 
 if TYPE_CHECKING:
     from django.contrib.admin.options import _FieldOpts
 
 
 class PolicyRuleInline(admin.TabularInline[PolicyRule, Policy]):
+    """The rules in the order the engine tries them."""
+
     model = PolicyRule
     form = PolicyRuleForm
     extra = 0
     fields = ("position", "tool", "args", "decision", "reason")
+    ordering = ("position", "id")
 
 
 def _settings_fieldsets() -> list[tuple[str, _FieldOpts]]:
@@ -43,17 +53,83 @@ def _settings_fieldsets() -> list[tuple[str, _FieldOpts]]:
 class PolicyAdmin(admin.ModelAdmin[Policy]):
     form = PolicyForm
     inlines = [PolicyRuleInline]
-    list_display = ("name", "max_diff_lines", "require_approval_above", "version", "updated_at")
+    list_display = (
+        "name",
+        "rule_count",
+        "protected_path_count",
+        "require_distinct_reviewer",
+        "command_network",
+        "version",
+        "updated_at",
+    )
+    list_filter = ("require_distinct_reviewer", "command_network", "updated_at")
+    search_fields = ("name", "description")
     readonly_fields = ("version", "updated_at")
     fieldsets = (
         (None, {"fields": ("name", "description", "version", "updated_at")}),
         *_settings_fieldsets(),
     )
+    actions = ["try_a_call"]
+    change_form_template = "admin/tools_app/policy/change_form.html"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Policy]:
+        return super().get_queryset(request).annotate(rule_count=Count("rules"))
+
+    @admin.display(description="rules", ordering="rule_count")
+    def rule_count(self, policy: Policy) -> int:
+        return int(getattr(policy, "rule_count", 0))
+
+    @admin.display(description="protected paths")
+    def protected_path_count(self, policy: Policy) -> int:
+        return len(policy.protected_paths)
 
     def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
         super().save_related(request, form, formsets, change)
         if change:
             services.policy_bump_version(policy=form.instance)
+
+    def get_urls(self) -> list[URLPattern]:
+        try_call = path(
+            "<int:policy_id>/try/",
+            self.admin_site.admin_view(self.try_call_view),
+            name="tools_app_policy_try",
+        )
+        return [try_call, *super().get_urls()]
+
+    @admin.action(description="Try a call on the selected policy", permissions=["view"])
+    def try_a_call(self, request: HttpRequest, queryset: QuerySet[Policy]) -> HttpResponse | None:
+        if queryset.count() != 1:
+            self.message_user(request, "Select one policy to try a call on.", messages.WARNING)
+            return None
+        return redirect("admin:tools_app_policy_try", queryset.get().pk)
+
+    def try_call_view(self, request: HttpRequest, policy_id: int) -> HttpResponse:
+        """A dry run of a sample call against this policy: the decision, its reason and
+        the rule that decided. Nothing is stored or run."""
+        policy = self.get_object(request, str(policy_id))
+        if policy is None:
+            raise Http404(f"There is no policy {policy_id}.")
+        if not self.has_view_permission(request, policy):
+            raise PermissionDenied
+        form = TryCallForm(request.POST if request.method == "POST" else None)
+        result = None
+        if form.is_valid():
+            result = services.policy_evaluate(
+                policy=policy,
+                tool=form.cleaned_data["tool"],
+                args=form.cleaned_data["args"],
+                workspace=Path(settings.AGENTWEB_WORKSPACES) / "dry-run",
+                counters=SessionCounters(),
+            ).as_dict()
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "original": policy,
+            "title": f"Try a call on policy {policy.name}",
+            "form": form,
+            "result": result,
+        }
+        return TemplateResponse(request, "admin/tools_app/policy/try_call.html", context)
 
 
 FINISHED = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django import forms
@@ -9,6 +10,7 @@ from django import forms
 from tools_app.models import Policy, PolicyRule
 from tools_app.policy import validate_policy_dict
 from tools_app.policy.types import POLICY_SETTINGS, PolicyField
+from tools_app.tools.registry import REGISTRY
 
 
 class LinesField(forms.CharField):
@@ -81,3 +83,30 @@ class PolicyRuleForm(forms.ModelForm[PolicyRule]):
                 field if field in self.fields else None, f"{problem.field}: {problem.message}"
             )
         return cleaned
+
+
+class TryCallForm(forms.Form):
+    """A sample call for the admin's "Try a call": a core tool and its arguments as JSON."""
+
+    tool = forms.ChoiceField(choices=[])
+    args = forms.CharField(
+        label="Arguments (JSON)",
+        widget=forms.Textarea(attrs={"rows": 8, "cols": 80}),
+        initial="{}",
+        help_text='A JSON object, for example {"path": ".github/workflows/ci.yml"}.',
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        tool_field = self.fields["tool"]
+        assert isinstance(tool_field, forms.ChoiceField)
+        tool_field.choices = [(name, name) for name in sorted(REGISTRY)]
+
+    def clean_args(self) -> dict[str, Any]:
+        try:
+            value = json.loads(self.cleaned_data["args"])
+        except json.JSONDecodeError as exc:
+            raise forms.ValidationError(f"Not valid JSON: {exc}.") from exc
+        if not isinstance(value, dict):
+            raise forms.ValidationError("The arguments must be a JSON object: {...}.")
+        return value

@@ -22,12 +22,14 @@ from asgiref.sync import async_to_sync
 from channels.layers import channel_layers
 from channels.testing import WebsocketCommunicator
 from django.conf import settings as django_settings
+from django.contrib.admin import site
 from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
 from agentweb.asgi import application
 from tools_app import routing, services, urls
+from tools_app.admin import PolicyAdmin
 from tools_app.api import api
 from tools_app.models import AgentSession, Policy, PullRequest, ToolCall
 from tools_app.services.pull_request_store import PullRequestStore
@@ -35,6 +37,7 @@ from tools_app.tools.forge import Proposal
 
 pytestmark = pytest.mark.django_db
 
+DJANGO_ADMIN_PAGES = ("_changelist", "_add", "_history", "_delete", "_change")
 ROLES = ("creator", "reviewer", "outsider", "superuser", "anonymous")
 
 
@@ -111,6 +114,14 @@ API = [
     Row("openapi.json", "GET", "/api/openapi.json", expect(200, 200, 200, 200, 302)),
 ]  # fmt: skip
 
+# The admin's own pages (PolicyAdmin.get_urls): staff only; anyone else is sent to log in.
+STAFF_ONLY = expect(302, 302, 302, 200, 302)
+ADMIN = [
+    Row("tools_app_policy_try", "GET", "/admin/tools_app/policy/{policy}/try/", STAFF_ONLY),
+    Row("tools_app_policy_try", "POST", "/admin/tools_app/policy/{policy}/try/", STAFF_ONLY,
+        {"tool": "read_file", "args": '{"path": "README.md"}'}),
+]  # fmt: skip
+
 SOCKETS = {
     "/ws/sessions/{session}/": expect(True, True, False, True, False),
     "/ws/approvals/": expect(False, True, False, True, False),
@@ -131,7 +142,8 @@ class World:
 
     def fill(self, text: str) -> str:
         ids = {"session": self.session.pk, "call": self.call.pk, "pull": self.pull.pk,
-               "orphan_pull": self.orphan_pull.pk, "repo": self.repo}  # fmt: skip
+               "orphan_pull": self.orphan_pull.pk, "repo": self.repo,
+               "policy": self.session.policy_id}  # fmt: skip
         for name, value in ids.items():
             text = text.replace(f"{{{name}}}", str(value))
         return text
@@ -196,7 +208,7 @@ def cases(rows: list[Row]) -> list[Any]:
     ]
 
 
-@pytest.mark.parametrize(("row", "role"), cases(PAGES + API))
+@pytest.mark.parametrize(("row", "role"), cases(PAGES + API + ADMIN))
 def test_each_role_gets_the_expected_status(world: World, row: Row, role: str) -> None:
     answer = send(world, role, row)
     assert answer.status_code == row.expect[role], answer.content[:300]
@@ -251,6 +263,9 @@ def test_the_matrix_covers_every_url_and_socket() -> None:
         for method in operation.methods
     }
     assert routes == {row.key for row in API if row.key.startswith(("GET ", "POST "))}
+    admin_pages = {p.name for p in PolicyAdmin(Policy, site).get_urls() if p.name}
+    own_admin_pages = {name for name in admin_pages if not name.endswith(DJANGO_ADMIN_PAGES)}
+    assert own_admin_pages == {row.key for row in ADMIN}
     sockets = {str(pattern.pattern) for pattern in routing.websocket_urlpatterns}
     assert sockets == {"ws/approvals/", "ws/sessions/<int:session_id>/"}
     assert len(SOCKETS) == len(sockets)

@@ -125,3 +125,123 @@ def test_anonymous_visitors_are_sent_to_the_login_page(client: Client) -> None:
     answer = client.get("/admin/tools_app/policy/")
     assert answer.status_code == 302
     assert "/admin/login/" in answer["Location"]
+
+
+# --- the policy list, rules in order, the loader's errors on their fields -----------------
+
+
+def test_the_policy_list_counts_rules_and_protected_paths(admin_client: Client) -> None:
+    policy = Policy.objects.get(name="default")
+    PolicyRule.objects.create(policy=policy, tool="read_file", decision="allow")
+    PolicyRule.objects.create(policy=policy, tool="run_command", decision="deny")
+    page = admin_client.get("/admin/tools_app/policy/")
+    assert page.status_code == 200
+    row = page.context["cl"].result_list.get(name="default")
+    assert row.rule_count == 2
+    text = page.content.decode()
+    for column in ("name", "rule_count", "protected_path_count", "require_distinct_reviewer",
+                   "version", "updated_at"):  # fmt: skip
+        assert f'class="sortable column-{column}' in text or f'class="column-{column}' in text
+    assert f'<td class="field-protected_path_count">{len(policy.protected_paths)}</td>' in text
+
+
+def test_the_policy_list_filters_on_distinct_reviewers(admin_client: Client) -> None:
+    Policy.objects.create(name="strict", require_distinct_reviewer=True)
+    page = admin_client.get("/admin/tools_app/policy/?require_distinct_reviewer__exact=1")
+    assert [policy.name for policy in page.context["cl"].result_list] == ["strict"]
+
+
+def test_the_rules_are_shown_in_the_order_the_engine_tries_them(admin_client: Client) -> None:
+    policy = Policy.objects.get(name="default")
+    PolicyRule.objects.create(policy=policy, position=2, tool="second_tool", decision="allow")
+    PolicyRule.objects.create(policy=policy, position=1, tool="first_tool", decision="deny")
+    page = admin_client.get(f"/admin/tools_app/policy/{policy.pk}/change/").content.decode()
+    assert page.index("first_tool") < page.index("second_tool")
+
+
+def test_a_bad_blocked_command_is_reported_on_its_field(admin_client: Client) -> None:
+    policy = Policy.objects.get(name="default")
+    answer = admin_client.post(
+        f"/admin/tools_app/policy/{policy.pk}/change/",
+        policy_form(policy, blocked_commands="rm -rf /\nre:(unclosed"),
+    )
+    assert answer.status_code == 200
+    errors = answer.context["adminform"].form.errors
+    assert "blocked_commands[1]" in " ".join(errors["blocked_commands"])
+
+
+# --- "Try a call": the dry-run service from the admin ------------------------------------
+
+
+def try_url(policy: Policy) -> str:
+    return f"/admin/tools_app/policy/{policy.pk}/try/"
+
+
+def test_the_change_page_links_to_try_a_call(admin_client: Client) -> None:
+    policy = Policy.objects.get(name="default")
+    page = admin_client.get(f"/admin/tools_app/policy/{policy.pk}/change/")
+    assert f'href="{try_url(policy)}"'.encode() in page.content
+
+
+def test_trying_a_protected_write_shows_the_decision_reason_and_rule(
+    admin_client: Client,
+) -> None:
+    policy = Policy.objects.get(name="default")
+    args = '{"path": ".github/workflows/ci.yml", "content": "on: push\\n"}'
+    page = admin_client.post(try_url(policy), {"tool": "write_file", "args": args})
+    assert page.status_code == 200
+    assert page.context["result"]["decision"] == "require_approval"
+    assert page.context["result"]["rule"] == "builtin:protected-path"
+    assert b"protected path .github/workflows/ci.yml" in page.content
+
+
+def test_trying_a_call_that_a_rule_denies_names_the_rule(admin_client: Client) -> None:
+    policy = Policy.objects.get(name="default")
+    rule = PolicyRule.objects.create(
+        policy=policy, tool="read_file", args={"path": "docs/**"}, decision="deny", reason="no"
+    )
+    page = admin_client.post(
+        try_url(policy), {"tool": "read_file", "args": '{"path": "docs/a.md"}'}
+    )
+    assert page.context["result"]["decision"] == "deny"
+    assert str(rule.pk) in page.context["result"]["rule"]
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "field"),
+    [
+        ("read_file", '{"path": ', "args"),
+        ("read_file", '["README.md"]', "args"),
+        ("no_such_tool", "{}", "tool"),
+    ],
+)
+def test_bad_json_or_an_unknown_tool_is_a_form_error(
+    admin_client: Client, tool: str, args: str, field: str
+) -> None:
+    policy = Policy.objects.get(name="default")
+    page = admin_client.post(try_url(policy), {"tool": tool, "args": args})
+    assert page.status_code == 200
+    assert page.context["result"] is None
+    assert field in page.context["form"].errors
+
+
+def test_the_try_a_call_action_opens_the_page_for_one_policy(admin_client: Client) -> None:
+    policy = Policy.objects.get(name="default")
+    answer = admin_client.post(
+        "/admin/tools_app/policy/", {"action": "try_a_call", "_selected_action": [policy.pk]}
+    )
+    assert answer.status_code == 302
+    assert answer["Location"] == try_url(policy)
+
+
+def test_try_a_call_on_a_missing_policy_is_404(admin_client: Client) -> None:
+    assert admin_client.get("/admin/tools_app/policy/999999/try/").status_code == 404
+
+
+def test_try_a_call_is_for_staff_only(client: Client) -> None:
+    User.objects.create_user("rita", password="a-long-password")
+    client.login(username="rita", password="a-long-password")
+    policy = Policy.objects.get(name="default")
+    answer = client.get(try_url(policy))
+    assert answer.status_code == 302
+    assert "/admin/login/" in answer["Location"]
