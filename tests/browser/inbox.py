@@ -52,7 +52,7 @@ def edit_and_approve(page: Page, text: str, edit: Callable[[str], str]) -> None:
     """Open the editor, change the content (the text area, or its `content` when it
     holds the arguments as JSON) and approve the edited call."""
     shown = card(page, text)
-    shown.get_by_text("Edit & approve", exact=True).first.click()
+    shown.locator("summary", has_text="Edit").first.click()  # the editor's panel
     area = shown.locator("textarea:visible").first
     area.fill(_edited(area.input_value(), edit))
     visible_button(shown, "Edit & approve").click()

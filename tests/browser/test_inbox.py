@@ -41,11 +41,6 @@ def ask_to_write_ci(agent: Agent, session: dict[str, Any]) -> dict[str, Any]:
     return waiting
 
 
-@pytest.mark.xfail(
-    reason="the first-cut inbox reloads the page when a call arrives; the rebuilt inbox "
-    "(issue 16) inserts the card in place",
-    strict=False,
-)
 def test_a_call_appears_in_the_inbox_without_a_reload(
     rita_page: Page, agent: Agent, session: dict[str, Any]
 ) -> None:
