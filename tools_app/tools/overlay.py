@@ -22,7 +22,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -102,19 +102,26 @@ def run_copy_on_write(
     timeout: float,
     should_stop: Callable[[], bool] | None = None,
     kill_grace: float = sandbox.KILL_GRACE_SECONDS,
+    stdin: bytes | None = None,
+    extra_env: Mapping[str, str] | None = None,
 ) -> CowRun:
-    """Run `argv` on a copy-on-write view of `workspace`; the workspace stays untouched."""
+    """Run `argv` on a copy-on-write view of `workspace`; the workspace stays untouched.
+
+    `extra_env` joins the scrubbed environment (a skill tool's arguments); `stdin` is fed
+    to the command.
+    """
     root = Path(os.path.realpath(workspace))
     scratch = make_scratch(root)
     try:
         result = sandbox.run_process(
             build_cow_command(root, argv, options, scratch),
             cwd=str(scratch),
-            env=sandbox.scrubbed_env(sandbox.SANDBOX_HOME),
+            env={**sandbox.scrubbed_env(sandbox.SANDBOX_HOME), **(extra_env or {})},
             timeout=timeout,
             sandboxed=True,
             should_stop=should_stop,
             kill_grace=kill_grace,
+            stdin=stdin,
         )
         effect = read_effect(root, scratch / "upper")
     except BaseException:
