@@ -63,7 +63,8 @@ SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "
 _MOUNT_SCRIPT = (
     'cd "$1" && mount -t overlay overlay '
     "-o lowerdir=lower,upperdir=upper,workdir=work,userxattr merged || exit 125; "
-    'shift; trap "kill -KILL -1; exit 143" TERM INT HUP; "$@" & wait $!'
+    # A background job's stdin is /dev/null unless redirected: keep the caller's (fd 3).
+    'shift; exec 3<&0; trap "kill -KILL -1; exit 143" TERM INT HUP; "$@" <&3 3<&- & wait $!'
 )
 
 
