@@ -68,13 +68,15 @@ def _skill(request: HttpRequest, name: str) -> Skill:
     return skill
 
 
-@router.get("", response={200: SkillPage, 422: ErrorOut})
+@router.get("/skills", response={200: SkillPage, 422: ErrorOut})
 def skill_list(request: HttpRequest, pages: Query[PageQuery]) -> dict[str, Any]:
     """Every skill with its tools, triggers and counters, by id."""
     return page(selectors.skills_all(), pages, selectors.skill_as_dict, order="oldest")
 
 
-@router.post("", response={201: Imported, 403: ErrorOut, 422: ErrorOut}, openapi_extra=_SKILL_BODY)
+@router.post(
+    "/skills", response={201: Imported, 403: ErrorOut, 422: ErrorOut}, openapi_extra=_SKILL_BODY
+)
 def skill_import(request: HttpRequest) -> Status[dict[str, Any]]:
     """Create or replace (by name) one skill or a list of them, all or nothing."""
     access.check_edit_skills(request.user, _scope(request))
@@ -84,19 +86,19 @@ def skill_import(request: HttpRequest) -> Status[dict[str, Any]]:
     return Status(201, {"items": [selectors.skill_as_dict(s) for s in fresh if s], "notes": notes})
 
 
-@router.post("/match", response={200: MatchOut})
+@router.post("/skills/match", response={200: MatchOut})
 def skill_match(request: HttpRequest, body: MatchIn) -> dict[str, Any]:
     """Which enabled skills a task would activate, and the words that matched."""
     return {"skills": selectors.skills_would_activate(body.task)}
 
 
-@router.get("/{name}", response={200: dict[str, Any], 404: ErrorOut})
+@router.get("/skills/{name}", response={200: dict[str, Any], 404: ErrorOut})
 def skill_detail(request: HttpRequest, name: str) -> dict[str, Any]:
     return selectors.skill_as_dict(_skill(request, name))
 
 
 @router.put(
-    "/{name}",
+    "/skills/{name}",
     response={200: dict[str, Any], 403: ErrorOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut},
     openapi_extra=_SKILL_BODY,
 )
@@ -108,7 +110,7 @@ def skill_replace(request: HttpRequest, name: str) -> dict[str, Any]:
     return selectors.skill_as_dict(_skill(request, skill.name))
 
 
-@router.delete("/{name}", response={204: None, 403: ErrorOut, 404: ErrorOut})
+@router.delete("/skills/{name}", response={204: None, 403: ErrorOut, 404: ErrorOut})
 def skill_delete(request: HttpRequest, name: str) -> Status[None]:
     """Delete the skill; tool calls already made keep their record."""
     _skill(request, name)
@@ -119,7 +121,7 @@ def skill_delete(request: HttpRequest, name: str) -> Status[None]:
 
 def register(api: NinjaAPI) -> None:
     """Mount the routes, and answer a refused skill with the field to fix."""
-    api.add_router("/skills", router)
+    api.add_router("", router)
 
     @api.exception_handler(skill_services.SkillRefused)
     def refused(request: HttpRequest, exc: skill_services.SkillRefused) -> HttpResponse:
