@@ -211,3 +211,19 @@ def test_an_agent_skills_folder_imports_and_says_which_never_activate(tmp_path: 
     (tmp_path / "empty").mkdir()
     with pytest.raises(CommandError, match=r"holds no SKILL\.md"):
         call_command("import_skills", str(tmp_path / "empty"))
+
+
+def test_edited_arguments_are_checked_against_the_definition_the_reviewer_saw(
+    sam_api: Api, alice: Api, rita: Api, workspace: Path, stack: Any
+) -> None:
+    sam_api.post("/skills", DEPLOY)
+    session = start_session(alice, workspace, task="deploy version 1")
+    made = call(alice, session, "deploy_staging", version="1")
+    template = {"kind": "prompt", "template": "Something else: $version"}
+    Skill.objects.get(name="deploy").tools.update(executor=template)
+    path = f"/tool-calls/{made['id']}/decision"
+    bad = rita.post(path, {"decision": "approve", "args": {"version": 1}})
+    assert bad.status_code == 422 and "`version`: 1 is not of type 'string'" in bad.json()["detail"]
+    rita.post(path, {"decision": "approve", "args": {"version": "1.1"}})
+    done = alice.get(f"/tool-calls/{made['id']}?wait=20").json()
+    assert (done["status"], done["result"]) == ("succeeded", "Deploying 1.1 to staging.")
