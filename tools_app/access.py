@@ -68,6 +68,27 @@ def may_decide(user: Any, scope: str, call: ToolCall, *, approve: bool) -> bool:
     return not (approve and distinct and own_session)
 
 
+def may_see_skills(user: Any) -> bool:
+    """Skills are shared configuration: any logged-in user (any token) may read them."""
+    return _active(user)
+
+
+def may_edit_skills(user: Any, scope: str) -> bool:
+    """A skill defines what commands and requests its tools make: staff, or a user given
+    the `change_skill` permission, from the browser or with a review token."""
+    if scope not in FULL_SCOPES or not _active(user):
+        return False
+    return bool(user.is_staff or user.is_superuser or user.has_perm("tools_app.change_skill"))
+
+
+def check_edit_skills(user: Any, scope: str) -> None:
+    if not may_edit_skills(user, scope):
+        raise PermissionDenied(
+            "Only staff (or users with the change_skill permission) may change skills, "
+            "from the browser or with a review token."
+        )
+
+
 # --- fetch and check: 404 to outsiders ---------------------------------------------------
 
 

@@ -19,7 +19,7 @@ from ninja.errors import AuthenticationError
 from ninja.security import HttpBearer, SessionAuth
 from pydantic import Field
 
-from tools_app import access, api_input, selectors, services, tool_schemas, waiting
+from tools_app import access, api_input, api_skills, selectors, services, tool_schemas, waiting
 from tools_app.api_schemas import (
     DecisionIn,
     DecisionOut,
@@ -288,3 +288,6 @@ def policy_evaluate(request: HttpRequest, name: str, body: EvaluateIn) -> dict[s
         policy=policy, tool=body.tool, args=body.args, workspace=workspace, counters=counters
     )
     return decision.as_dict()
+
+
+api_skills.register(api)  # /api/skills: its own module, mounted here

@@ -40,6 +40,7 @@ class SessionOut(Schema):
     token_budget: int
     total_changed_lines: int
     changed_since_approval: int
+    active_skills: list[dict[str, Any]] = []
     created_at: datetime
     finished_at: datetime | None
 

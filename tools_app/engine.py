@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from tools_app.policy import CallFacts, Decision, PolicySpec, SessionCounters, evaluate
+from tools_app.skills import executors as skill_executors
+from tools_app.skills.arguments import validate_arguments
 from tools_app.tools import overlay, sandbox
 from tools_app.tools.base import ToolArgs, ToolContext, ToolError
 from tools_app.tools.catalogue import facts_for
@@ -104,9 +106,55 @@ def prepare(
     )
 
 
+def prepare_skill(
+    policy: PolicySpec,
+    call: skill_executors.SkillCall,
+    raw_args: object,
+    context: ToolContext,
+    counters: SessionCounters,
+) -> Prepared:
+    """As `prepare`, for a skill tool bound to `call` (its captured definition): the
+    arguments are checked against its input schema, the preview shows the executor and
+    exactly what it would get, and the policy judges the call by its `skill.tool` name."""
+    try:
+        args = validate_arguments(call.name, call.input_schema, raw_args)
+    except ToolError as exc:
+        return Prepared(status="failed", args=storable_args(raw_args), error=str(exc))
+    if not call.kind:
+        error = f"{call.name} has no executor yet; its skill's author must add one."
+        return Prepared(status="failed", args=args, error=error)
+    facts = CallFacts(call.name, args, context.workspace, None, executor=call.executor)
+    decision = evaluate(policy, facts, counters)
+    if call.kind == "command":
+        decision = _unsandboxed_needs_a_person("run_command", decision)
+    status = {"allow": "approved", "deny": "denied", "require_approval": "awaiting_approval"}
+    preview = skill_executors.preview(call, args)
+    return Prepared(status=status[decision.decision], args=args, decision=decision, preview=preview)
+
+
+def execute_skill(
+    call: skill_executors.SkillCall,
+    args: Mapping[str, Any],
+    context: ToolContext,
+    secrets: skill_executors.Secrets,
+) -> Outcome:
+    """Run a skill tool's captured definition; errors are results, as for a core tool."""
+    try:
+        result = skill_executors.run(call, args, context, secrets)
+    except ToolError as exc:
+        return Outcome(status="failed", result=storable_text(str(exc)))
+    except Exception:
+        logger.exception("skill tool %s crashed", call.name)
+        return Outcome(
+            status="failed",
+            result=f"{call.name} failed with an internal error; the server log has the details.",
+        )
+    return Outcome(status="succeeded", result=storable_text(result))
+
+
 def _unsandboxed_needs_a_person(tool: str, decision: Decision) -> Decision:
     """Without the copy-on-write sandbox a command writes the workspace directly: no
-    rule may let one run without a person."""
+    rule may let one run without a person (a skill's command tool included)."""
     if tool != "run_command" or decision.decision != "allow" or overlay.cow_available():
         return decision
     return Decision(

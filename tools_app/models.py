@@ -118,6 +118,8 @@ class AgentSession(models.Model):
     files_changed = models.JSONField(default=list, blank=True)
     # The agent runtime (sessions with a `model`): the conversation lives in AgentMessage.
     system_prompt = models.TextField(blank=True)
+    # The skills the task activated at the start: [{"skill": NAME, "words": [TRIGGER, ...]}].
+    active_skills = models.JSONField(default=list, blank=True)
     depth = models.PositiveSmallIntegerField(default=0)
     parent_call = models.OneToOneField(
         "ToolCall", null=True, blank=True, on_delete=models.SET_NULL, related_name="subagent"
@@ -308,6 +310,8 @@ class Skill(models.Model):
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
+    times_activated = models.PositiveIntegerField(default=0)
+    last_used_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -325,6 +329,7 @@ class SkillTool(models.Model):
     description = models.TextField(blank=True)
     input_schema = models.JSONField(default=dict, blank=True)
     executor = models.JSONField(default=dict, blank=True)
+    enabled = models.BooleanField(default=True)
 
     class Meta:
         ordering = ["skill", "name"]

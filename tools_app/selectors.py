@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -9,11 +10,22 @@ from typing import Any
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from tools_app.models import AgentSession, Decision, Event, Policy, PolicyRule, ToolCall
+from tools_app.models import (
+    AgentSession,
+    Decision,
+    Event,
+    Policy,
+    PolicyRule,
+    Skill,
+    SkillTool,
+    ToolCall,
+)
 from tools_app.policy import PolicySpec, policy_from_dict
 from tools_app.policy.context import CallContext
 from tools_app.policy.rules import rule_matches
 from tools_app.policy.types import POLICY_SETTINGS, CallFacts, SessionCounters, field_values
+from tools_app.skills.definitions import SkillData, ToolData, skill_to_dict
+from tools_app.skills.matching import activations
 from tools_app.tools.errors import ToolError
 from tools_app.tools.registry import core_tool_schemas
 
@@ -81,6 +93,7 @@ def session_as_dict(session: AgentSession) -> dict[str, Any]:
         "token_budget": session.token_budget,
         "total_changed_lines": session.total_changed_lines,
         "changed_since_approval": session.changed_since_approval,
+        "active_skills": session.active_skills,
         "created_at": session.created_at,
         "finished_at": session.finished_at,
     }
@@ -134,9 +147,81 @@ def approvals_awaiting() -> QuerySet[ToolCall]:
 
 
 def session_tool_schemas(session: AgentSession) -> list[dict[str, Any]]:
-    """The tools a session offers, as {name, description, input_schema}: the core tools
-    (active skills' tools join them here)."""
-    return core_tool_schemas()
+    """The tools a session offers, as {name, description, input_schema}: the core tools,
+    then its active skills' enabled tools under their plain names (what a model calls)."""
+    schemas = core_tool_schemas()
+    for skill in active_skills(session):
+        for tool in skill.tools.all():
+            if tool.enabled:
+                schemas.append(skill_tool_schema(skill, tool))
+    return schemas
+
+
+def active_skill_names(session: AgentSession) -> list[str]:
+    return [str(item.get("skill")) for item in session.active_skills if isinstance(item, dict)]
+
+
+def active_skills(session: AgentSession) -> list[Skill]:
+    """The session's active skills that are still enabled, with their tools."""
+    names = active_skill_names(session)
+    return list(Skill.objects.filter(name__in=names, enabled=True).prefetch_related("tools"))
+
+
+def skill_tool_schema(skill: Skill, tool: SkillTool) -> dict[str, Any]:
+    return {
+        "name": tool.name,
+        "description": f"[skill {skill.name}] {tool.description}".strip(),
+        "input_schema": tool.input_schema or {"type": "object", "properties": {}},
+    }
+
+
+# --- skills ------------------------------------------------------------------------------
+
+
+def skill_data(skill: Skill) -> SkillData:
+    return SkillData(
+        name=skill.name,
+        description=skill.description,
+        triggers=tuple(skill.triggers),
+        instructions=skill.instructions,
+        enabled=skill.enabled,
+        tools=tuple(
+            ToolData(t.name, t.description, t.input_schema, t.executor, t.enabled)
+            for t in skill.tools.all()
+        ),
+    )
+
+
+def skill_as_dict(skill: Skill) -> dict[str, Any]:
+    """The skill file's dict, with the counters a list shows."""
+    return skill_to_dict(skill_data(skill)) | {
+        "times_activated": skill.times_activated,
+        "last_used_at": skill.last_used_at,
+        "updated_at": skill.updated_at,
+    }
+
+
+def skills_all() -> QuerySet[Skill]:
+    return Skill.objects.prefetch_related("tools").order_by("name")
+
+
+def skill_by_name(name: str) -> Skill | None:
+    return skills_all().filter(name=name).first()
+
+
+def skills_export(names: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """Skills as a skill file holds them (all, or those named), for `export_skills`."""
+    skills = skills_all()
+    if names:
+        skills = skills.filter(name__in=list(names))
+    return [skill_to_dict(skill_data(skill)) for skill in skills]
+
+
+def skills_would_activate(text: str) -> list[dict[str, Any]]:
+    """ "Which skills would activate?": the enabled skills a task would activate, with the
+    words that matched; nothing is counted."""
+    enabled = [(s.name, s.triggers) for s in Skill.objects.filter(enabled=True).order_by("name")]
+    return [activation.as_dict() for activation in activations(enabled, text)]
 
 
 def events_last_id() -> int:

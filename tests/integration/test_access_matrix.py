@@ -61,6 +61,7 @@ API_FOR_EVERYONE = expect(200, 200, 200, 200, 401)
 SEES_THE_SESSION = expect(200, 200, 404, 200, 401)
 ACTS_ON_THE_SESSION = expect(200, 403, 404, 200, 401)
 DECIDES = expect(403, 200, 404, 200, 401)
+WRITES_SKILLS = expect(403, 403, 403, 200, 401)  # staff (or change_skill) only
 
 PAGES = [
     Row("home", "GET", "/", EVERYONE_LOGGED_IN),
@@ -110,6 +111,14 @@ API = [
     Row("POST /policies/{name}/evaluate", "POST", "/api/policies/default/evaluate",
         SEES_THE_SESSION, {"tool": "read_file", "args": {"path": "README.md"},
                            "session": "{session}"}),
+    Row("GET /skills", "GET", "/api/skills", API_FOR_EVERYONE),
+    Row("POST /skills", "POST", "/api/skills", WRITES_SKILLS | {"superuser": 201},
+        {"name": "notes", "triggers": ["notes"]}),
+    Row("POST /skills/match", "POST", "/api/skills/match", API_FOR_EVERYONE, {"task": "lint"}),
+    Row("GET /skills/{name}", "GET", "/api/skills/lint", API_FOR_EVERYONE),
+    Row("PUT /skills/{name}", "PUT", "/api/skills/lint", WRITES_SKILLS,
+        {"name": "lint", "triggers": ["lint"]}),
+    Row("DELETE /skills/{name}", "DELETE", "/api/skills/lint", WRITES_SKILLS | {"superuser": 204}),
     Row("docs", "GET", "/api/docs", expect(200, 200, 200, 200, 302)),
     Row("openapi.json", "GET", "/api/openapi.json", expect(200, 200, 200, 200, 302)),
 ]  # fmt: skip
@@ -192,6 +201,10 @@ def send(world: World, role: str, row: Row) -> Any:
     browser, url = world.browser(role), world.fill(row.url)
     if row.method == "GET":
         return browser.get(url)
+    if row.method == "DELETE":
+        return browser.delete(url)
+    if row.method == "PUT":
+        return browser.put(url, json.dumps(row.body), content_type="application/json")
     if url.startswith("/api/"):
         body = json.loads(world.fill(json.dumps(row.body or {})))
         if "session" in body:
@@ -262,7 +275,8 @@ def test_the_matrix_covers_every_url_and_socket() -> None:
         for operation in view.operations
         for method in operation.methods
     }
-    assert routes == {row.key for row in API if row.key.startswith(("GET ", "POST "))}
+    methods = ("GET ", "POST ", "PUT ", "DELETE ")
+    assert routes == {row.key for row in API if row.key.startswith(methods)}
     admin_pages = {p.name for p in PolicyAdmin(Policy, site).get_urls() if p.name}
     own_admin_pages = {name for name in admin_pages if not name.endswith(DJANGO_ADMIN_PAGES)}
     assert own_admin_pages == {row.key for row in ADMIN}

@@ -21,8 +21,9 @@ from tools_app.policy.risky_commands import (
 )
 from tools_app.policy.targets import write_targets
 from tools_app.policy.types import Decision, Verdict
+from tools_app.tools.catalogue import is_skill_tool
 from tools_app.tools.errors import ToolError
-from tools_app.tools.netguard import check_target
+from tools_app.tools.netguard import check_target, host_allowed, parse_target
 
 
 class Check:
@@ -143,6 +144,30 @@ class WebTarget(Check):
         if not isinstance(url, str):
             return "web_fetch needs a URL"
         return web_target_problem(url, context.policy.web_allow_hosts)
+
+
+class SkillHttpTarget(Check):
+    """A skill's http tool reaches only a host the policy names (web_allow_hosts or
+    web_write_hosts), and only past the same SSRF checks as web_fetch."""
+
+    name = "builtin:skill-http-target"
+
+    def reason(self, context: CallContext) -> str | None:
+        executor = context.call.executor
+        if not executor or executor.get("kind") != "http":
+            return None
+        url = str(executor.get("url", ""))
+        policy = context.policy
+        try:
+            target = parse_target(url)
+        except ValueError as exc:
+            return f"{context.tool} calls {url}, which cannot be used: {exc}"
+        if not host_allowed(target, (*policy.web_allow_hosts, *policy.web_write_hosts)):
+            return (
+                f"{context.tool} calls {target.host}, which the policy does not allow-list; "
+                "an admin may add it to web_allow_hosts or web_write_hosts"
+            )
+        return check_target(url, policy.web_allow_hosts)
 
 
 # --- 5. built-in approvals ---------------------------------------------------------------
@@ -281,12 +306,26 @@ class PullRequestNeedsApproval(ApprovalCheck):
         return None
 
 
+class SkillToolNeedsApproval(ApprovalCheck):
+    """A skill tool runs what its author defined: a person approves each call unless an
+    admin's rule allows it by name (`release.changelog_entry`, `release.*`)."""
+
+    name = "builtin:skill-tool"
+
+    def reason(self, context: CallContext) -> str | None:
+        if not is_skill_tool(context.tool):
+            return None
+        kind = (context.call.executor or {}).get("kind", "no")
+        return f"skill tool: {context.tool} runs its skill's {kind} executor{APPROVE}"
+
+
 INVARIANTS: tuple[Check, ...] = (BadArguments(), OutsideWorkspace(), GitDirWrite())
 BUILTIN_DENIES: tuple[Check, ...] = (
     BlockedCommand(),
     DangerousCommand(),
     MaxDiffLines(),
     WebTarget(),
+    SkillHttpTarget(),
 )
 BUILTIN_APPROVALS: tuple[Check, ...] = (
     ProtectedPath(),
@@ -298,4 +337,5 @@ BUILTIN_APPROVALS: tuple[Check, ...] = (
     CommitSize(),
     PullRequestNeedsApproval(),
     OpaqueCommand(),
+    SkillToolNeedsApproval(),
 )

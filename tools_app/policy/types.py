@@ -153,9 +153,12 @@ class CallFacts:
     `args` are already validated by the tool's model. `changed_lines` is what this
     call would change: added + removed lines of a write/edit's unified diff, or of the
     diff a `git_commit` would record; None when it could not be computed.
+    `executor` is a skill tool's executor definition (`skill.tool` names), as captured
+    for this call; None for a core tool.
     """
 
     tool: str
     args: Mapping[str, Any]
     workspace: Path
     changed_lines: int | None = None
+    executor: Mapping[str, Any] | None = None

@@ -32,6 +32,7 @@ from tools_app.services.agent_tools import session_tools, settle_tool_uses
 from tools_app.services.providers import provider_for
 from tools_app.services.queueing import agent_turn_enqueue
 from tools_app.services.sessions import LIVE_STATUSES, driving_session, session_finish
+from tools_app.services.skill_calls import skill_instructions
 from tools_app.services.tool_calls import runner_id
 
 logger = logging.getLogger(__name__)
@@ -70,7 +71,8 @@ def _advance(session_id: int) -> None:
 
 def _begin(session: AgentSession) -> AgentMessage:
     """The first message: the task. The system prompt is fixed once, with the session."""
-    system = prompts.system_prompt(session.task, depth=session.depth)
+    instructions = skill_instructions(session)
+    system = prompts.system_prompt(session.task, depth=session.depth, instructions=instructions)
     AgentSession.objects.filter(pk=session.pk, system_prompt="").update(system_prompt=system)
     session.refresh_from_db(fields=["system_prompt"])
     message, _ = AgentMessage.objects.get_or_create(

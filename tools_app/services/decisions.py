@@ -20,7 +20,9 @@ from tools_app.services.policies import (
 )
 from tools_app.services.queueing import EXECUTE_TOOL_CALL, tool_call_enqueue
 from tools_app.services.sessions import session_refresh_status
-from tools_app.services.tool_calls import session_counters, tool_context
+from tools_app.services.skill_calls import skill_call_captured
+from tools_app.services.tool_calls import prepare_bound, session_counters, tool_context
+from tools_app.tools.catalogue import is_skill_tool
 
 Status = ToolCall.Status
 
@@ -117,8 +119,7 @@ def _outcome_for_edit(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(spec, PolicySpec):
         return {"status": Status.DENIED, "reason": spec.reason, "result": spec.reason,
                 "rule": spec.rule, "finished_at": timezone.now()}  # fmt: skip
-    context = tool_context(call.session)
-    prepared = engine.prepare(spec, call.tool, args, context, session_counters(call.session))
+    prepared = _prepare_edit(spec, call, args)
     if prepared.decision is None:
         raise Invalid(f"The edited arguments are not valid: {prepared.error}")
     fields: dict[str, Any] = {
@@ -134,6 +135,18 @@ def _outcome_for_edit(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
         reason = f"The edited arguments are denied by the policy: {prepared.decision.reason}"
         return {**fields, "status": Status.DENIED, "result": reason, "finished_at": timezone.now()}
     return {**fields, "status": Status.APPROVED}
+
+
+def _prepare_edit(spec: PolicySpec, call: ToolCall, args: dict[str, Any]) -> engine.Prepared:
+    """Edited arguments judged again; a skill tool's with the definition captured when
+    the call was first judged, the one the reviewer saw."""
+    if is_skill_tool(call.tool):
+        captured = skill_call_captured(call)
+        if captured is None:
+            raise Invalid("This skill tool call has no captured definition to check against.")
+        return prepare_bound(spec, captured, args, call.session)
+    context = tool_context(call.session)
+    return engine.prepare(spec, call.tool, args, context, session_counters(call.session))
 
 
 def _forbidden_reason(user: Any, scope: str, call: ToolCall) -> str:

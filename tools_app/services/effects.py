@@ -105,7 +105,7 @@ def effect_hold(
     args = {"command_call": call.pk, "effect": digest}
     changed = verdict.lines([e.path for e in held.entries])
     preview = {
-        "command": call.args.get("command", ""),
+        "command": call.args.get("command") or (call.preview or {}).get("command", ""),
         "command_call": call.pk,
         "files": [e.path for e in held.entries],
         "diff": command_effects.effect_diff(Path(session.workspace), held),

@@ -24,6 +24,7 @@ from tools_app.services.queueing import (
     session_prepare_enqueue,
     tool_call_enqueue,
 )
+from tools_app.services.skill_calls import skills_activate
 
 logger = logging.getLogger(__name__)
 
@@ -63,11 +64,13 @@ def session_start(
             creator=user,
             max_iterations=settings.AGENTWEB_MAX_ITERATIONS,
             token_budget=settings.AGENTWEB_TOKEN_BUDGET,
+            active_skills=skills_activate(task=task),
         )
         workspace = Path(settings.AGENTWEB_WORKSPACES) / f"session-{session.pk}"
         AgentSession.objects.filter(pk=session.pk).update(workspace=str(workspace))
         session.workspace = str(workspace)
-        events.event_append(session_id=session.pk, type="session.created", data=_payload(session))
+        created = _payload(session) | {"skills": session.active_skills}
+        events.event_append(session_id=session.pk, type="session.created", data=created)
         session_prepare_enqueue(session_id=session.pk)
     return session
 

@@ -60,6 +60,7 @@ def _create_child(call: ToolCall, parent: AgentSession, spec: str, role: str) ->
             depth=parent.depth + 1,
             max_iterations=settings.AGENTWEB_SUBAGENT_MAX_ITERATIONS,
             token_budget=parent.token_budget,
+            active_skills=parent.active_skills,  # the same job: the parent's skills
         )
         ToolCall.objects.filter(pk=call.pk, status=ToolCall.Status.RUNNING).update(
             runner=f"{SUBAGENT_RUNNER}{child.pk}"

@@ -25,7 +25,14 @@ from tools_app.services.sessions import (
     session_refresh_status,
     session_wake_agent,
 )
+from tools_app.services.skill_calls import (
+    skill_call_bind,
+    skill_call_run,
+    skill_tool_canonical,
+)
+from tools_app.skills.executors import SkillCall
 from tools_app.tools.base import SandboxOptions, ToolContext
+from tools_app.tools.catalogue import is_skill_tool
 from tools_app.tools.forge import ForgeSettings
 from tools_app.tools.jsonsafe import storable_args, storable_text
 
@@ -67,6 +74,7 @@ def tool_call_receive_from_agent(
 def _tool_call_create(
     session: AgentSession, tool: str, args: object, *, agent_key: str = ""
 ) -> ToolCall:
+    tool = skill_tool_canonical(session=session, tool=tool)
     call = ToolCall.objects.create(
         session=session,
         tool=storable_text(tool[:200]),
@@ -103,7 +111,20 @@ def _prepare(
 ) -> engine.Prepared:
     if isinstance(spec, Decision):
         return engine.Prepared(status=Status.DENIED, args=storable_args(args), decision=spec)
+    if is_skill_tool(tool):
+        bound = skill_call_bind(session=session, tool=tool)
+        if isinstance(bound, str):
+            return engine.Prepared(status=Status.FAILED, args=storable_args(args), error=bound)
+        return prepare_bound(spec, bound, args, session)
     return engine.prepare(spec, tool, args, tool_context(session), session_counters(session))
+
+
+def prepare_bound(
+    spec: PolicySpec, bound: SkillCall, args: object, session: AgentSession
+) -> engine.Prepared:
+    """A skill tool's call judged with the definition it is bound to."""
+    context, counters = tool_context(session), session_counters(session)
+    return engine.prepare_skill(spec, bound, args, context, counters)
 
 
 def session_counters(session: AgentSession) -> SessionCounters:
@@ -191,6 +212,8 @@ def _run_claimed(call: ToolCall) -> ToolCall:
         return _tool_call_finish(call, Status.SUCCEEDED, cached, from_cache=True)
     if call.tool == effects.EFFECT_TOOL:
         outcome = effects.effect_apply_held(call=call)
+    elif is_skill_tool(call.tool):
+        outcome = skill_call_run(call=call, context=tool_context(call.session, call))
     elif call.tool == "spawn_subagent":
         started = subagents.subagent_start(call=call)
         if started is None:

@@ -110,3 +110,22 @@ def facts_for(tool: str) -> ToolFacts:
 def cached_with(scope: CacheScope) -> list[str]:
     """The tools whose results are cached with this scope, sorted."""
     return sorted(name for name, f in CATALOGUE.items() if f.cache == scope)
+
+
+# A skill's tool is named `skill.tool` wherever a call is stored and judged: core tool
+# names never hold a dot, so the two can never be confused.
+SKILL_SEPARATOR = "."
+
+
+def qualified_skill_tool(skill: str, tool: str) -> str:
+    return f"{skill}{SKILL_SEPARATOR}{tool}"
+
+
+def is_skill_tool(name: str) -> bool:
+    return SKILL_SEPARATOR in name
+
+
+def split_skill_tool(name: str) -> tuple[str, str]:
+    """(`skill`, `tool`) of a qualified skill tool name."""
+    skill, _, tool = name.partition(SKILL_SEPARATOR)
+    return skill, tool

@@ -22,7 +22,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -63,7 +63,8 @@ SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "
 _MOUNT_SCRIPT = (
     'cd "$1" && mount -t overlay overlay '
     "-o lowerdir=lower,upperdir=upper,workdir=work,userxattr merged || exit 125; "
-    'shift; trap "kill -KILL -1; exit 143" TERM INT HUP; "$@" & wait $!'
+    # A background job's stdin is /dev/null unless redirected: keep the caller's (fd 3).
+    'shift; exec 3<&0; trap "kill -KILL -1; exit 143" TERM INT HUP; "$@" <&3 3<&- & wait $!'
 )
 
 
@@ -102,19 +103,26 @@ def run_copy_on_write(
     timeout: float,
     should_stop: Callable[[], bool] | None = None,
     kill_grace: float = sandbox.KILL_GRACE_SECONDS,
+    stdin: bytes | None = None,
+    extra_env: Mapping[str, str] | None = None,
 ) -> CowRun:
-    """Run `argv` on a copy-on-write view of `workspace`; the workspace stays untouched."""
+    """Run `argv` on a copy-on-write view of `workspace`; the workspace stays untouched.
+
+    `extra_env` joins the scrubbed environment (a skill tool's arguments); `stdin` is fed
+    to the command.
+    """
     root = Path(os.path.realpath(workspace))
     scratch = make_scratch(root)
     try:
         result = sandbox.run_process(
             build_cow_command(root, argv, options, scratch),
             cwd=str(scratch),
-            env=sandbox.scrubbed_env(sandbox.SANDBOX_HOME),
+            env={**sandbox.scrubbed_env(sandbox.SANDBOX_HOME), **(extra_env or {})},
             timeout=timeout,
             sandboxed=True,
             should_stop=should_stop,
             kill_grace=kill_grace,
+            stdin=stdin,
         )
         effect = read_effect(root, scratch / "upper")
     except BaseException:

@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -127,23 +127,28 @@ def run_process(
     sandboxed: bool,
     should_stop: Callable[[], bool] | None = None,
     kill_grace: float = KILL_GRACE_SECONDS,
+    stdin: bytes | None = None,
 ) -> CommandResult:
     """Run `cmd` in its own session and always reap its process group.
+
+    `stdin` is given through an unlinked temporary file, so a command that never reads
+    it cannot block on a full pipe.
 
     On timeout the group gets SIGTERM, then SIGKILL after `kill_grace` seconds; after a
     normal exit, leftover background processes of the group are killed too, so a
     command can neither outlive its call nor keep the output pipe open. Returns only
     once no process of the group is left running.
     """
-    proc = subprocess.Popen(
-        list(cmd),
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    with _stdin_file(stdin) as source:
+        proc = subprocess.Popen(
+            list(cmd),
+            cwd=cwd,
+            env=env,
+            stdin=source,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     assert proc.stdout is not None
     collector = _Collector(proc.stdout, OUTPUT_LIMIT)
     timed_out = _wait_or_kill(proc, timeout, should_stop, kill_grace)
@@ -155,6 +160,17 @@ def run_process(
     return CommandResult(proc.returncode, output, total, timed_out, sandboxed)
 
 
+@contextlib.contextmanager
+def _stdin_file(data: bytes | None) -> Iterator[IO[bytes] | int]:
+    if data is None:
+        yield subprocess.DEVNULL
+        return
+    with tempfile.TemporaryFile() as source:
+        source.write(data)
+        source.seek(0)
+        yield source
+
+
 def run_plain(
     workspace: Path,
     argv: Sequence[str],
@@ -162,6 +178,8 @@ def run_plain(
     timeout: float,
     should_stop: Callable[[], bool] | None = None,
     kill_grace: float = KILL_GRACE_SECONDS,
+    stdin: bytes | None = None,
+    extra_env: Mapping[str, str] | None = None,
 ) -> CommandResult:
     """Run `argv` in the workspace as a plain process: no sandbox, a private HOME.
 
@@ -172,11 +190,12 @@ def run_plain(
         return run_process(
             argv,
             cwd=os.path.realpath(workspace),
-            env=scrubbed_env(home),
+            env={**scrubbed_env(home), **(extra_env or {})},
             timeout=timeout,
             sandboxed=False,
             should_stop=should_stop,
             kill_grace=kill_grace,
+            stdin=stdin,
         )
 
 

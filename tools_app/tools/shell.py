@@ -4,6 +4,7 @@ time and output; what it changed is judged before anything is applied."""
 from __future__ import annotations
 
 import signal
+from collections.abc import Mapping
 
 from pydantic import Field
 
@@ -39,23 +40,39 @@ def run_command(ctx: ToolContext, args: RunCommandArgs) -> str:
     effect, which only `ctx.effect_handler` (the policy) may apply. Without one, nothing
     is applied: failing closed.
     """
-    argv = ["bash", "-c", args.command]
+    return run_argv(ctx, ["bash", "-c", args.command], timeout=args.timeout)
+
+
+def run_argv(
+    ctx: ToolContext,
+    argv: list[str],
+    *,
+    timeout: float,
+    stdin: bytes | None = None,
+    env: Mapping[str, str] | None = None,
+) -> str:
+    """Run `argv` as run_command runs a command (a skill's command tool shares this):
+    sandboxed, bounded, its effect judged by `ctx.effect_handler` before it applies."""
     if not overlay.cow_available():
         result = sandbox.run_plain(
             ctx.workspace,
             argv,
-            timeout=args.timeout,
+            timeout=timeout,
             should_stop=ctx.should_stop,
+            stdin=stdin,
+            extra_env=env,
         )
-        return format_result(result, args.timeout) + "\n" + UNSANDBOXED_NOTE
+        return format_result(result, timeout) + "\n" + UNSANDBOXED_NOTE
     with overlay.run_copy_on_write(
         ctx.workspace,
         argv,
         ctx.sandbox,
-        timeout=args.timeout,
+        timeout=timeout,
         should_stop=ctx.should_stop,
+        stdin=stdin,
+        extra_env=env,
     ) as run:
-        text = format_result(run.result, args.timeout)
+        text = format_result(run.result, timeout)
         note = _judge(ctx, run.effect)
     return text + "\n" + note if note else text
 
