@@ -25,6 +25,7 @@ SCRIPTS = (
     "bench_api.py",
     "bench_runtime.py",
     "bench_latency.py",
+    "bench_dashboard.py",
 )
 
 
