@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from tools_app import session_views, views, views_approvals
+from tools_app import session_views, skill_views, views, views_approvals
 
 urlpatterns = [
     path("", views_approvals.approvals, name="home"),
@@ -27,4 +27,11 @@ urlpatterns = [
         name="session_timeline",
     ),
     path("sessions/<int:session_id>/cancel/", session_views.session_cancel, name="session_cancel"),
+    path("skills/", skill_views.skill_list, name="skills"),
+    path("skills/new/", skill_views.skill_new, name="skill_new"),
+    path("skills/export/", skill_views.skill_export, name="skill_export"),
+    path("skills/import/", skill_views.skill_import, name="skill_import"),
+    path("skills/<str:name>/edit/", skill_views.skill_edit, name="skill_edit"),
+    path("skills/<str:name>/enabled/", skill_views.skill_enabled, name="skill_enabled"),
+    path("skills/<str:name>/delete/", skill_views.skill_delete, name="skill_delete"),
 ]

@@ -62,6 +62,8 @@ SEES_THE_SESSION = expect(200, 200, 404, 200, 401)
 ACTS_ON_THE_SESSION = expect(200, 403, 404, 200, 401)
 DECIDES = expect(403, 200, 404, 200, 401)
 WRITES_SKILLS = expect(403, 403, 403, 200, 401)  # staff (or change_skill) only
+SKILL_PAGE = expect(403, 403, 403, 200, 302)  # the skill forms: staff (or change_skill) only
+SKILL_WRITE = expect(403, 403, 403, 302, 302)
 
 PAGES = [
     Row("home", "GET", "/", EVERYONE_LOGGED_IN),
@@ -86,6 +88,20 @@ PAGES = [
         expect(200, 200, 404, 200, 302)),
     Row("session_cancel", "POST", "/sessions/{session}/cancel/", expect(302, 403, 404, 302, 302),
         {}),
+    Row("skills", "GET", "/skills/", EVERYONE_LOGGED_IN),
+    Row("skills", "GET", "/skills/?task=run+the+lint", EVERYONE_LOGGED_IN),
+    Row("skill_new", "GET", "/skills/new/", SKILL_PAGE),
+    Row("skill_new", "POST", "/skills/new/", SKILL_WRITE,
+        {"name": "notes", "triggers": "notes", "tools": "[]", "enabled": "on"}),
+    Row("skill_edit", "GET", "/skills/lint/edit/", SKILL_PAGE),
+    Row("skill_edit", "POST", "/skills/lint/edit/", SKILL_WRITE,
+        {"name": "lint", "triggers": "lint", "tools": "[]", "enabled": "on"}),
+    Row("skill_enabled", "POST", "/skills/lint/enabled/", SKILL_WRITE, {"enabled": "0"}),
+    Row("skill_delete", "POST", "/skills/lint/delete/", SKILL_WRITE, {}),
+    Row("skill_export", "GET", "/skills/export/", EVERYONE_LOGGED_IN),
+    Row("skill_import", "GET", "/skills/import/", SKILL_PAGE),
+    Row("skill_import", "POST", "/skills/import/", SKILL_WRITE,
+        {"text": '{"name": "notes", "triggers": ["notes"]}'}),
 ]  # fmt: skip
 
 API = [
