@@ -352,3 +352,14 @@ def test_a_queue_that_is_down_is_said_on_the_list_not_a_500(
     answer = browser(creator).post("/sessions/new/", data, follow=True)
     assert answer.redirect_chain == [("/sessions/", 302)]
     assert "not started yet: The task queue (Redis) is not reachable." in answer.content.decode()
+
+
+def test_the_session_page_names_its_active_skills_and_the_words_that_matched(
+    creator: User,
+) -> None:
+    session = make_session(
+        creator, active_skills=[{"skill": "release", "words": ["ship", "<release>"]}]
+    )
+    page = browser(creator).get(f"/sessions/{session.pk}/").content.decode()
+    assert "Active skills" in page
+    assert "release</a>, matched by “ship”, “&lt;release&gt;”" in page
