@@ -281,5 +281,8 @@ AGENTWEB_MAX_ITERATIONS = envint("AGENTWEB_MAX_ITERATIONS", 50)
 AGENTWEB_SUBAGENT_MAX_ITERATIONS = envint("AGENTWEB_SUBAGENT_MAX_ITERATIONS", 30)
 AGENTWEB_TOKEN_BUDGET = envint("AGENTWEB_TOKEN_BUDGET", 2_000_000)
 AGENTWEB_MAX_SUBAGENT_DEPTH = envint("AGENTWEB_MAX_SUBAGENT_DEPTH", 2)
+# Environment variables an http skill tool may send as a header value (comma-separated
+# names); no other secret of this server is reachable from a skill.
+AGENTWEB_SKILL_SECRETS = envlist("AGENTWEB_SKILL_SECRETS", "")
 # `up` starts the scripted demo session on its first run (no API key needed).
 AGENTWEB_DEMO = envbool("AGENTWEB_DEMO", True)

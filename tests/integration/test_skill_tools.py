@@ -27,6 +27,7 @@ from tests.integration.helpers import Api
 from tools_app.management.commands.demo import make_repository
 from tools_app.models import AgentSession, Policy, PolicyRule, Skill, SkillTool, ToolCall
 from tools_app.services import skills as skill_services
+from tools_app.services.skill_calls import secret_value
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),
@@ -36,6 +37,7 @@ pytestmark = [
 # Set before the worker starts (collection comes first): the worker reads it by name.
 TOKEN_SETTING = "AGENTWEB_TEST_SKILL_TOKEN"
 os.environ[TOKEN_SETTING] = "Bearer s3cret-token"
+os.environ["AGENTWEB_SKILL_SECRETS"] = TOKEN_SETTING  # the workers offer it to skills
 
 NASTY = "x\"; touch pwned1; $(touch pwned2) `touch pwned3` && rm -rf . ; echo '$HOME' #"
 STAMP = {
@@ -225,3 +227,15 @@ def test_an_http_tool_posts_json_with_a_secret_header_and_refuses_other_hosts(
         "Authorization": f"from {TOKEN_SETTING}"
     }
     assert lan.status == "denied" and "does not allow-list" in lan.reason
+
+
+def test_a_skill_reaches_only_the_secrets_listed_for_skills(settings: Any) -> None:
+    """Not SECRET_KEY, not a provider key: only names in AGENTWEB_SKILL_SECRETS."""
+    settings.AGENTWEB_SKILL_SECRETS = [TOKEN_SETTING]
+    assert secret_value(TOKEN_SETTING) == "Bearer s3cret-token"
+    assert secret_value("SECRET_KEY") is None
+    os.environ["AGENTWEB_TEST_UNLISTED"] = "hidden"
+    try:
+        assert secret_value("AGENTWEB_TEST_UNLISTED") is None
+    finally:
+        del os.environ["AGENTWEB_TEST_UNLISTED"]

@@ -97,8 +97,9 @@ def skill_call_run(*, call: ToolCall, context: ToolContext) -> engine.Outcome:
 
 
 def secret_value(name: str) -> str | None:
-    """A secret an http skill tool names: a setting, else an environment variable."""
-    value = getattr(settings, name, None)
-    if isinstance(value, str) and value:
-        return value
+    """A secret an http skill tool names: an environment variable the operator listed in
+    AGENTWEB_SKILL_SECRETS. Anything else (SECRET_KEY, a provider key, DATABASE_URL) stays
+    out of reach, so a skill author cannot send the server's own secrets to a host."""
+    if name not in settings.AGENTWEB_SKILL_SECRETS:
+        return None
     return os.environ.get(name) or None

@@ -214,8 +214,9 @@ def _run_http(call: SkillCall, args: Mapping[str, Any], ctx: ToolContext, secret
         value = secrets(str(ref["env"]))
         if value is None:
             raise ToolError(
-                f"{call.name} needs the setting {ref['env']} for its {name} header, and this "
-                "server does not have it; ask an admin to set it."
+                f"{call.name} needs the secret {ref['env']} for its {name} header, and this "
+                "server does not offer it to skills; ask an admin to set it and list its "
+                "name in AGENTWEB_SKILL_SECRETS."
             )
         headers[name] = value
     request = WebFetchArgs(
