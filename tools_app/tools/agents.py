@@ -1,5 +1,6 @@
-"""spawn_subagent: listed now so every session offers the reference's full tool set; it
-runs once the agent runtime (with a model) exists."""
+"""spawn_subagent: its arguments and schema. The agent runtime runs it as a child session
+(`services/subagents.py`, reached from `tool_calls._run_claimed`); this function is only
+what the bare engine answers, with no runtime around it."""
 
 from __future__ import annotations
 
@@ -33,5 +34,5 @@ class SpawnSubagentArgs(ToolArgs):
 
 
 def spawn_subagent(ctx: ToolContext, args: SpawnSubagentArgs) -> str:
-    """Without a model there is no one to delegate to: say so instead of pretending."""
+    """The bare engine has no runtime to delegate to: say so instead of pretending."""
     raise ToolError("spawn_subagent needs an agent runtime with a model; this session has none.")
