@@ -42,6 +42,9 @@ class Policy(models.Model):
     require_distinct_reviewer = models.BooleanField(
         default=False, help_text="A session's creator may deny but not approve its calls."
     )
+    command_timeout_limit = models.PositiveIntegerField(
+        default=600, help_text="Seconds: a command asking for a longer timeout needs a person."
+    )
     approval_timeout_seconds = models.PositiveIntegerField(default=3600)
     version = models.PositiveIntegerField(default=1, editable=False)
     updated_at = models.DateTimeField(auto_now=True)

@@ -51,8 +51,10 @@ def sweep() -> None:
 
 @worker_ready.connect
 def recover_on_start(**kwargs: Any) -> None:
-    """A restarted worker first settles the calls its dead predecessor left running."""
+    """A restarted worker first settles the calls its dead predecessor left running, and
+    removes the command scratch dirs it left behind."""
     try:
+        services.sandbox_sweep_scratch()
         services.tool_call_recover_interrupted()
         services.agent_recover_turns()
     except Exception:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.unit.helpers import requires_cow
 from tools_app import services
 from tools_app.models import AgentSession, CachedResult, Policy, PolicyRule, ToolCall
 
@@ -179,6 +180,24 @@ def test_without_bubblewrap_the_system_check_warns(tmp_path: Path) -> None:
     )
     assert "agentweb.W001" in done.stderr + done.stdout
     assert "unsandboxed" in done.stderr + done.stdout
+
+
+@requires_cow
+def test_the_system_check_says_which_host_uid_commands_run_as(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "AGENTWEB_VAR": str(tmp_path / "var"), "AGENTWEB_SANDBOX_UID": "61234"}
+    check = [sys.executable, "manage.py", "check"]
+    done = subprocess.run(check, cwd=root, env=env, capture_output=True, text=True)
+    said = done.stderr + done.stdout
+    assert "agentweb.I001" in said
+    if os.geteuid() == 0:
+        assert "commands run as host uid 61234" in said and "never as root" in said
+    else:
+        assert f"commands run as host uid {os.geteuid()}" in said
+    env["AGENTWEB_SANDBOX_UID"] = "0"
+    done = subprocess.run(check, cwd=root, env=env, capture_output=True, text=True)
+    if os.geteuid() == 0:
+        assert "agentweb.E001" in done.stderr and "AGENTWEB_SANDBOX_UID='0'" in done.stderr
 
 
 def test_a_remembered_rule_matches_exactly_those_arguments_lists_and_numbers_too(

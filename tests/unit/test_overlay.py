@@ -303,11 +303,21 @@ def test_a_tampered_held_blob_is_refused(ws: Path, tmp_path: Path, cow: list[Cow
 # --- a minimal visible system ------------------------------------------------------------------
 
 
+@pytest.fixture
+def public_dir() -> Iterator[Path]:
+    """A directory anyone may read, as a shared toolchain is (pytest's tmp dirs are 0700,
+    which the unprivileged uid of a root worker's commands cannot enter)."""
+    folder = Path(tempfile.mkdtemp(prefix="agentweb-public-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder)
+
+
 def test_secrets_outside_the_workspace_are_invisible(
-    ws: Path, tmp_path: Path, cow: list[CowRun], monkeypatch: pytest.MonkeyPatch
+    ws: Path, public_dir: Path, cow: list[CowRun], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Even under an extra read-only path, AGENTWEB_VAR and the database file are masked."""
-    toolchain = tmp_path / "toolchain"
+    toolchain = public_dir / "toolchain"
     (toolchain / "var").mkdir(parents=True)
     (toolchain / "var" / "secret").write_text("VAR SECRET\n")
     (toolchain / "db.sqlite3").write_text("DB SECRET\n")
@@ -411,9 +421,9 @@ def test_an_unprivileged_worker_gets_the_same_sandbox() -> None:
 
 
 def test_other_workspaces_stay_hidden_even_under_a_visible_path(
-    tmp_path: Path, cow: list[CowRun], monkeypatch: pytest.MonkeyPatch
+    public_dir: Path, cow: list[CowRun], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    visible = tmp_path / "opt"
+    visible = public_dir / "opt"
     (visible / "workspaces" / "mine").mkdir(parents=True)
     (visible / "workspaces" / "other").mkdir()
     (visible / "workspaces" / "other" / "secret").write_text("OTHER SESSION\n")

@@ -352,3 +352,24 @@ def test_it_never_raises_on_random_commands(tmp_path: Path) -> None:
             decision = decide("run_command", {"command": command}, tmp_path, policy=current)
             assert decision.decision in {"allow", "deny", "require_approval"}
             assert decision.rule != "engine-error", (command, decision)
+
+
+# --- long commands ---------------------------------------------------------------------------
+
+
+def test_a_timeout_over_the_policy_limit_needs_a_person(tmp_path: Path) -> None:
+    long = decide("run_command", {"command": "ls", "timeout": 3600}, tmp_path)
+    assert (long.decision, long.rule) == ("require_approval", "builtin:command-timeout")
+    assert "3600 s" in long.reason and "600 s (command_timeout_limit)" in long.reason
+    assert decide("run_command", {"command": "ls", "timeout": 600}, tmp_path).decision == "allow"
+    assert decide("run_command", {"command": "ls"}, tmp_path).decision == "allow"
+
+
+def test_the_timeout_limit_is_the_policy_s(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    strict = replace(DEFAULT, command_timeout_limit=30)
+    decision = decide("run_command", {"command": "ls", "timeout": 60}, tmp_path, policy=strict)
+    assert decision.rule == "builtin:command-timeout"
+    allowed = decide("run_command", {"command": "ls", "timeout": 30}, tmp_path, policy=strict)
+    assert allowed.decision == "allow"

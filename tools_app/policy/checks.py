@@ -24,6 +24,7 @@ from tools_app.policy.types import Decision, Verdict
 from tools_app.tools.catalogue import is_skill_tool
 from tools_app.tools.errors import ToolError
 from tools_app.tools.netguard import check_target, host_allowed, parse_target
+from tools_app.tools.shell import DEFAULT_TIMEOUT as DEFAULT_COMMAND_TIMEOUT
 
 
 class Check:
@@ -261,6 +262,25 @@ class OpaqueCommand(ApprovalCheck):
         return f"the command {'; '.join(context.analysis.opaque)}{APPROVE}"
 
 
+class LongCommand(ApprovalCheck):
+    """A command may ask for up to an hour; past the policy's limit a person agrees first
+    (a long run holds a worker slot and CPU the whole time)."""
+
+    name = "builtin:command-timeout"
+
+    def reason(self, context: CallContext) -> str | None:
+        if context.tool != "run_command":
+            return None
+        timeout = context.args.get("timeout", DEFAULT_COMMAND_TIMEOUT)
+        limit = context.policy.command_timeout_limit
+        if isinstance(timeout, int | float) and timeout > limit:
+            return (
+                f"the command asks for a timeout of {timeout:g} s, over the policy's "
+                f"{limit} s (command_timeout_limit){APPROVE}"
+            )
+        return None
+
+
 class RequireApprovalAbove(ApprovalCheck):
     name = "builtin:require-approval-above"
 
@@ -337,5 +357,6 @@ BUILTIN_APPROVALS: tuple[Check, ...] = (
     CommitSize(),
     PullRequestNeedsApproval(),
     OpaqueCommand(),
+    LongCommand(),
     SkillToolNeedsApproval(),
 )

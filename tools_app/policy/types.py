@@ -117,6 +117,8 @@ class PolicySpec:
         "Hosts web_fetch may send a body or a method other than GET/HEAD to without a person.",
     )
     command_network: bool = _switch("Commands")
+    # A run_command asking for a longer timeout (seconds) waits for a person.
+    command_timeout_limit: int = _number(600, "Commands", minimum=1)
     require_distinct_reviewer: bool = _switch("Approvals")
     approval_timeout_seconds: int = _number(3600, "Approvals", minimum=1)
     rules: tuple[Rule, ...] = _spec_field((), kind="rules")

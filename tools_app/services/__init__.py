@@ -15,6 +15,7 @@ from tools_app.services.decisions import tool_call_decide
 from tools_app.services.maintenance import (
     agent_recover_turns,
     agent_requeue_stalled,
+    sandbox_sweep_scratch,
     tool_call_expire_overdue,
     tool_call_recover_interrupted,
     tool_call_requeue_orphans,
@@ -60,6 +61,7 @@ __all__ = [
     "policy_evaluate",
     "policy_import",
     "policy_rule_remember",
+    "sandbox_sweep_scratch",
     "session_cancel",
     "session_close_cli",
     "session_counters",

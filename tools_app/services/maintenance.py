@@ -27,6 +27,7 @@ from tools_app.services.sessions import (
     session_refresh_status,
 )
 from tools_app.tools.catalogue import facts_for
+from tools_app.tools.overlay import sweep_stale_scratch
 
 logger = logging.getLogger(__name__)
 
@@ -184,3 +185,11 @@ def agent_requeue_stalled() -> int:
     except Unavailable:
         logger.warning("broker unavailable; stalled agent sessions are retried on the next sweep")
     return sent
+
+
+def sandbox_sweep_scratch() -> int:
+    """Remove the command scratch dirs that dead worker processes left in the temp dir."""
+    removed = sweep_stale_scratch()
+    if removed:
+        logger.info("removed %d scratch dirs of dead worker processes", removed)
+    return removed

@@ -1,18 +1,28 @@
 """Run a command copy-on-write: the workspace is an overlay's lower layer, never written.
 
-Debian's bubblewrap (0.8) has no `--overlay`, and the kernel's overlayfs can be mounted
-inside an unprivileged user + mount namespace (kernel >= 5.11), so the overlay is
-mounted in a namespace step of its own (`unshare`), and bubblewrap runs inside it:
+Debian's bubblewrap (0.8) has no `--overlay`, so the overlay is mounted in a namespace
+step of its own (`unshare`), and bubblewrap runs inside it. A worker that is not root
+mounts it in a user namespace of its own:
 
     unshare --user --map-root-user --mount --pid --fork --kill-child
-      sh -c 'mount -t overlay …  merged' && exec bwrap --unshare-user --uid 65534 …
+      sh -c 'mount -t overlay …  merged' && exec prlimit … bwrap --unshare-user --uid 65534 …
         --cap-drop ALL --unshare-all --bind merged <workspace> … -- bash -c COMMAND
 
-The command runs as uid 65534 with no capabilities (also when the worker is root), in
-its own PID namespace (when it exits, everything it started dies before the upper
-layer is read), and sees a minimal system: read-only OS directories, its workspace
-view at the workspace's own path, a private /tmp and HOME. Its effect is read from the
-upper layer by `tools/effect_reader.py`; `tools/effect_apply.py` applies and holds it.
+A root worker must not do that: the namespace's root would be host root. It mounts the
+overlay as itself in a mount namespace only, its lower layer an idmapped view of the
+workspace (`tools/sandbox_user.py`), then drops to the sandbox uid before anything of
+the command runs:
+
+    unshare --mount --pid --fork --kill-child
+      sh -c 'mount -t overlay … lowerdir=/proc/self/fd/N …' && exec setpriv --reuid=UID …
+        prlimit … bwrap --unshare-user --uid 65534 … -- bash -c COMMAND
+
+Either way the command runs as uid 65534 inside, an unprivileged uid on the host, with
+no capabilities, under limits (processes, memory, CPU, file size, /tmp), in its own PID
+namespace (when it exits, everything it started dies before the upper layer is read),
+and sees a minimal system: read-only OS directories and kernel knobs, its workspace view
+at the workspace's own path, a private /tmp and HOME. Its effect is read from the upper
+layer by `tools/effect_reader.py`; `tools/effect_apply.py` applies and holds it.
 """
 
 from __future__ import annotations
@@ -26,7 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
-from tools_app.tools import sandbox
+from tools_app.tools import sandbox, sandbox_user
 from tools_app.tools.base import SandboxOptions
 from tools_app.tools.effect import Effect
 from tools_app.tools.effect_apply import (
@@ -36,6 +46,7 @@ from tools_app.tools.effect_apply import (
     load_held_effect,
 )
 from tools_app.tools.effect_reader import read_effect
+from tools_app.tools.errors import ToolError
 from tools_app.tools.paths import is_within
 
 __all__ = [
@@ -51,21 +62,36 @@ __all__ = [
     "readonly_paths",
     "remove_scratch",
     "run_copy_on_write",
+    "sweep_stale_scratch",
 ]
 
 READONLY_PATHS_ENV = "AGENTWEB_SANDBOX_READONLY_PATHS"
+# The CPU-time limit of a command line built without its own (a probe, a test's argv).
+DEFAULT_LIMIT_TIMEOUT = 120.0
 SANDBOX_UID = "65534"
 # The OS's program and library directories; symlinks (merged /usr) are recreated as such.
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+# Runs what follows the mount: this shell is PID 1 of the namespace, so SIGTERM from
+# outside reaches it only through a handler, which kills everything at once. A
+# background job's stdin is /dev/null unless redirected: keep the caller's (fd 9).
+_RUN_TAIL = 'exec 9<&0; trap "kill -KILL -1; exit 143" TERM INT HUP; "$@" <&9 9<&- & wait $!'
 # Mounts the overlay from the scratch dir (relative paths: no escaping of the workspace
-# path in mount options), then runs bubblewrap. This shell is PID 1 of the namespace:
-# SIGTERM from outside reaches it only through a handler, which kills everything at once.
+# path in mount options), then runs bubblewrap.
 _MOUNT_SCRIPT = (
     'cd "$1" && mount -t overlay overlay '
     "-o lowerdir=lower,upperdir=upper,workdir=work,userxattr merged || exit 125; "
-    # A background job's stdin is /dev/null unless redirected: keep the caller's (fd 3).
-    'shift; exec 3<&0; trap "kill -KILL -1; exit 143" TERM INT HUP; "$@" <&3 3<&- & wait $!'
+    "shift; " + _RUN_TAIL
 )
+# As root: the lower layer is the idmapped workspace mount open on fd $2, closed as soon
+# as the overlay holds it (through it the sandbox uid could write the real workspace).
+# No redirect_dir or metacopy: every change must be whole in the upper layer.
+_ROOT_MOUNT_SCRIPT = (
+    'cd "$1" && mount -t overlay overlay -o "lowerdir=/proc/self/fd/$2,upperdir=upper,'
+    'workdir=work,redirect_dir=off,metacopy=off" merged || exit 125; '
+    'eval "exec $2<&-"; shift 2; ' + _RUN_TAIL
+)
+# Kernel knobs a command must never write, even where file modes would let it.
+_PROC_READONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
 
 
 class CowRun:
@@ -113,9 +139,13 @@ def run_copy_on_write(
     """
     root = Path(os.path.realpath(workspace))
     scratch = make_scratch(root)
+    lower_fd = None
     try:
+        if sandbox_user.worker_is_root():
+            lower_fd = _idmapped(root)
+        bounds = sandbox_user.limits(timeout)
         result = sandbox.run_process(
-            build_cow_command(root, argv, options, scratch),
+            build_cow_command(root, argv, options, scratch, lower_fd=lower_fd, bounds=bounds),
             cwd=str(scratch),
             env={**sandbox.scrubbed_env(sandbox.SANDBOX_HOME), **(extra_env or {})},
             timeout=timeout,
@@ -123,12 +153,26 @@ def run_copy_on_write(
             should_stop=should_stop,
             kill_grace=kill_grace,
             stdin=stdin,
+            pass_fds=() if lower_fd is None else (lower_fd,),
         )
         effect = read_effect(root, scratch / "upper")
     except BaseException:
         remove_scratch(scratch)
         raise
+    finally:
+        if lower_fd is not None:
+            os.close(lower_fd)
     return CowRun(result, effect, scratch)
+
+
+def _idmapped(root: Path) -> int:
+    try:
+        return sandbox_user.idmapped_workspace(str(root))
+    except sandbox_user.SandboxUserError as exc:
+        raise ToolError(
+            f"the command did not run: its sandbox cannot be set up here ({exc}); "
+            "nothing was changed"
+        ) from None
 
 
 def remove_scratch(scratch: Path) -> None:
@@ -137,41 +181,109 @@ def remove_scratch(scratch: Path) -> None:
     shutil.rmtree(scratch, ignore_errors=True)
 
 
+SCRATCH_PREFIX = "agentweb-cow-"
+
+
 def make_scratch(root: Path) -> Path:
-    """A private scratch dir (lower link, upper, work, merged) outside the workspace."""
-    scratch = Path(tempfile.mkdtemp(prefix="agentweb-cow-"))
+    """A private scratch dir (lower link, upper, work, merged) outside the workspace.
+
+    Named after this process (`agentweb-cow-<pid>-…`), so a sweep can tell the scratch of
+    a dead worker from a live one's. A root worker gives it to the sandbox uid: the
+    command creates its files in `upper` and bubblewrap, already unprivileged, binds
+    `merged`.
+    """
+    scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
     if is_within(scratch, root):
         shutil.rmtree(scratch)
         raise RuntimeError(f"the scratch dir {scratch} would be inside the workspace")
     for name in ("upper", "work", "merged"):
         (scratch / name).mkdir()
     (scratch / "lower").symlink_to(root)
+    if sandbox_user.worker_is_root():
+        uid, gid = sandbox_user.sandbox_ids()
+        for path in (scratch, scratch / "upper", scratch / "work", scratch / "merged"):
+            os.chown(path, uid, gid)
     return scratch
 
 
+def sweep_stale_scratch(base: Path | None = None) -> int:
+    """Remove the scratch dirs of worker processes that are gone; how many were removed.
+
+    A scratch is removed whatever happens to its command, but a worker killed in the
+    middle leaves one behind: a starting worker sweeps them (never a live process's).
+    """
+    removed = 0
+    for entry in os.scandir(base or tempfile.gettempdir()):
+        pid = _scratch_owner(entry.name)
+        if pid is None or not entry.is_dir(follow_symlinks=False) or _alive(pid):
+            continue
+        remove_scratch(Path(entry.path))
+        removed += 1
+    return removed
+
+
+def _scratch_owner(name: str) -> int | None:
+    if not name.startswith(SCRATCH_PREFIX):
+        return None
+    pid = name[len(SCRATCH_PREFIX) :].split("-", 1)[0]
+    return int(pid) if pid.isdigit() else None
+
+
+def _alive(pid: int) -> bool:
+    return pid == os.getpid() or os.path.exists(f"/proc/{pid}")
+
+
 def build_cow_command(
-    workspace: Path, argv: Sequence[str], options: SandboxOptions, scratch: Path
+    workspace: Path,
+    argv: Sequence[str],
+    options: SandboxOptions,
+    scratch: Path,
+    *,
+    lower_fd: int | None = None,
+    bounds: sandbox_user.Limits | None = None,
 ) -> list[str]:
-    """The full command line: unshare + overlay mount, then bubblewrap, then `argv`.
+    """The full command line: unshare + overlay mount, limits, bubblewrap, then `argv`.
 
     `scratch` must hold `lower` (a symlink to the workspace), `upper`, `work` and
-    `merged` (see `make_scratch`). Plain argv, no Python: an unprivileged test runs it.
+    `merged` (see `make_scratch`). With `lower_fd` (a root worker's idmapped workspace,
+    `sandbox_user.idmapped_workspace`) the overlay is mounted as root in a mount
+    namespace and everything after it runs as the sandbox uid. Plain argv, no Python:
+    an unprivileged test runs it.
     """
     root = os.path.realpath(workspace)
     unshare = shutil.which("unshare") or "/usr/bin/unshare"
-    cmd = [unshare, "--user", "--map-root-user", "--mount", "--pid", "--fork", "--kill-child"]
-    cmd += ["sh", "-c", _MOUNT_SCRIPT, "agentweb-cow", str(scratch)]
-    return cmd + bwrap_args(Path(root), scratch / "merged", options) + ["--", *argv]
+    bounds = bounds or sandbox_user.limits(DEFAULT_LIMIT_TIMEOUT)
+    if lower_fd is None:
+        cmd = [unshare, "--user", "--map-root-user", "--mount", "--pid", "--fork", "--kill-child"]
+        cmd += ["sh", "-c", _MOUNT_SCRIPT, "agentweb-cow", str(scratch)]
+    else:
+        cmd = [unshare, "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child"]
+        # bash, not sh: dash cannot close a descriptor above 9.
+        cmd += ["bash", "-c", _ROOT_MOUNT_SCRIPT, "agentweb-cow", str(scratch), str(lower_fd)]
+        cmd += sandbox_user.setpriv_args()
+    cmd += sandbox_user.prlimit_args(bounds)
+    return cmd + bwrap_args(Path(root), scratch / "merged", options, bounds) + ["--", *argv]
 
 
-def bwrap_args(root: Path, merged: Path, options: SandboxOptions) -> list[str]:
-    """bubblewrap: unprivileged uid, no capabilities, a minimal system, the merged view."""
+def bwrap_args(
+    root: Path, merged: Path, options: SandboxOptions, bounds: sandbox_user.Limits | None = None
+) -> list[str]:
+    """bubblewrap: unprivileged uid, no capabilities, a minimal system, the merged view.
+
+    `/dev` is bubblewrap's own (null, zero, full, random, urandom, tty and the pty
+    multiplexer, bound from the host's nodes the sandbox uid does not own), the kernel
+    knobs under /proc are read-only, and the private /tmp is a tmpfs of bounded size.
+    """
+    bounds = bounds or sandbox_user.limits(DEFAULT_LIMIT_TIMEOUT)
     cmd = [shutil.which("bwrap") or "/usr/bin/bwrap", "--unshare-user"]
     cmd += ["--uid", SANDBOX_UID, "--gid", SANDBOX_UID, "--cap-drop", "ALL", "--unshare-all"]
     if options.network or options.approved:
         cmd += ["--share-net"]
     cmd += ["--new-session", "--die-with-parent"]
-    cmd += [*_system_args(), "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    cmd += [*_system_args(), "--dev", "/dev", "--proc", "/proc"]
+    for knob in _PROC_READONLY:
+        cmd += ["--ro-bind-try", knob, knob]
+    cmd += ["--size", str(bounds.tmp_mb * 1024 * 1024), "--tmpfs", "/tmp"]
     cmd += ["--dir", sandbox.SANDBOX_HOME]
     for path in readonly_paths():
         cmd += ["--ro-bind-try", str(path), str(path)]

@@ -128,6 +128,7 @@ def run_process(
     should_stop: Callable[[], bool] | None = None,
     kill_grace: float = KILL_GRACE_SECONDS,
     stdin: bytes | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> CommandResult:
     """Run `cmd` in its own session and always reap its process group.
 
@@ -148,6 +149,7 @@ def run_process(
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            pass_fds=tuple(pass_fds),
         )
     assert proc.stdout is not None
     collector = _Collector(proc.stdout, OUTPUT_LIMIT)

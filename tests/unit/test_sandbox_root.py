@@ -1,0 +1,186 @@
+"""A command never runs as the host's root, and runs within bounds: checked from the host.
+
+Every probe of the host changes nothing even where it succeeds: a file opened for
+writing and closed, a chmod to the mode the node already has, a read.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.unit.helpers import requires_cow
+from tools_app.tools import sandbox_user
+from tools_app.tools.base import SandboxOptions
+from tools_app.tools.overlay import CowRun, run_copy_on_write
+
+pytestmark = [pytest.mark.sandbox, requires_cow]
+
+as_root = pytest.mark.skipif(os.geteuid() != 0, reason="the root worker's chain needs root")
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "owned-by-root.txt").write_text("root's file\n")
+    return workspace
+
+
+@pytest.fixture
+def cow() -> Iterator[list[CowRun]]:
+    runs: list[CowRun] = []
+    yield runs
+    for run in runs:
+        run.cleanup()
+
+
+def _run(runs: list[CowRun], ws: Path, command: str, **kwargs: object) -> str:
+    run = run_copy_on_write(ws, ["bash", "-c", command], SandboxOptions(), timeout=60, **kwargs)  # type: ignore[arg-type]
+    runs.append(run)
+    return run.result.output.decode(errors="replace")
+
+
+def _host_uids_of(marker: str) -> list[list[int]]:
+    """The real, effective, saved and filesystem uids of every host process whose command
+    line holds `marker`."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = Path(entry.path, "cmdline").read_bytes()
+            status = Path(entry.path, "status").read_text()
+        except OSError:
+            continue
+        if marker.encode() in cmdline and b"bwrap" not in cmdline and b"unshare" not in cmdline:
+            line = next(x for x in status.splitlines() if x.startswith("Uid:"))
+            found.append([int(n) for n in line.split()[1:]])
+    return found
+
+
+# --- never host root ---------------------------------------------------------------------
+
+
+@as_root
+def test_a_running_command_is_not_uid_0_on_the_host(ws: Path, cow: list[CowRun]) -> None:
+    """Seen from the host's /proc while it runs, not from inside."""
+    marker = f"agentweb-probe-{uuid.uuid4().hex}"
+    stop = threading.Event()
+    seen: list[list[list[int]]] = []
+
+    def watch() -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not seen:
+            if uids := _host_uids_of(marker):
+                seen.append(uids)
+            time.sleep(0.02)
+        stop.set()
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    _run(cow, ws, f"sleep 20; : {marker}", should_stop=stop.is_set)
+    watcher.join()
+    uid, _ = sandbox_user.sandbox_ids()
+    assert seen, "the command never showed up in the host's /proc"
+    assert all(ids == [uid] * 4 for ids in seen[0]), seen
+    assert uid != 0
+
+
+@as_root
+def test_root_owned_host_files_stay_out_of_reach(ws: Path, cow: list[CowRun]) -> None:
+    full_mode = stat.S_IMODE(os.stat("/dev/full").st_mode)
+    out = _run(
+        cow,
+        ws,
+        "id -u; (: >> /proc/sys/kernel/core_pattern) 2>&1 || echo core_pattern-refused; "
+        f"chmod {full_mode:o} /dev/full 2>&1 || echo chmod-refused; "
+        "cat /etc/shadow 2>&1 || echo shadow-refused; "
+        "(: >> /proc/sysrq-trigger) 2>&1 || echo sysrq-refused",
+    )
+    assert out.splitlines()[0] == "65534"
+    for refused in ("core_pattern-refused", "chmod-refused", "shadow-refused", "sysrq-refused"):
+        assert refused in out, out
+    assert "root:" not in out
+    assert stat.S_IMODE(os.stat("/dev/full").st_mode) == full_mode
+
+
+@as_root
+def test_root_owned_workspace_files_are_editable_and_stay_root_owned_on_disk(
+    ws: Path, cow: list[CowRun]
+) -> None:
+    """The idmapped lower layer: the command may change root's files in its view; the
+    workspace itself is untouched and keeps its owner."""
+    target = ws / "owned-by-root.txt"
+    run = run_copy_on_write(
+        ws, ["bash", "-c", "echo changed >> owned-by-root.txt && touch new.txt"],
+        SandboxOptions(), timeout=60,
+    )  # fmt: skip
+    cow.append(run)
+    assert run.result.exit_code == 0, run.result.output
+    assert {e.path for e in run.effect.entries} == {"owned-by-root.txt", "new.txt"}
+    assert target.read_text() == "root's file\n" and os.stat(target).st_uid == 0
+    uid, _ = sandbox_user.sandbox_ids()
+    assert os.stat(run.scratch / "upper" / "new.txt").st_uid == uid
+
+
+@as_root
+def test_the_workspace_mount_does_not_leak_into_the_command(ws: Path, cow: list[CowRun]) -> None:
+    """The idmapped mount would let the sandbox uid write the real workspace: its
+    descriptor is closed before the command starts (3 is `ls`'s own handle)."""
+    out = _run(cow, ws, "ls /proc/self/fd")
+    assert set(out.split()) <= {"0", "1", "2", "3"}, out
+
+
+# --- bounds ----------------------------------------------------------------------------------
+
+
+def test_a_fork_bomb_stops_at_the_process_limit(
+    ws: Path, cow: list[CowRun], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENTWEB_SANDBOX_MAX_PROCESSES", "20")
+    script = (
+        "import os, time\n"
+        "n = 0\n"
+        "for _ in range(200):\n"
+        "    try:\n"
+        "        pid = os.fork()\n"
+        "    except OSError as exc:\n"
+        "        print('refused after', n, exc.strerror)\n"
+        "        break\n"
+        "    if pid == 0:\n"
+        "        time.sleep(5); os._exit(0)\n"
+        "    n += 1\n"
+        "else:\n"
+        "    print('forked', n)\n"
+    )
+    out = _run(cow, ws, "/usr/bin/python3 -", stdin=script.encode())
+    assert "refused after" in out, out
+    assert int(out.split("refused after")[1].split()[0]) < 40
+
+
+def test_memory_file_size_and_tmp_are_bounded(
+    ws: Path, cow: list[CowRun], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENTWEB_SANDBOX_MAX_MEMORY_MB", "200")
+    monkeypatch.setenv("AGENTWEB_SANDBOX_MAX_FILE_MB", "1")
+    monkeypatch.setenv("AGENTWEB_SANDBOX_TMP_MB", "4")
+    out = _run(
+        cow,
+        ws,
+        "/usr/bin/python3 -c 'bytearray(400 * 2**20)' 2>&1 | tail -1; "
+        "truncate -s 1G sparse.bin 2>&1 || echo truncate-refused; "
+        "head -c 8M /dev/zero > /tmp/fill 2>&1 || echo tmp-full; "
+        "ulimit -t",
+    )
+    assert "MemoryError" in out
+    assert "truncate-refused" in out and "tmp-full" in out
+    assert out.split()[-1] == "60"  # CPU seconds follow the command's timeout
+    assert not (ws / "sparse.bin").exists()
