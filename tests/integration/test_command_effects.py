@@ -58,23 +58,25 @@ def git_status(workspace: Path) -> str:
     return done.stdout
 
 
-def test_plain_changes_apply_and_protected_ones_wait_for_their_own_decision(
+def test_an_effect_with_a_protected_path_waits_whole_for_its_own_decision(
     session: AgentSession, workspace: Path, reviewer: User
 ) -> None:
     ran = run_script(session, "echo hi > notes.txt; echo TOKEN=1 > .env; echo x > Dockerfile")
     assert ran.status == "succeeded"
-    assert (workspace / "notes.txt").read_text() == "hi\n"
+    assert not (workspace / "notes.txt").exists()  # one change: nothing applies before
     assert (workspace / ".env").read_text() == "SECRET=shh\n"
     assert not (workspace / "Dockerfile").exists()
     [held] = held_calls(session)
     assert held.status == "awaiting_approval"
-    assert held.preview["files"] == [".env", "Dockerfile"]
+    assert held.preview["files"] == [".env", "Dockerfile", "notes.txt"]
     assert "+TOKEN=1" in held.preview["diff"]
+    assert "+hi" in held.preview["diff"]
     assert f"tool call {held.pk}" in ran.result
 
     assert decide(held, reviewer).status == "succeeded"
     assert (workspace / ".env").read_text() == "TOKEN=1\n"
     assert (workspace / "Dockerfile").read_text() == "x\n"
+    assert (workspace / "notes.txt").read_text() == "hi\n"
 
 
 def test_a_denied_effect_never_reaches_the_workspace(
@@ -97,7 +99,7 @@ def test_a_command_never_writes_git_even_when_approved(
     assert done.status == "succeeded"
     assert "commands never change .git" in done.result
     assert not hook.exists()
-    assert (workspace / "ok.txt").read_text() == "ok\n"
+    assert not (workspace / "ok.txt").exists()  # refused whole, not in part
 
 
 def test_an_approved_command_still_shows_its_protected_changes(
@@ -148,7 +150,7 @@ def test_ignored_files_count_no_lines(session: AgentSession, workspace: Path) ->
     ("spelling", "gone"),
     [
         ("rm -rf src README.md", ["README.md", "src/app.py"]),
-        ("find . -type f -delete", ["README.md", "src/app.py"]),
+        ("find . -type f -delete", []),  # it deletes .git's files too: refused whole
         ("git clean -fdx; git checkout -- .", []),
     ],
 )
