@@ -46,6 +46,7 @@ class _Walk:
     upper: Path
     entries: list[EffectEntry] = field(default_factory=list)
     refused: list[tuple[str, str]] = field(default_factory=list)
+    files: list[tuple[str, os.stat_result]] = field(default_factory=list)
     names: int = 0
     size: int = 0
 
@@ -53,8 +54,8 @@ class _Walk:
 def read_effect(workspace: Path, upper: Path) -> Effect:
     """Every change in `upper` against `workspace` (the lower layer), sorted by path.
 
-    Breadth first and without recursion; a crossed bound stops the walk and yields an
-    empty effect whose `bound` says why.
+    Without recursion; a crossed bound stops the walk and yields an empty effect whose
+    `bound` says why. Files are hashed only once every bound is known to hold.
     """
     walk = _Walk(root=Path(os.path.realpath(workspace)), upper=upper)
     pending = [""]
@@ -63,6 +64,8 @@ def read_effect(workspace: Path, upper: Path) -> Effect:
             pending += _read_dir(walk, pending.pop())
     except _Bound as exc:
         return Effect(entries=(), refused=(), blobs=upper, bound=str(exc))
+    for rel, st in walk.files:
+        _hash_file(walk, rel, st)
     entries = tuple(sorted(walk.entries, key=lambda e: e.path))
     return Effect(entries=entries, refused=tuple(sorted(walk.refused)), blobs=upper)
 
@@ -131,6 +134,10 @@ def _read_file(walk: _Walk, rel: str, st: os.stat_result) -> None:
         walk.refused.append((rel, "setuid/setgid bits cannot be applied"))
         return
     _check_size(walk, rel, st.st_size)
+    walk.files.append((rel, st))
+
+
+def _hash_file(walk: _Walk, rel: str, st: os.stat_result) -> None:
     _ensure_access(walk.upper / rel, stat.S_IRUSR)
     digest = file_sha256(walk.upper / rel)
     before = describe(walk.root, rel)

@@ -141,8 +141,14 @@ def changed_lines_files(before: BinaryIO | None, after: BinaryIO | None, *, limi
         old = before.read() if before is not None else None
         new = after.read() if after is not None else None
         return changed_lines_bytes(old, new)
+    reach = (limit + 1) * LINE_BYTES  # past this, one line is over the limit anyway
     prefix = _common_prefix_bytes(before, after, min(old_size, new_size))
     suffix = _common_suffix_bytes(before, after, old_size, new_size, prefix)
+    if before is not None and after is not None:
+        # Whole lines, as a diff shows them: back to the start of the first changed line,
+        # on to the end of the last one (the common parts are the same on both sides).
+        prefix = _line_start(before, prefix, reach)
+        suffix -= _to_line_end(before, after, old_size - suffix, new_size - suffix, suffix, reach)
     total = _weigh_range(before, prefix, old_size - suffix, limit)
     return total + _weigh_range(after, prefix, new_size - suffix, limit - total)
 
@@ -184,6 +190,47 @@ def _common_suffix_bytes(
             return done + _first_difference(old[::-1], new[::-1])
         done += step
     return done
+
+
+def _line_start(handle: BinaryIO, position: int, reach: int) -> int:
+    """The start of the line holding `position` (looking back at most `reach` bytes)."""
+    start = position
+    while start > 0 and position - start < reach:
+        step = min(_STREAM_CHUNK, start)
+        handle.seek(start - step)
+        data = handle.read(step)
+        found = max(data.rfind(b"\n"), data.rfind(b"\r"))
+        if found >= 0:
+            return start - step + found + 1
+        start -= step
+    return start
+
+
+def _to_line_end(
+    before: BinaryIO, after: BinaryIO, old_end: int, new_end: int, common: int, reach: int
+) -> int:
+    """How many bytes of the common suffix finish the last changed line (0 when the
+    changed part ends with a line ending on both sides)."""
+    if _ends_line(before, old_end) and _ends_line(after, new_end):
+        return 0
+    done = 0
+    before.seek(old_end)
+    while done < common and done < reach:
+        data = before.read(min(_STREAM_CHUNK, common - done))
+        if not data:
+            break
+        found = _ENDINGS.search(data)
+        if found:
+            return done + found.end()
+        done += len(data)
+    return min(done, common)
+
+
+def _ends_line(handle: BinaryIO, end: int) -> bool:
+    if end == 0:
+        return True
+    handle.seek(end - 1)
+    return handle.read(1) in (b"\n", b"\r")
 
 
 def _first_difference(old: bytes, new: bytes) -> int:
