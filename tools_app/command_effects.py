@@ -109,7 +109,7 @@ def judge_effect(
     total = count_lines(workspace, effect, ignored, removed, limit=budget)
     if total > budget:
         return EffectVerdict("refuse", reason=_over_limit(policy, counters, total, budget))
-    reasons = _protected(policy, effect, removed)
+    reasons = _protected(policy, effect.only(set(kept)), removed)
     since = counters.changed_since_approval + total
     if not approved and since > policy.require_approval_above:
         reasons.append(
@@ -170,7 +170,9 @@ def _protected(
     reasons: list[str] = []
     for entry in effect.entries:
         if entry.path in removed and removed[entry.path] is None:
-            reasons.append(f"{entry.path} is a directory too large to check file by file")
+            reasons.append(
+                f"{entry.path} is a directory too large or too deep to check file by file"
+            )
             continue
         for candidate in (entry.path, *(removed.get(entry.path) or [])):
             if pattern := protected_match(policy.protected_paths, candidate):

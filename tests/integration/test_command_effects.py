@@ -370,3 +370,12 @@ def test_a_tracked_file_under_an_ignored_directory_counts_towards_approval(
     [held] = held_calls(session)
     assert held.changed_lines >= 300
     assert "require_approval_above" in held.reason
+
+
+def test_deleting_the_index_refuses_the_whole_effect(
+    session: AgentSession, workspace: Path
+) -> None:
+    ran = run_script(session, "echo hi > notes.txt; rm .git/index")
+    assert "commands never change .git" in ran.result
+    assert not (workspace / "notes.txt").exists()
+    assert (workspace / ".git" / "index").exists()

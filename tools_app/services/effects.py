@@ -93,8 +93,11 @@ def _judge_and_apply(
 def _index_unchanged(workspace: Path, effect: Effect) -> bool:
     """True unless the command rewrote `.git/index` with other entries than the
     workspace's (what `git add` does, unlike the stat refresh of `git status`)."""
-    if not any(e.path == command_effects.GIT_INDEX and e.kind == "file" for e in effect.entries):
+    index = next((e for e in effect.entries if e.path == command_effects.GIT_INDEX), None)
+    if index is None:
         return True
+    if index.kind != "file":
+        return False  # deleted or replaced: a change to .git like any other
     listing = ["ls-files", "--stage", "-v", "-z"]
     upper_index = str(effect.blobs / command_effects.GIT_INDEX)
     try:
