@@ -68,14 +68,16 @@ def test_a_huge_sparse_file_is_refused_without_reading_or_keeping_it(
     session: AgentSession, workspace: Path, store: Path, size: str
 ) -> None:
     (workspace / ".gitignore").write_text("*.bin\n")  # ignored: it would count no lines
+    name = f".env.{secrets.token_hex(4)}.bin"  # protected: it would be held
     before = peak_rss_kb()
-    ran = run_script(session, f"truncate -s {size} .env.bin; echo hi > notes.txt")
+    ran = run_script(session, f"truncate -s {size} {name}; echo hi > notes.txt")
     assert f"over the limit of {effect_reader.MAX_FILE_BYTES} per file" in ran.result
     assert "nothing the command changed was applied" in ran.result
-    assert not (workspace / ".env.bin").exists()
+    assert not (workspace / name).exists()
     assert not (workspace / "notes.txt").exists()
     assert stored_files(store) == []
     assert peak_rss_kb() - before < 100 * 1024
+    assert scratch_dirs_holding(name) == []
 
 
 def test_a_large_file_under_the_size_bound_is_counted_streaming(
