@@ -2,8 +2,9 @@
 
 The effect handler runs in the worker while the command's copy-on-write scratch still
 exists. An effect that waits for a person is copied to a store under AGENTWEB_VAR and
-becomes its own tool call (`apply_command_effect`, never offered to agents) whose preview is the
-diff; approving it applies exactly those bytes, if the workspace still matches.
+becomes its own tool call (`apply_command_effect`, never offered to agents) whose
+preview is the whole diff; approving it applies exactly those bytes, if the workspace
+still matches.
 """
 
 from __future__ import annotations
