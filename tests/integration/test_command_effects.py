@@ -58,23 +58,25 @@ def git_status(workspace: Path) -> str:
     return done.stdout
 
 
-def test_plain_changes_apply_and_protected_ones_wait_for_their_own_decision(
+def test_an_effect_with_a_protected_path_waits_whole_for_its_own_decision(
     session: AgentSession, workspace: Path, reviewer: User
 ) -> None:
     ran = run_script(session, "echo hi > notes.txt; echo TOKEN=1 > .env; echo x > Dockerfile")
     assert ran.status == "succeeded"
-    assert (workspace / "notes.txt").read_text() == "hi\n"
+    assert not (workspace / "notes.txt").exists()  # one change: nothing applies before
     assert (workspace / ".env").read_text() == "SECRET=shh\n"
     assert not (workspace / "Dockerfile").exists()
     [held] = held_calls(session)
     assert held.status == "awaiting_approval"
-    assert held.preview["files"] == [".env", "Dockerfile"]
+    assert held.preview["files"] == [".env", "Dockerfile", "notes.txt"]
     assert "+TOKEN=1" in held.preview["diff"]
+    assert "+hi" in held.preview["diff"]
     assert f"tool call {held.pk}" in ran.result
 
     assert decide(held, reviewer).status == "succeeded"
     assert (workspace / ".env").read_text() == "TOKEN=1\n"
     assert (workspace / "Dockerfile").read_text() == "x\n"
+    assert (workspace / "notes.txt").read_text() == "hi\n"
 
 
 def test_a_denied_effect_never_reaches_the_workspace(
@@ -97,7 +99,7 @@ def test_a_command_never_writes_git_even_when_approved(
     assert done.status == "succeeded"
     assert "commands never change .git" in done.result
     assert not hook.exists()
-    assert (workspace / "ok.txt").read_text() == "ok\n"
+    assert not (workspace / "ok.txt").exists()  # refused whole, not in part
 
 
 def test_an_approved_command_still_shows_its_protected_changes(
@@ -148,7 +150,7 @@ def test_ignored_files_count_no_lines(session: AgentSession, workspace: Path) ->
     ("spelling", "gone"),
     [
         ("rm -rf src README.md", ["README.md", "src/app.py"]),
-        ("find . -type f -delete", ["README.md", "src/app.py"]),
+        ("find . -type f -delete", []),  # it deletes .git's files too: refused whole
         ("git clean -fdx; git checkout -- .", []),
     ],
 )
@@ -267,3 +269,113 @@ def test_removing_a_directory_with_a_nested_repository_never_applies(
     ran = run_script(session, "rm -rf vendor")
     assert "commands never change .git" in ran.result
     assert (nested / ".git" / "HEAD").exists()
+
+
+# --- An effect is one change (issue 21, finding 3) ----------------------------------------
+
+
+def test_moving_a_protected_file_waits_whole_and_nothing_lands_under_the_new_name(
+    session: AgentSession, workspace: Path, reviewer: User
+) -> None:
+    ran = run_script(session, "mv .env moved.env")
+    assert not (workspace / "moved.env").exists()
+    assert (workspace / ".env").read_text() == "SECRET=shh\n"
+    [held] = held_calls(session)
+    assert held.preview["files"] == [".env", "moved.env"]
+    assert "-SECRET=shh" in held.preview["diff"] and "+SECRET=shh" in held.preview["diff"]
+    assert "nothing the command changed is in the workspace yet" in ran.result
+
+    decide(held, reviewer)
+    assert not (workspace / ".env").exists()
+    assert (workspace / "moved.env").read_text() == "SECRET=shh\n"
+
+
+def test_a_denied_move_leaves_both_names_as_they_were(
+    session: AgentSession, workspace: Path, reviewer: User
+) -> None:
+    run_script(session, "mv .env moved.env")
+    [held] = held_calls(session)
+    decide(held, reviewer, "deny")
+    assert (workspace / ".env").read_text() == "SECRET=shh\n"
+    assert not (workspace / "moved.env").exists()
+
+
+def test_a_device_node_refuses_the_whole_effect(session: AgentSession, workspace: Path) -> None:
+    ran = run_script(session, "echo hi > notes.txt; mkfifo pipe")
+    assert "nothing the command changed was applied" in ran.result
+    assert "pipe: a fifo cannot be applied" in ran.result
+    assert not (workspace / "notes.txt").exists()
+    assert not (workspace / "pipe").exists()
+    assert held_calls(session) == []
+
+
+def test_git_status_beside_a_change_does_not_refuse_it(
+    session: AgentSession, workspace: Path
+) -> None:
+    """`git status` rewrites .git/index (its stat cache) in the view: that is no change."""
+    index = (workspace / ".git" / "index").read_bytes()
+    ran = run_script(session, "echo hi > notes.txt; git status; git diff")
+    assert (workspace / "notes.txt").read_text() == "hi\n", ran.result
+    assert "nothing the command changed was applied" not in ran.result
+    assert (workspace / ".git" / "index").read_bytes() == index
+
+
+def test_staging_in_a_command_refuses_the_whole_effect(
+    session: AgentSession, workspace: Path
+) -> None:
+    index = (workspace / ".git" / "index").read_bytes()
+    ran = run_script(session, "echo hi > notes.txt; git rm -q --cached README.md")
+    assert "commands never change .git" in ran.result
+    assert ".git/index" in ran.result
+    assert not (workspace / "notes.txt").exists()
+    assert (workspace / ".git" / "index").read_bytes() == index
+    assert git_status(workspace) == "?? gen.sh\n"
+
+
+# --- Counting cannot be steered (issue 21, finding 4) -------------------------------------
+
+
+def test_ignoring_tracked_files_first_does_not_hide_their_lines(
+    session: AgentSession, workspace: Path
+) -> None:
+    """Add `src/` to .gitignore, then write 50,000 lines into tracked src/app.py and take
+    the line out again in the same command: the lines count, nothing applies."""
+    first = run_script(session, "echo src/ >> .gitignore")
+    assert (workspace / ".gitignore").read_text() == "src/\n", first.result
+    ran = run_script(session, "seq 1 50000 > src/app.py; : > .gitignore")
+    assert "max_diff_lines" in ran.result
+    assert (workspace / "src" / "app.py").read_text().startswith("def greet")
+    assert (workspace / ".gitignore").read_text() == "src/\n"
+    session.refresh_from_db()
+    assert session.total_changed_lines == 1  # the .gitignore line, nothing more
+
+
+def test_ignoring_tracked_files_within_one_command_does_not_hide_their_lines(
+    session: AgentSession, workspace: Path
+) -> None:
+    ran = run_script(session, "echo src/ >> .gitignore; seq 1 50000 > src/app.py; rm .gitignore")
+    assert "max_diff_lines" in ran.result
+    assert (workspace / "src" / "app.py").read_text().startswith("def greet")
+    assert not (workspace / ".gitignore").exists()
+    session.refresh_from_db()
+    assert session.total_changed_lines == 0
+
+
+def test_a_tracked_file_under_an_ignored_directory_counts_towards_approval(
+    session: AgentSession, workspace: Path
+) -> None:
+    (workspace / ".gitignore").write_text("src/\n")
+    run_script(session, "seq 1 300 > src/app.py")
+    assert (workspace / "src" / "app.py").read_text().startswith("def greet")
+    [held] = held_calls(session)
+    assert held.changed_lines >= 300
+    assert "require_approval_above" in held.reason
+
+
+def test_deleting_the_index_refuses_the_whole_effect(
+    session: AgentSession, workspace: Path
+) -> None:
+    ran = run_script(session, "echo hi > notes.txt; rm .git/index")
+    assert "commands never change .git" in ran.result
+    assert not (workspace / "notes.txt").exists()
+    assert (workspace / ".git" / "index").exists()

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import io
 import time
 
 import pytest
 
 from tools_app.tools.lines import (
     LINE_BYTES,
+    MAX_EXACT_BYTES,
     changed_lines,
     changed_lines_bytes,
+    changed_lines_files,
     counted_lines,
     split_lines,
 )
@@ -135,3 +138,62 @@ def test_scattered_edits_in_ten_thousand_lines_of_code_are_counted_exactly_and_q
     started = time.perf_counter()
     assert changed_lines("".join(before), "".join(after)) == 400
     assert time.perf_counter() - started < 1
+
+
+# --- Files too large to read whole --------------------------------------------------------
+
+
+def _big(lines: int, ending: str = "\n") -> bytes:
+    return "".join(f"line number {n}{ending}" for n in range(lines)).encode()
+
+
+def _count(before: bytes | None, after: bytes | None, limit: int = 10**9) -> int:
+    old = io.BytesIO(before) if before is not None else None
+    new = io.BytesIO(after) if after is not None else None
+    return changed_lines_files(old, new, limit=limit)
+
+
+def test_small_files_are_counted_exactly_as_bytes_are() -> None:
+    before, after = b"a\nb\nc\n", b"a\nB\nc\nd\n"
+    assert _count(before, after) == changed_lines_bytes(before, after) == 3
+    assert _count(None, after) == 4
+    assert _count(before, None) == 3
+
+
+def test_one_edit_in_a_file_past_the_exact_size_counts_the_edited_line_twice() -> None:
+    before = _big(300_000)
+    assert len(before) > MAX_EXACT_BYTES
+    after = before.replace(b"line number 150000\n", b"line number 150000 edited\n")
+    assert _count(before, after) == 2
+    assert _count(before, before + b"tail\n") == 1
+
+
+def test_a_new_large_file_counts_every_line_and_every_ending_kind() -> None:
+    for ending in ("\n", "\r", "\r\n"):
+        assert _count(None, _big(200_000, ending)) == 200_000
+
+
+def test_a_crlf_split_between_two_chunks_is_one_ending() -> None:
+    line = b"x" * (256 * 1024 - 1) + b"\r\n"  # the \r ends the first chunk
+    content = line + b"y\n" * (MAX_EXACT_BYTES // 2)
+    expected = -(-(256 * 1024 - 1) // LINE_BYTES) + MAX_EXACT_BYTES // 2
+    assert _count(None, content) == expected
+
+
+def test_streaming_stops_soon_after_the_limit() -> None:
+    handle = io.BytesIO(b"\n" * (50 * 1024 * 1024))
+    assert changed_lines_files(None, handle, limit=500) == 501
+    assert handle.tell() <= 1024 * 1024  # one chunk read, not 50 MB
+
+
+def test_one_huge_line_stops_at_the_limit_too() -> None:
+    handle = io.BytesIO(bytes(64 * 1024 * 1024))  # what `truncate -s 64M` reads as
+    assert changed_lines_files(None, handle, limit=500) > 500
+    assert handle.tell() <= 1024 * 1024
+
+
+def test_one_byte_changed_in_a_huge_minified_line_counts_the_whole_line_twice() -> None:
+    before = b"x" * 3_000_000 + b"\n"
+    after = before[:1_500_000] + b"y" + before[1_500_001:]
+    assert _count(before, after) == 2 * (3_000_000 // LINE_BYTES)
+    assert _count(before, after, limit=500) > 500

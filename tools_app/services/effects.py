@@ -1,9 +1,10 @@
-"""A command's effect: applied as the policy allows, the rest held for a person.
+"""A command's effect: applied whole, held whole for a person, or refused whole.
 
 The effect handler runs in the worker while the command's copy-on-write scratch still
-exists. What waits for a person is copied to a store under AGENTWEB_VAR and becomes its
-own tool call (`apply_command_effect`, never offered to agents) whose preview is the
-diff; approving it applies exactly those bytes, if the workspace still matches.
+exists. An effect that waits for a person is copied to a store under AGENTWEB_VAR and
+becomes its own tool call (`apply_command_effect`, never offered to agents) whose
+preview is the whole diff; approving it applies exactly those bytes, if the workspace
+still matches.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ def effect_handler(*, call: ToolCall, approved: bool) -> Callable[[Effect], str]
 def _judge_and_apply(
     call: ToolCall, session: AgentSession, spec: PolicySpec, effect: Effect, *, approved: bool
 ) -> str:
+    """The whole effect applies, waits for a person, or is refused: never a part of it."""
     workspace = Path(session.workspace)
     removed = command_effects.removed_trees(workspace, effect)
     below = [path for files in removed.values() for path in files or []]
@@ -66,26 +68,47 @@ def _judge_and_apply(
         changed_since_approval=session.changed_since_approval,
     )
     verdict = command_effects.judge_effect(
-        spec, effect, workspace, counters, ignored=ignored, approved=approved, removed=removed
-    )
-    notes = list(verdict.dropped)
-    if verdict.denied:
-        notes.append(f"nothing the command changed was applied: {verdict.denied}")
-        return _as_notes(notes)
-    if verdict.apply:
-        applied = apply_effect(workspace, effect.only(set(verdict.apply)))
-        lines = verdict.lines(verdict.apply)
-        if lines:
-            session_count_lines(session_id=session.pk, lines=lines, approved_by_human=approved)
-        notes += applied
-    if verdict.hold:
-        held = effect_hold(call=call, effect=effect.only(set(verdict.hold)), verdict=verdict)
-        notes.append(
-            f"waiting for a reviewer (tool call {held.pk}), not in the workspace until "
-            f"approved: {', '.join(sorted(verdict.hold)[:NOTES_SHOWN])}. Why: "
-            f"{verdict.hold_reason}"
+        spec, effect, workspace, counters, ignored=ignored, approved=approved,
+        removed=removed, index_unchanged=_index_unchanged(workspace, effect),
+    )  # fmt: skip
+    if verdict.action == "refuse":
+        return f"note: nothing the command changed was applied: {verdict.reason}"
+    whole = effect.only(set(verdict.paths))
+    if verdict.action == "hold":
+        held = effect_hold(call=call, effect=whole, verdict=verdict)
+        shown = ", ".join(sorted(verdict.paths)[:NOTES_SHOWN])
+        more = len(verdict.paths) - NOTES_SHOWN
+        return (
+            f"note: nothing the command changed is in the workspace yet: all of it waits for "
+            f"a reviewer (tool call {held.pk}): {shown}{f' and {more} more' if more > 0 else ''}."
+            f" Why: {verdict.reason}"
+        )
+    notes = apply_effect(workspace, whole)
+    if verdict.changed_lines:
+        session_count_lines(
+            session_id=session.pk, lines=verdict.changed_lines, approved_by_human=approved
         )
     return _as_notes(notes)
+
+
+def _index_unchanged(workspace: Path, effect: Effect) -> bool:
+    """True unless the command rewrote `.git/index` with other entries than the
+    workspace's (what `git add` does, unlike the stat refresh of `git status`)."""
+    index = next((e for e in effect.entries if e.path == command_effects.GIT_INDEX), None)
+    if index is None:
+        return True
+    if index.kind != "file":
+        return False  # deleted or replaced: a change to .git like any other
+    listing = ["ls-files", "--stage", "-v", "-z"]
+    upper_index = str(effect.blobs / command_effects.GIT_INDEX)
+    try:
+        before = git_runner.run_git(workspace, listing)
+        after = git_runner.run_git(
+            workspace, listing, env=git_runner.git_env({"GIT_INDEX_FILE": upper_index})
+        )
+    except ToolError:
+        return False
+    return before == after
 
 
 def _as_notes(notes: list[str]) -> str:
@@ -103,7 +126,7 @@ def effect_hold(
     held = hold_effect(effect, effect_store())
     digest = held.digest()
     args = {"command_call": call.pk, "effect": digest}
-    changed = verdict.lines([e.path for e in held.entries])
+    changed = verdict.changed_lines
     preview = {
         "command": call.args.get("command") or (call.preview or {}).get("command", ""),
         "command_call": call.pk,
@@ -112,7 +135,7 @@ def effect_hold(
         "changed_lines": changed,
         "state": {"effect": digest},
     }
-    reason = f"the command's changes wait for a person: {verdict.hold_reason}"
+    reason = f"the command's changes wait for a person: {verdict.reason}"
     with transaction.atomic():
         held_call = ToolCall.objects.create(
             session=session, tool=EFFECT_TOOL, args=args,

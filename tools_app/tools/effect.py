@@ -25,11 +25,13 @@ class EffectEntry:
     """One changed path, as it is after the command.
 
     `kind` is what the path became: a regular `file` (with `sha256` of its bytes and
-    its permission bits in `mode`), a `symlink` (to `target`, which stays inside the
-    workspace), a new `dir`, or `delete` (the path is gone). `before` describes the
-    path before the command: None when it did not exist, `"dir"`, `"symlink:<target>"`,
-    or the sha256 of a regular file. Applying refuses an entry whose path no longer
-    matches `before`, so a decision applies exactly the delta it was shown.
+    its permission bits in `mode`: 0644 or 0755, 0600/0700 when it was private
+    before, since only the executable bit follows the command), a `symlink` (to
+    `target`, which stays inside the workspace), a new `dir` (0755), or `delete` (the
+    path is gone). `before` describes the path before the command: None when it did
+    not exist, `"dir"`, `"symlink:<target>"`, or the sha256 of a regular file.
+    Applying refuses an entry whose path no longer matches `before`, so a decision
+    applies exactly the delta it was shown.
     """
 
     path: str
@@ -49,15 +51,23 @@ class Effect:
     workspace-relative path (the overlay's upper layer, or a held copy of it).
     `refused` lists (path, why) for what cannot be expressed safely: device nodes,
     fifos and sockets, setuid/setgid bits, hard links, symlinks leading outside.
+    `bound` says which bound the change crossed (too many entries, too deep, too
+    large); reading stopped there, so `entries` is empty and nothing may apply.
     """
 
     entries: tuple[EffectEntry, ...]
     refused: tuple[tuple[str, str], ...]
     blobs: Path
+    bound: str = ""
 
     def digest(self) -> str:
         """SHA-256 of the entries and refusals: what an approval of this effect binds to."""
-        data = {"entries": [asdict(e) for e in self.entries], "refused": self.refused}
+        data: dict[str, Any] = {
+            "entries": [asdict(e) for e in self.entries],
+            "refused": self.refused,
+        }
+        if self.bound:
+            data["bound"] = self.bound
         canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()
 
@@ -71,10 +81,12 @@ class Effect:
             "entries": [asdict(e) for e in self.entries],
             "refused": [list(item) for item in self.refused],
             "blobs": str(self.blobs),
+            "bound": self.bound,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Effect:
         entries = tuple(EffectEntry(**item) for item in data["entries"])
         refused = tuple((str(path), str(why)) for path, why in data["refused"])
-        return cls(entries=entries, refused=refused, blobs=Path(data["blobs"]))
+        bound = str(data.get("bound", ""))
+        return cls(entries=entries, refused=refused, blobs=Path(data["blobs"]), bound=bound)

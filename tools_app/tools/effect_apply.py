@@ -21,9 +21,16 @@ from pathlib import Path
 from typing import Any
 
 from tools_app.tools.effect import Effect, EffectEntry
-from tools_app.tools.effect_reader import describe, file_sha256, real_parents
+from tools_app.tools.effect_reader import (
+    DIR_MODE,
+    MAX_EFFECT_BYTES,
+    describe,
+    file_sha256,
+    real_parents,
+)
 from tools_app.tools.errors import ToolError
 from tools_app.tools.paths import in_git_dir
+from tools_app.tools.trees import remove_tree, remove_tree_at
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 _CHUNK = 1024 * 1024
@@ -93,9 +100,13 @@ def _apply_entry(root: Path, entry: EffectEntry, blobs: Path) -> None:
 
 
 def _set_dir_mode(root: Path, entry: EffectEntry) -> None:
-    mode = (entry.mode if entry.mode is not None else 0o755) & 0o777
     with _open_dir(root, entry.path.split("/"), create=False) as fd:
-        os.fchmod(fd, mode)
+        os.fchmod(fd, DIR_MODE)
+
+
+def _file_mode(mode: int | None) -> int:
+    """Never world-writable, never unreadable to its owner, whatever a manifest says."""
+    return ((mode if mode is not None else 0o644) | 0o600) & 0o755
 
 
 @contextlib.contextmanager
@@ -125,14 +136,14 @@ def _remove(parent: int, name: str) -> None:
     except FileNotFoundError:
         return
     if stat.S_ISDIR(st.st_mode):
-        shutil.rmtree(name, dir_fd=parent)
+        remove_tree_at(parent, name)
     else:
         os.unlink(name, dir_fd=parent)
 
 
 def _write_file(parent: int, name: str, entry: EffectEntry, blobs: Path) -> None:
     """Write the blob to a temp file beside `name`, then rename it over (atomic)."""
-    mode = (entry.mode if entry.mode is not None else 0o644) & 0o777
+    mode = _file_mode(entry.mode)
     tmp = f".{name}.agentweb-{secrets.token_hex(6)}.tmp"
     with _open_blob(blobs, entry.path) as source:
         fd = os.open(
@@ -146,7 +157,7 @@ def _write_file(parent: int, name: str, entry: EffectEntry, blobs: Path) -> None
             os.close(fd)
     with contextlib.suppress(FileNotFoundError):
         if stat.S_ISDIR(os.lstat(name, dir_fd=parent).st_mode):
-            shutil.rmtree(name, dir_fd=parent)
+            remove_tree_at(parent, name)
     os.replace(tmp, name, src_dir_fd=parent, dst_dir_fd=parent)
 
 
@@ -177,8 +188,12 @@ def hold_effect(effect: Effect, store: Path) -> Effect:
     """Copy the effect's new file contents to `store/<digest>/` and point `blobs` there.
 
     A person may decide minutes later, after the upper layer is gone; the held copy is
-    exactly what they are shown.
+    exactly what they are shown. The reader bounds every file and the total; this
+    checks again, so the store never takes more than MAX_EFFECT_BYTES for one effect.
     """
+    size = sum(e.size or 0 for e in effect.entries if e.kind == "file")
+    if size > MAX_EFFECT_BYTES:
+        raise ToolError(f"the effect holds {size} bytes, over {MAX_EFFECT_BYTES}; not kept.")
     digest = effect.digest()
     held = store / digest
     blobs = held / "blobs"
@@ -227,4 +242,4 @@ def drop_held_effect(store: Path, digest: str) -> None:
     """Forget a held effect (after it was applied or denied)."""
     if not _HEX64.fullmatch(digest):
         raise ToolError(f"{digest!r} is not an effect digest.")
-    shutil.rmtree(store / digest, ignore_errors=True)
+    remove_tree(store / digest, ignore_errors=True)

@@ -4,6 +4,8 @@ What overlayfs leaves in the upper layer: copied-up or new files, new dirs, syml
 whiteouts (a char device 0/0) for deleted paths, and opaque dirs (xattr
 `*.overlay.opaque`) that hide everything below them in the lower layer. The cost
 follows the size of the change; only an opaque dir lists its lower counterpart.
+Reading is iterative and bounded (entries, depth, path length, file and total size):
+past a bound it stops, and the effect says which bound refuses it whole.
 """
 
 from __future__ import annotations
@@ -12,15 +14,30 @@ import hashlib
 import itertools
 import os
 import posixpath
+import re
 import stat
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tools_app.tools.effect import Effect, EffectEntry
 
+_HEX64 = re.compile("[0-9a-f]{64}")
+
 OPAQUE_XATTRS = ("user.overlay.opaque", "trusted.overlay.opaque")
 _CHUNK = 1024 * 1024
+# Bounds on one effect: past any of them reading stops and the whole effect is refused,
+# so a command cannot make the worker hash 100,000 files, walk 1,100 levels, or copy a
+# sparse 100 GB file into the effects store.
+MAX_ENTRIES = 20_000  # names read (upper layer and the lower names of opaque dirs)
+MAX_DEPTH = 64  # directories below the workspace root
+MAX_PATH_BYTES = 1024
+MAX_FILE_BYTES = 100 * 1024 * 1024  # apparent size: a sparse file counts in full
+MAX_EFFECT_BYTES = 512 * 1024 * 1024  # all files of the upper layer together
+FILE_MODE, EXEC_MODE, DIR_MODE = 0o644, 0o755, 0o755
+
+
+class _Bound(Exception):
+    """A bound was crossed: the message says which, for the agent and a reviewer."""
 
 
 @dataclass
@@ -29,30 +46,67 @@ class _Walk:
     upper: Path
     entries: list[EffectEntry] = field(default_factory=list)
     refused: list[tuple[str, str]] = field(default_factory=list)
+    files: list[tuple[str, os.stat_result]] = field(default_factory=list)
+    names: int = 0
+    size: int = 0
 
 
 def read_effect(workspace: Path, upper: Path) -> Effect:
-    """Every change in `upper` against `workspace` (the lower layer), sorted by path."""
+    """Every change in `upper` against `workspace` (the lower layer), sorted by path.
+
+    Without recursion; a crossed bound stops the walk and yields an empty effect whose
+    `bound` says why. Files are hashed only once every bound is known to hold.
+    """
     walk = _Walk(root=Path(os.path.realpath(workspace)), upper=upper)
-    _read_dir(walk, "")
+    pending = [""]
+    try:
+        while pending:
+            pending += _read_dir(walk, pending.pop())
+    except _Bound as exc:
+        return Effect(entries=(), refused=(), blobs=upper, bound=str(exc))
+    for rel, st in walk.files:
+        _hash_file(walk, rel, st)
     entries = tuple(sorted(walk.entries, key=lambda e: e.path))
     return Effect(entries=entries, refused=tuple(sorted(walk.refused)), blobs=upper)
 
 
-def _read_dir(walk: _Walk, rel_dir: str) -> None:
+def _read_dir(walk: _Walk, rel_dir: str) -> list[str]:
+    """Read one directory of the upper layer; the subdirectories still to read."""
     upper_dir = walk.upper / rel_dir if rel_dir else walk.upper
     _ensure_access(upper_dir, stat.S_IRWXU)
     names = set()
-    for entry in sorted(os.scandir(upper_dir), key=lambda e: e.name):
+    subdirs: list[str] = []
+    with os.scandir(upper_dir) as listing:
+        found = sorted(listing, key=lambda e: e.name)
+    _count(walk, len(found))
+    for entry in found:
         names.add(entry.name)
-        _read_entry(walk, posixpath.join(rel_dir, entry.name) if rel_dir else entry.name)
+        rel = posixpath.join(rel_dir, entry.name) if rel_dir else entry.name
+        if _read_entry(walk, rel):
+            subdirs.append(rel)
     if rel_dir and _is_opaque(upper_dir):
-        for name in _lower_names(walk.root, rel_dir):
+        for name in _lower_names(walk, rel_dir):
             if name not in names:
                 _deleted(walk, posixpath.join(rel_dir, name))
+    return subdirs
 
 
-def _read_entry(walk: _Walk, rel: str) -> None:
+def _count(walk: _Walk, names: int) -> None:
+    walk.names += names
+    if walk.names > MAX_ENTRIES:
+        raise _Bound(f"the command changed more than {MAX_ENTRIES} paths")
+
+
+def _check_path(rel: str) -> None:
+    if rel.count("/") >= MAX_DEPTH:
+        raise _Bound(f"{rel[:80]}… is deeper than {MAX_DEPTH} directories")
+    if len(rel.encode("utf-8", "surrogateescape")) > MAX_PATH_BYTES:
+        raise _Bound(f"{rel[:80]}… is longer than {MAX_PATH_BYTES} bytes")
+
+
+def _read_entry(walk: _Walk, rel: str) -> bool:
+    """Record one upper-layer name; True when it is a directory to read too."""
+    _check_path(rel)
     path = walk.upper / rel
     st = os.lstat(path)
     mode = st.st_mode
@@ -61,14 +115,15 @@ def _read_entry(walk: _Walk, rel: str) -> None:
     elif stat.S_ISDIR(mode):
         before = describe(walk.root, rel)
         if before != "dir":
-            walk.entries.append(EffectEntry(rel, "dir", before, mode=stat.S_IMODE(mode) & 0o777))
-        _read_dir(walk, rel)
+            walk.entries.append(EffectEntry(rel, "dir", before, mode=DIR_MODE))
+        return True
     elif stat.S_ISREG(mode):
         _read_file(walk, rel, st)
     elif stat.S_ISLNK(mode):
         _read_symlink(walk, rel)
     else:
         walk.refused.append((rel, f"a {_kind_name(mode)} cannot be applied"))
+    return False
 
 
 def _read_file(walk: _Walk, rel: str, st: os.stat_result) -> None:
@@ -78,13 +133,45 @@ def _read_file(walk: _Walk, rel: str, st: os.stat_result) -> None:
     if st.st_mode & (stat.S_ISUID | stat.S_ISGID):
         walk.refused.append((rel, "setuid/setgid bits cannot be applied"))
         return
-    mode = stat.S_IMODE(st.st_mode) & 0o777
+    _check_size(walk, rel, st.st_size)
+    walk.files.append((rel, st))
+
+
+def _hash_file(walk: _Walk, rel: str, st: os.stat_result) -> None:
     _ensure_access(walk.upper / rel, stat.S_IRUSR)
     digest = file_sha256(walk.upper / rel)
     before = describe(walk.root, rel)
-    if before == digest and stat.S_IMODE(os.lstat(walk.root / rel).st_mode) & 0o777 == mode:
-        return  # copied up, but neither content nor mode changed
+    old_mode = _lower_mode(walk.root, rel) if before and _HEX64.fullmatch(before) else None
+    executable = bool(st.st_mode & 0o111)
+    if before == digest and old_mode is not None and bool(old_mode & 0o111) == executable:
+        return  # copied up, but neither content nor the executable bit changed
+    mode = file_mode(executable=executable, before=old_mode)
     walk.entries.append(EffectEntry(rel, "file", before, mode=mode, sha256=digest, size=st.st_size))
+
+
+def _check_size(walk: _Walk, rel: str, size: int) -> None:
+    if size > MAX_FILE_BYTES:
+        raise _Bound(f"{rel} is {size} bytes, over the limit of {MAX_FILE_BYTES} per file")
+    walk.size += size
+    if walk.size > MAX_EFFECT_BYTES:
+        raise _Bound(f"the command wrote more than {MAX_EFFECT_BYTES} bytes of files")
+
+
+def file_mode(*, executable: bool, before: int | None) -> int:
+    """The mode a changed file gets: only the executable bit follows the command.
+
+    A new file is 0644 or 0755; a changed one keeps who may read it (0600 stays
+    private) but its owner may always read and write it and nobody else may write.
+    """
+    base = FILE_MODE if before is None else (before & 0o644) | 0o600
+    return base | ((base & 0o444) >> 2) if executable else base
+
+
+def _lower_mode(root: Path, rel: str) -> int | None:
+    try:
+        return stat.S_IMODE(os.lstat(root / rel).st_mode)
+    except OSError:
+        return None
 
 
 def _read_symlink(walk: _Walk, rel: str) -> None:
@@ -174,10 +261,16 @@ def _is_opaque(path: Path) -> bool:
     return False
 
 
-def _lower_names(root: Path, rel_dir: str) -> Iterator[str]:
-    if describe(root, rel_dir) == "dir":
-        with os.scandir(root / rel_dir) as entries:
-            yield from sorted(e.name for e in entries)
+def _lower_names(walk: _Walk, rel_dir: str) -> list[str]:
+    """The names an opaque dir hides in the lower layer (they count towards the bound)."""
+    if describe(walk.root, rel_dir) != "dir":
+        return []
+    names: list[str] = []
+    with os.scandir(walk.root / rel_dir) as entries:
+        for entry in entries:
+            names.append(entry.name)
+            _count(walk, 1)
+    return sorted(names)
 
 
 def _ensure_access(path: Path, bits: int) -> None:

@@ -395,8 +395,12 @@ def _parse_numstat(numstat: str) -> tuple[int, list[str]]:
 def ignored_paths(workspace: Path, paths: Sequence[str]) -> set[str]:
     """Which of `paths` git ignores (they count no changed lines); none outside a repo.
 
-    The paths may not exist yet (a command's effect), so each parent directory is asked
-    about as a directory (`build/`), or a pattern such as `build/` would never match.
+    Asked of the workspace, so the ignore rules are those from before a command (its
+    own `.gitignore` edits sit in its upper layer), and a path git tracks is never
+    ignored, whatever the ignore files say: `src/` added to `.gitignore` does not make
+    50,000 lines written into tracked files under `src/` count none. The paths may not
+    exist yet (a command's effect), so each parent directory is asked about as a
+    directory (`build/`), or a pattern such as `build/` would never match.
     """
     if not (Path(os.path.realpath(workspace)) / ".git").exists():
         return set()
@@ -409,7 +413,20 @@ def ignored_paths(workspace: Path, paths: Sequence[str]) -> set[str]:
         # One path a line; an unusual name comes back quoted and so counts (the safe side).
         done = _execute(workspace, ["check-ignore", "--no-index", "--", *chunk], env=env)
         ignored.update(filter(None, _text(done.stdout).split("\n")))
-    return {p for p in paths if p in ignored or any(d in ignored for d in _parent_dirs(p))}
+    candidates = [p for p in paths if p in ignored or any(d in ignored for d in _parent_dirs(p))]
+    return set(candidates) - _tracked(workspace, candidates)
+
+
+def _tracked(workspace: Path, paths: Sequence[str]) -> set[str]:
+    """Which of `paths` are in the index (literal pathspecs: no globbing)."""
+    tracked: set[str] = set()
+    for start in range(0, len(paths), 500):
+        chunk = list(paths[start : start + 500])
+        done = _execute(workspace, ["ls-files", "-z", "--cached", "--", *chunk])
+        if done.returncode != 0:
+            return set(paths)  # cannot tell: count them all (the safe side)
+        tracked.update(filter(None, _text(done.stdout).split("\0")))
+    return tracked
 
 
 def _parent_dirs(path: str) -> list[str]:

@@ -10,8 +10,10 @@ a line weighs one per started `LINE_BYTES` bytes of its UTF-8 content.
 from __future__ import annotations
 
 import difflib
+import io
 import re
 from collections.abc import Sequence
+from typing import BinaryIO
 
 LINE_BYTES = 200
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
@@ -115,3 +117,150 @@ def changed_lines_bytes(before: bytes | None, after: bytes | None) -> int:
 
 def _text(data: bytes | None) -> str | None:
     return data.decode("utf-8") if data is not None else None
+
+
+# --- Files too large to hold in memory ----------------------------------------------------
+
+# Up to this size per side a change is counted exactly (both sides read, then diffed);
+# past it, the files are streamed: their common start and end are skipped and what lies
+# between is weighed line by line as it goes by, stopping once the count passes `limit`.
+MAX_EXACT_BYTES = 2 * 1024 * 1024
+_STREAM_CHUNK = 256 * 1024
+_ENDINGS = re.compile(rb"\r\n|\r|\n")
+
+
+def changed_lines_files(before: BinaryIO | None, after: BinaryIO | None, *, limit: int) -> int:
+    """changed_lines_bytes for two open files, never reading a large one whole.
+
+    None is a side that does not exist. Past MAX_EXACT_BYTES the count is an upper
+    bound of the exact one (a change counts at least what it edits), and counting stops
+    once it is over `limit`: the caller only needs to know that it is over.
+    """
+    old_size, new_size = _size(before), _size(after)
+    if old_size <= MAX_EXACT_BYTES and new_size <= MAX_EXACT_BYTES:
+        old = before.read() if before is not None else None
+        new = after.read() if after is not None else None
+        return changed_lines_bytes(old, new)
+    reach = (limit + 1) * LINE_BYTES  # past this, one line is over the limit anyway
+    prefix = _common_prefix_bytes(before, after, min(old_size, new_size))
+    suffix = _common_suffix_bytes(before, after, old_size, new_size, prefix)
+    if before is not None and after is not None:
+        # Whole lines, as a diff shows them: back to the start of the first changed line,
+        # on to the end of the last one (the common parts are the same on both sides).
+        prefix = _line_start(before, prefix, reach)
+        suffix -= _to_line_end(before, after, old_size - suffix, new_size - suffix, suffix, reach)
+    total = _weigh_range(before, prefix, old_size - suffix, limit)
+    return total + _weigh_range(after, prefix, new_size - suffix, limit - total)
+
+
+def _size(handle: BinaryIO | None) -> int:
+    if handle is None:
+        return 0
+    return handle.seek(0, io.SEEK_END) - handle.seek(0)
+
+
+def _common_prefix_bytes(before: BinaryIO | None, after: BinaryIO | None, most: int) -> int:
+    if before is None or after is None:
+        return 0
+    before.seek(0)
+    after.seek(0)
+    done = 0
+    while done < most:
+        step = min(_STREAM_CHUNK, most - done)
+        old, new = before.read(step), after.read(step)
+        if old != new or len(old) < step:
+            return done + _first_difference(old, new)
+        done += step
+    return done
+
+
+def _common_suffix_bytes(
+    before: BinaryIO | None, after: BinaryIO | None, old_size: int, new_size: int, prefix: int
+) -> int:
+    if before is None or after is None:
+        return 0
+    most = min(old_size, new_size) - prefix
+    done = 0
+    while done < most:
+        step = min(_STREAM_CHUNK, most - done)
+        before.seek(old_size - done - step)
+        after.seek(new_size - done - step)
+        old, new = before.read(step), after.read(step)
+        if old != new:
+            return done + _first_difference(old[::-1], new[::-1])
+        done += step
+    return done
+
+
+def _line_start(handle: BinaryIO, position: int, reach: int) -> int:
+    """The start of the line holding `position` (looking back at most `reach` bytes)."""
+    start = position
+    while start > 0 and position - start < reach:
+        step = min(_STREAM_CHUNK, start)
+        handle.seek(start - step)
+        data = handle.read(step)
+        found = max(data.rfind(b"\n"), data.rfind(b"\r"))
+        if found >= 0:
+            return start - step + found + 1
+        start -= step
+    return start
+
+
+def _to_line_end(
+    before: BinaryIO, after: BinaryIO, old_end: int, new_end: int, common: int, reach: int
+) -> int:
+    """How many bytes of the common suffix finish the last changed line (0 when the
+    changed part ends with a line ending on both sides)."""
+    if _ends_line(before, old_end) and _ends_line(after, new_end):
+        return 0
+    done = 0
+    before.seek(old_end)
+    while done < common and done < reach:
+        data = before.read(min(_STREAM_CHUNK, common - done))
+        if not data:
+            break
+        found = _ENDINGS.search(data)
+        if found:
+            return done + found.end()
+        done += len(data)
+    return min(done, common)
+
+
+def _ends_line(handle: BinaryIO, end: int) -> bool:
+    if end == 0:
+        return True
+    handle.seek(end - 1)
+    return handle.read(1) in (b"\n", b"\r")
+
+
+def _first_difference(old: bytes, new: bytes) -> int:
+    for index, (a, b) in enumerate(zip(old, new, strict=False)):
+        if a != b:
+            return index
+    return min(len(old), len(new))
+
+
+def _weigh_range(handle: BinaryIO | None, start: int, end: int, limit: int) -> int:
+    """The weight of bytes [start, end) as lines (see line_weight), stopping past `limit`."""
+    if handle is None or end <= start or limit < 0:
+        return 0
+    handle.seek(start)
+    total, current, skip_lf, left = 0, 0, False, end - start
+    while left > 0 and total <= limit:
+        chunk = handle.read(min(_STREAM_CHUNK, left))
+        if not chunk:
+            break
+        left -= len(chunk)
+        if skip_lf and chunk.startswith(b"\n"):
+            chunk = chunk[1:]  # the \n of a \r\n split between two chunks
+        position = 0
+        for ending in _ENDINGS.finditer(chunk):
+            total += max(1, -(-(current + ending.start() - position) // LINE_BYTES))
+            current, position = 0, ending.end()
+            if total > limit:
+                return total
+        current += len(chunk) - position
+        if total + current // LINE_BYTES > limit:
+            return total + current // LINE_BYTES  # one long line: over already
+        skip_lf = chunk.endswith(b"\r")
+    return total + (max(1, -(-current // LINE_BYTES)) if current else 0)

@@ -30,7 +30,6 @@ from __future__ import annotations
 import functools
 import os
 import shutil
-import stat
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -48,6 +47,7 @@ from tools_app.tools.effect_apply import (
 from tools_app.tools.effect_reader import read_effect
 from tools_app.tools.errors import ToolError
 from tools_app.tools.paths import is_within
+from tools_app.tools.trees import remove_tree
 
 __all__ = [
     "CowRun",
@@ -176,9 +176,8 @@ def _idmapped(root: Path) -> int:
 
 
 def remove_scratch(scratch: Path) -> None:
-    """Remove a scratch dir (overlay leaves `work/work` mode 0000: made removable first)."""
-    _make_removable(scratch)
-    shutil.rmtree(scratch, ignore_errors=True)
+    """Remove a scratch dir however deep (overlay leaves `work/work` mode 0000)."""
+    remove_tree(scratch, ignore_errors=True)
 
 
 SCRATCH_PREFIX = "agentweb-cow-"
@@ -342,19 +341,6 @@ def _mask_args(root: Path) -> list[str]:
         elif os.path.lexists(hidden):
             out += ["--ro-bind", "/dev/null", str(hidden)]
     return out
-
-
-def _make_removable(scratch: Path) -> None:
-    """Overlay leaves `work/work` mode 0000; give the owner rights so rmtree can go in."""
-    for dirpath, dirnames, _ in os.walk(scratch):
-        for name in dirnames:
-            path = os.path.join(dirpath, name)
-            try:
-                mode = os.lstat(path).st_mode
-                if stat.S_ISDIR(mode):
-                    os.chmod(path, stat.S_IMODE(mode) | stat.S_IRWXU)
-            except OSError:
-                continue
 
 
 @functools.cache
