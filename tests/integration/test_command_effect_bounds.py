@@ -63,13 +63,15 @@ def peak_rss_kb() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
-@pytest.mark.parametrize("size", ["1G", "100G"])
-def test_a_huge_sparse_file_is_refused_without_reading_or_keeping_it(
-    session: AgentSession, workspace: Path, store: Path, size: str
+def test_a_sparse_file_past_the_size_bound_is_refused_without_reading_or_keeping_it(
+    session: AgentSession, workspace: Path, store: Path
 ) -> None:
+    """The kernel lets a file grow one byte past the bound (RLIMIT_FSIZE); the effect
+    reader then refuses the whole effect by its apparent size, reading nothing."""
     (workspace / ".gitignore").write_text("*.bin\n")  # ignored: it would count no lines
     name = f".env.{secrets.token_hex(4)}.bin"  # protected: it would be held
     before = peak_rss_kb()
+    size = effect_reader.MAX_FILE_BYTES + 1
     ran = run_script(session, f"truncate -s {size} {name}; echo hi > notes.txt")
     assert f"over the limit of {effect_reader.MAX_FILE_BYTES} per file" in ran.result
     assert "nothing the command changed was applied" in ran.result
@@ -78,6 +80,20 @@ def test_a_huge_sparse_file_is_refused_without_reading_or_keeping_it(
     assert stored_files(store) == []
     assert peak_rss_kb() - before < 100 * 1024
     assert scratch_dirs_holding(name) == []
+
+
+@pytest.mark.parametrize("size", ["1G", "100G"])
+def test_a_huge_file_is_never_made(
+    session: AgentSession, workspace: Path, store: Path, size: str
+) -> None:
+    """`truncate -s 1G` is stopped by the kernel (SIGXFSZ): no huge file anywhere."""
+    before = peak_rss_kb()
+    ran = run_script(session, f"truncate -s {size} data.bin; ls -s data.bin")
+    assert "File size limit exceeded" in ran.result
+    assert not (workspace / "data.bin").exists() or (workspace / "data.bin").stat().st_size == 0
+    assert all(path.stat().st_size == 0 for path in stored_files(store) if path.name == "data.bin")
+    assert peak_rss_kb() - before < 100 * 1024
+    assert scratch_dirs_holding("data.bin") == []
 
 
 def test_a_large_file_under_the_size_bound_is_counted_streaming(

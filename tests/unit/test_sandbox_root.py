@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import stat
+import tempfile
 import threading
 import time
 import uuid
@@ -19,7 +20,7 @@ import pytest
 from tests.unit.helpers import requires_cow
 from tools_app.tools import sandbox_user
 from tools_app.tools.base import SandboxOptions
-from tools_app.tools.overlay import CowRun, run_copy_on_write
+from tools_app.tools.overlay import CowRun, run_copy_on_write, sweep_stale_scratch
 
 pytestmark = [pytest.mark.sandbox, requires_cow]
 
@@ -170,7 +171,6 @@ def test_memory_file_size_and_tmp_are_bounded(
     ws: Path, cow: list[CowRun], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("AGENTWEB_SANDBOX_MAX_MEMORY_MB", "200")
-    monkeypatch.setenv("AGENTWEB_SANDBOX_MAX_FILE_MB", "1")
     monkeypatch.setenv("AGENTWEB_SANDBOX_TMP_MB", "4")
     out = _run(
         cow,
@@ -184,3 +184,30 @@ def test_memory_file_size_and_tmp_are_bounded(
     assert "truncate-refused" in out and "tmp-full" in out
     assert out.split()[-1] == "60"  # CPU seconds follow the command's timeout
     assert not (ws / "sparse.bin").exists()
+
+
+# --- scratch -------------------------------------------------------------------------------
+
+
+def test_a_starting_worker_sweeps_only_dead_processes_scratch() -> None:
+    with tempfile.TemporaryDirectory() as base:
+        dead = Path(base, "agentweb-cow-999999999-abc")
+        (dead / "upper").mkdir(parents=True)
+        _dig(dead / "upper", 1100)  # deeper than Python's recursion limit
+        live = Path(base, f"agentweb-cow-{os.getpid()}-abc")
+        live.mkdir()
+        other = Path(base, "unrelated")
+        other.mkdir()
+        assert sweep_stale_scratch(Path(base)) == 1
+        assert not dead.exists() and live.exists() and other.exists()
+
+
+def _dig(top: Path, depth: int) -> None:
+    """`top/d/d/…/d`, `depth` levels, made one level at a time (makedirs recurses)."""
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(depth):
+        os.mkdir("d", dir_fd=fd)
+        child = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = child
+    os.close(fd)

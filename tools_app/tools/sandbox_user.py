@@ -27,6 +27,8 @@ import subprocess
 import time
 from dataclasses import dataclass
 
+from tools_app.tools.effect_reader import MAX_FILE_BYTES
+
 SANDBOX_UID_ENV = "AGENTWEB_SANDBOX_UID"
 SANDBOX_GID_ENV = "AGENTWEB_SANDBOX_GID"
 # Outside Debian's system (0-999), user (1000-59999) and reserved (60000-64999 global
@@ -36,7 +38,6 @@ DEFAULT_SANDBOX_UID = 65533
 _LIMIT_ENVS = {
     "processes": ("AGENTWEB_SANDBOX_MAX_PROCESSES", 256),
     "memory_mb": ("AGENTWEB_SANDBOX_MAX_MEMORY_MB", 2048),
-    "file_mb": ("AGENTWEB_SANDBOX_MAX_FILE_MB", 100),
     "tmp_mb": ("AGENTWEB_SANDBOX_TMP_MB", 512),
 }
 _MB = 1024 * 1024
@@ -100,17 +101,15 @@ def setpriv_args() -> list[str]:
 @dataclass(frozen=True)
 class Limits:
     """What one command may use. Crossing one makes the command fail, as the kernel says
-    (EAGAIN on fork, ENOMEM, EFBIG, SIGXCPU); nothing of a failed write is left half."""
+    (EAGAIN on fork, ENOMEM, EFBIG, SIGXCPU, ENOSPC in /tmp)."""
 
     processes: int
     memory_mb: int
-    file_mb: int
     tmp_mb: int
     cpu_seconds: int
-
-    @property
-    def file_bytes(self) -> int:
-        return self.file_mb * _MB
+    # One byte past the effect reader's bound: a file that grows past it is refused
+    # whole by the reader, and cannot grow further on the host's disk.
+    file_bytes: int = MAX_FILE_BYTES + 1
 
 
 def limits(timeout: float) -> Limits:
