@@ -5,8 +5,9 @@
   `AGENTWEB_ARG_<NAME>` environment variable each; they are never put into the shell
   string, so no argument can change the command that runs.
 * `http`: the arguments POSTed (or PUT/PATCHed) as a JSON body to a fixed URL, through
-  web_fetch's SSRF-safe client. Header values name a setting or environment variable
-  (`{"env": "NAME"}`); the secret is read when the call runs, never stored or shown.
+  web_fetch's SSRF-safe client; a redirect is followed only on the URL's own host. Header
+  values name a setting or environment variable (`{"env": "NAME"}`); the secret is read
+  when the call runs, never stored or shown, and never sent to a host the skill did not name.
 * `prompt`: nothing runs; the result is a text template rendered with the arguments
   (`$name`, `string.Template`: no attribute access, unknown names left as they are).
 
@@ -27,6 +28,7 @@ from urllib.parse import urlsplit
 from tools_app.tools import shell
 from tools_app.tools.base import ToolContext, ToolError
 from tools_app.tools.catalogue import qualified_skill_tool
+from tools_app.tools.netguard import parse_target
 from tools_app.tools.web import WebFetchArgs, fetch
 
 KINDS = ("command", "http", "prompt")
@@ -219,10 +221,17 @@ def _run_http(call: SkillCall, args: Mapping[str, Any], ctx: ToolContext, secret
                 "name in AGENTWEB_SKILL_SECRETS."
             )
         headers[name] = value
+    url = str(call.executor["url"])
     request = WebFetchArgs(
-        url=str(call.executor["url"]),
+        url=url,
         method=str(call.executor.get("method", "POST")).upper(),
         headers=headers,
         body=arguments_json(args),
     )
-    return fetch(request, ctx.sandbox.web_allow_hosts)
+    return fetch(request, ctx.sandbox.web_allow_hosts, stay_on=skill_host(url))
+
+
+def skill_host(url: str) -> str:
+    """The one host an http skill tool names: its requests, redirects included, go
+    nowhere else (the policy judged that host; its secrets are meant for it)."""
+    return parse_target(url).host
