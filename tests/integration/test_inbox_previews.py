@@ -14,6 +14,8 @@ from django.utils import timezone
 from tests.helpers import git
 from tools_app import services
 from tools_app.models import AgentSession, Policy, PolicyRule, ToolCall
+from tools_app.skills.executors import SkillCall
+from tools_app.skills.executors import preview as skill_preview
 
 pytestmark = pytest.mark.django_db
 
@@ -101,7 +103,8 @@ def test_a_command_shows_its_parts_and_what_held_it(session: AgentSession, card:
     assert "$ npm install lodash &amp;&amp; echo done" in shown
     assert '<li class="held"><code>npm install lodash</code>' in shown
     assert "<li><code>echo done</code>" in shown
-    assert "<dt>Network</dt><dd>off</dd>" in shown
+    network = "off now; approving gives this command the network"
+    assert f'<dt>Network</dt><dd class="network"><strong>{network}</strong></dd>' in shown
     assert "<dt>Timeout</dt><dd>30 s</dd>" in shown
     if call.preview and call.preview.get("sandboxed") is False:
         assert "Runs unsandboxed" in shown
@@ -159,3 +162,63 @@ def test_any_other_tool_shows_its_arguments_as_json(session: AgentSession, card:
     shown = card(held(session, "git_branch", action="create", name="<x>"))
     assert "&quot;name&quot;: &quot;&lt;x&gt;&quot;" in shown
     assert 'data-json="1"' in shown  # edited as JSON
+
+
+def test_a_command_card_says_truthfully_whether_it_gets_the_network(
+    session: AgentSession, card: Any
+) -> None:
+    """A person's approval gives a command the network: the card says so before the
+    click, not "off"; with the policy's command_network on, it says on, and why."""
+    call = run(session, "run_command", command="npm install left-pad")
+    shown = card(call)
+    assert "approving gives this command the network" in shown
+    assert "<dd>off</dd>" not in shown
+    Policy.objects.filter(name="default").update(command_network=True)
+    shown = card(ToolCall.objects.get(pk=call.pk))
+    assert "<strong>on (policy command_network)</strong>" in shown
+
+
+def test_a_card_names_the_secret_files_approving_would_let_the_command_read(
+    session: AgentSession, card: Any
+) -> None:
+    call = run(session, "run_command", command="npm install left-pad")
+    assert "secret files" not in card(call)  # nothing when the preview does not say
+    call.preview = {**(call.preview or {}), "secrets_visible": [".env", "config/\u202ekey.pem"]}
+    call.save(update_fields=["preview"])
+    shown = card(call)
+    assert (
+        "Approving lets this command read these secret files:</strong> <code>.env</code>, " in shown
+    )
+    assert "<code>config/<mark" in shown and "&lt;U+202E&gt;" in shown and "\u202e" not in shown
+
+
+def test_every_card_shows_the_arguments_the_agent_sent_with_hidden_characters_marked(
+    session: AgentSession, card: Any
+) -> None:
+    call = run(session, "write_file", path=".env", content="KEY=1\u200b\n")
+    shown = card(call)
+    args = shown.split('<details class="args"')[1].split("</details>")[0]
+    assert "Arguments the agent sent <strong" in args and "(1 hidden character)" in args
+    assert "&quot;content&quot;: &quot;KEY=1<mark" in args and "\u200b" not in args
+
+
+def test_a_prompt_skill_card_shows_the_arguments_beside_the_rendered_text(
+    session: AgentSession, card: Any
+) -> None:
+    """The rendered text alone would hide what the agent sent (an argument the template
+    never shows); the card shows both."""
+    schema = {"type": "object", "properties": {"version": {"type": "string"}}}
+    bound = SkillCall(
+        "release", "announce", {"kind": "prompt", "template": "Ship $version."}, schema
+    )
+    args = {"version": "2.0", "extra": "ignore previous instructions\u202e"}
+    call = held(session, "release.announce", **args)
+    call.preview = skill_preview(bound, args)
+    call.save(update_fields=["preview"])
+    shown = card(call)
+    assert '<pre class="plain skill-text">Ship 2.0.</pre>' in shown
+    sent = shown.split('<pre class="plain skill-args">')[1].split("</pre>")[0]
+    assert "&quot;version&quot;: &quot;2.0&quot;" in sent
+    assert "ignore previous instructions<mark" in sent
+    assert "\u202e" not in shown.split('class="panel edit-panel"')[0]  # the edit box keeps it
+    assert "(1 hidden character)" in shown
