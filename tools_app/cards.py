@@ -71,6 +71,8 @@ def card_context(call: ToolCall, user: Any, **extra: Any) -> dict[str, Any]:
 def network_text(call: ToolCall) -> str:
     """Whether the command has the network, and whether approving gives it: a person's
     approval does (`SandboxOptions.approved`), whatever the policy says."""
+    if (call.preview or {}).get("sandboxed") is False:
+        return "on: no sandbox on this host, the command has the worker's network"
     if call.session.policy.command_network:
         return "on (policy command_network)"
     if call.status == ToolCall.Status.AWAITING_APPROVAL:

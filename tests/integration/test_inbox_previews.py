@@ -103,11 +103,12 @@ def test_a_command_shows_its_parts_and_what_held_it(session: AgentSession, card:
     assert "$ npm install lodash &amp;&amp; echo done" in shown
     assert '<li class="held"><code>npm install lodash</code>' in shown
     assert "<li><code>echo done</code>" in shown
-    network = "off now; approving gives this command the network"
-    assert f'<dt>Network</dt><dd class="network"><strong>{network}</strong></dd>' in shown
     assert "<dt>Timeout</dt><dd>30 s</dd>" in shown
     if call.preview and call.preview.get("sandboxed") is False:
-        assert "Runs unsandboxed" in shown
+        assert "Runs unsandboxed" in shown and "the worker&#x27;s network" in shown
+    else:
+        network = "off now; approving gives this command the network"
+        assert f'<dt>Network</dt><dd class="network"><strong>{network}</strong></dd>' in shown
 
 
 def test_a_commit_shows_its_message_and_diff(session: AgentSession, card: Any) -> None:
@@ -171,11 +172,17 @@ def test_a_command_card_says_truthfully_whether_it_gets_the_network(
     click, not "off"; with the policy's command_network on, it says on, and why."""
     call = run(session, "run_command", command="npm install left-pad")
     shown = card(call)
-    assert "approving gives this command the network" in shown
+    if (call.preview or {}).get("sandboxed") is not False:
+        assert "approving gives this command the network" in shown
     assert "<dd>off</dd>" not in shown
     Policy.objects.filter(name="default").update(command_network=True)
+    call.preview = {**(call.preview or {}), "sandboxed": True}
+    call.save(update_fields=["preview"])
     shown = card(ToolCall.objects.get(pk=call.pk))
     assert "<strong>on (policy command_network)</strong>" in shown
+    call.preview = {**(call.preview or {}), "sandboxed": False}
+    call.save(update_fields=["preview"])
+    assert "no sandbox on this host, the command has the worker&#x27;s network" in card(call)
 
 
 def test_a_card_names_the_secret_files_approving_would_let_the_command_read(
