@@ -35,7 +35,7 @@ from tools_app.models import (
 from tools_app.policy import SessionCounters
 
 if TYPE_CHECKING:
-    from django.contrib.admin.options import _FieldOpts
+    from django.contrib.admin.options import _FieldGroups, _FieldOpts
 
 
 class PolicyRuleInline(admin.TabularInline[PolicyRule, Policy]):
@@ -170,7 +170,7 @@ class ReadOnlyAdmin(admin.ModelAdmin[Any]):
 
     agent_text: tuple[str, ...] = ()
 
-    def get_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> _FieldGroups:
         shown = {name: f"{name}_shown" for name in self.agent_text}
         return [
             shown.get(field.name, field.name)
