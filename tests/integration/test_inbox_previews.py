@@ -229,3 +229,14 @@ def test_a_prompt_skill_card_shows_the_arguments_beside_the_rendered_text(
     assert "ignore previous instructions<mark" in sent
     assert "\u202e" not in shown.split('class="panel edit-panel"')[0]  # the edit box keeps it
     assert "(1 hidden character)" in shown
+
+
+def test_a_file_name_with_hidden_characters_is_marked_in_the_diff_header(
+    session: AgentSession, card: Any
+) -> None:
+    Policy.objects.filter(name="default").update(protected_paths=["src/**"])
+    shown = card(run(session, "write_file", path="src/report\u202etxt.py", content="x = 1\n"))
+    head = shown.split('class="panel edit-panel"')[0]
+    assert '<code class="diff-path">src/report<mark class="hidden-char"' in head
+    assert 'aria-label="Changes to src/report&lt;U+202E&gt;txt.py"' in head
+    assert "\u202e" not in head
