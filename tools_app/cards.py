@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 from tools_app import access, rendering
 from tools_app.models import Decision, ToolCall
 from tools_app.services.policies import remember_patterns
+from tools_app.skills.executors import unfilled_placeholders
 from tools_app.tools.catalogue import is_skill_tool
 
 # An escaped pair (`\\` and any character), or an invisible character on its own.
@@ -63,6 +64,7 @@ def card_context(call: ToolCall, user: Any, **extra: Any) -> dict[str, Any]:
         "network": network_text(call),
         "args_hidden": rendering.hidden_count(json.dumps(call.args, ensure_ascii=False)),
         "host": _host(call) if call.tool == "web_fetch" else None,
+        "unfilled": _unfilled(call.preview or {}),
     }
     context.update(extra)
     return context
@@ -100,6 +102,18 @@ def _spelled(match: re.Match[str]) -> str:
     if match.group(1) is not None and not _HIDDEN_PAIR.fullmatch(char):
         return match.group(0)  # an escape such as `\.`: kept as it is
     return f"\\u{ord(char):04x}"
+
+
+def _unfilled(preview: dict[str, Any]) -> list[str]:
+    """A prompt template's placeholders that stay in the text (a skill saved before such
+    templates were refused): the card says so rather than show them as if rendered."""
+    definition = preview.get("definition")
+    if not isinstance(definition, dict) or preview.get("executor") != "prompt":
+        return []
+    executor, schema = definition.get("executor"), definition.get("input_schema")
+    if not isinstance(executor, dict) or not isinstance(schema, dict):
+        return []
+    return unfilled_placeholders(str(executor.get("template", "")), schema)
 
 
 def _edit_value(call: ToolCall, field: str | None) -> str:

@@ -240,3 +240,19 @@ def test_a_file_name_with_hidden_characters_is_marked_in_the_diff_header(
     assert '<code class="diff-path">src/report<mark class="hidden-char"' in head
     assert 'aria-label="Changes to src/report&lt;U+202E&gt;txt.py"' in head
     assert "\u202e" not in head
+
+
+def test_a_prompt_card_says_when_a_stored_template_leaves_placeholders_unfilled(
+    session: AgentSession, card: Any
+) -> None:
+    """A skill saved before such templates were refused still runs: its card warns."""
+    schema = {"type": "object", "properties": {"version": {"type": "string"}}}
+    template = "Ship v{version} to $stage."
+    bound = SkillCall("release", "announce", {"kind": "prompt", "template": template}, schema)
+    call = held(session, "release.announce", version="2.0")
+    call.preview = skill_preview(bound, {"version": "2.0"})
+    call.save(update_fields=["preview"])
+    shown = card(call)
+    assert "leaves placeholders unfilled" in shown
+    assert "<code>$stage</code>, <code>{version}</code>" in shown
+    assert '<pre class="plain skill-text">Ship v{version} to $stage.</pre>' in shown
