@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from tests.helpers import git
 from tools_app import services
-from tools_app.models import AgentSession, Policy, PolicyRule, ToolCall
+from tools_app.models import AgentSession, Decision, Policy, PolicyRule, ToolCall
 from tools_app.skills.executors import SkillCall
 from tools_app.skills.executors import preview as skill_preview
 
@@ -183,6 +183,20 @@ def test_a_command_card_says_truthfully_whether_it_gets_the_network(
     call.preview = {**(call.preview or {}), "sandboxed": False}
     call.save(update_fields=["preview"])
     assert "no sandbox on this host, the command has the worker&#x27;s network" in card(call)
+
+
+def test_a_decided_command_card_says_whether_it_ran_with_the_network(
+    session: AgentSession, card: Any, reviewer: User
+) -> None:
+    call = run(session, "run_command", command="npm install left-pad")
+    call.preview = {**(call.preview or {}), "sandboxed": True}
+    call.status = ToolCall.Status.SUCCEEDED
+    call.save(update_fields=["preview", "status"])
+    Decision.objects.create(tool_call=call, user=reviewer, decision="approve")
+    assert "<strong>on: a person approved this command</strong>" in card(call)
+    ToolCall.objects.filter(pk=call.pk).update(status=ToolCall.Status.EXPIRED)
+    Decision.objects.filter(tool_call=call).delete()
+    assert '<dd class="network">off</dd>' in card(ToolCall.objects.get(pk=call.pk))
 
 
 def test_a_card_names_the_secret_files_approving_would_let_the_command_read(
