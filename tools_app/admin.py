@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,8 +15,10 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path
+from django.utils.html import format_html
+from django.utils.safestring import SafeString, mark_safe
 
-from tools_app import access, services
+from tools_app import access, rendering, services
 from tools_app.forms import POLICY_GROUPS, PolicyForm, PolicyRuleForm, TryCallForm
 from tools_app.models import (
     AgentSession,
@@ -31,7 +35,7 @@ from tools_app.models import (
 from tools_app.policy import SessionCounters
 
 if TYPE_CHECKING:
-    from django.contrib.admin.options import _FieldOpts
+    from django.contrib.admin.options import _FieldGroups, _FieldOpts
 
 
 class PolicyRuleInline(admin.TabularInline[PolicyRule, Policy]):
@@ -139,8 +143,43 @@ FINISHED = (
 )
 
 
+def revealed(name: str) -> Callable[[Any, Any], SafeString]:
+    """An admin column or field showing `name` as the inbox does: escaped, each hidden
+    character (bidi override, zero-width, ANSI) a visible marker; JSON indented."""
+
+    @admin.display(description=name.replace("_", " "), ordering=name)
+    def show(self: Any, obj: Any) -> SafeString:
+        value = getattr(obj, name)
+        if value is None or value == "":
+            return mark_safe("")
+        text = value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)
+        html = mark_safe(rendering.reveal(text))  # noqa: S308 (reveal escapes)
+        if "\n" in text or not isinstance(value, str):
+            return format_html('<pre class="revealed">{}</pre>', html)
+        return html
+
+    return show
+
+
 class ReadOnlyAdmin(admin.ModelAdmin[Any]):
-    """Audit rows: visible to admins, changed only by the services."""
+    """Audit rows: visible to admins, changed only by the services.
+
+    `agent_text` names the fields an agent wrote: each is shown through `revealed` (as
+    `<name>_shown`, a method the subclass binds) in the field's own place.
+    """
+
+    agent_text: tuple[str, ...] = ()
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> _FieldGroups:
+        shown = {name: f"{name}_shown" for name in self.agent_text}
+        return [
+            shown.get(field.name, field.name)
+            for field in self.model._meta.concrete_fields
+            if not field.auto_created
+        ]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        return [f"{name}_shown" for name in self.agent_text]
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -154,27 +193,47 @@ class ReadOnlyAdmin(admin.ModelAdmin[Any]):
 
 @admin.register(ToolCall)
 class ToolCallAdmin(ReadOnlyAdmin):
-    list_display = ("id", "session", "tool", "status", "decision", "rule", "created_at")
+    list_display = ("id", "session", "tool_shown", "status", "decision", "rule", "created_at")
     list_filter = ("status", "decision", "tool")
     search_fields = ("tool", "reason", "rule")
+    agent_text = ("tool", "args", "reason", "rule", "preview", "result", "runner")
+    tool_shown = revealed("tool")
+    args_shown = revealed("args")
+    reason_shown = revealed("reason")
+    rule_shown = revealed("rule")
+    preview_shown = revealed("preview")
+    result_shown = revealed("result")
+    runner_shown = revealed("runner")
 
 
 @admin.register(Decision)
 class DecisionAdmin(ReadOnlyAdmin):
     list_display = ("id", "tool_call", "decision", "user", "remember", "created_at")
     list_filter = ("decision",)
+    agent_text = ("reason", "edited_args")  # edited arguments are mostly the agent's
+    reason_shown = revealed("reason")
+    edited_args_shown = revealed("edited_args")
 
 
 @admin.register(Event)
 class EventAdmin(ReadOnlyAdmin):
     list_display = ("id", "session", "seq", "type", "created_at")
     list_filter = ("type",)
+    agent_text = ("data",)
+    data_shown = revealed("data")
 
 
 @admin.register(PullRequest)
 class PullRequestAdmin(ReadOnlyAdmin):
-    list_display = ("number", "title", "session", "head", "base", "repo_key", "created_at")
+    list_display = ("number", "title_shown", "session", "head_shown", "base", "created_at")
     search_fields = ("title", "head", "repo_key")
+    agent_text = ("title", "body", "head", "base", "commits", "diff")
+    title_shown = revealed("title")
+    body_shown = revealed("body")
+    head_shown = revealed("head")
+    base_shown = revealed("base")
+    commits_shown = revealed("commits")
+    diff_shown = revealed("diff")
 
 
 @admin.register(AgentSession)
@@ -182,9 +241,23 @@ class AgentSessionAdmin(ReadOnlyAdmin):
     """Read-only: a session's status changes only through its services, with an event.
     Cancel is the one action, and it goes through `session_cancel`."""
 
-    list_display = ("id", "task", "status", "kind", "policy", "creator", "created_at")
+    list_display = ("id", "task_shown", "status", "kind", "policy", "creator", "created_at")
     list_filter = ("status", "kind")
     actions = ["cancel_sessions"]
+    agent_text = (
+        "task",
+        "summary",
+        "files_changed",
+        "system_prompt",
+        "active_skills",
+        "context_summary",
+    )
+    task_shown = revealed("task")
+    summary_shown = revealed("summary")
+    files_changed_shown = revealed("files_changed")
+    system_prompt_shown = revealed("system_prompt")
+    active_skills_shown = revealed("active_skills")
+    context_summary_shown = revealed("context_summary")
 
     @admin.action(description="Cancel the selected sessions")
     def cancel_sessions(self, request: HttpRequest, queryset: QuerySet[AgentSession]) -> None:

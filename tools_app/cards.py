@@ -8,9 +8,11 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
-from tools_app import access
+from tools_app import access, rendering
 from tools_app.models import Decision, ToolCall
 from tools_app.services.policies import remember_patterns
+from tools_app.skills.executors import unfilled_placeholders
+from tools_app.tools.catalogue import is_skill_tool
 
 # An escaped pair (`\\` and any character), or an invisible character on its own.
 _HIDDEN_CLASS = "[\x00-\x1f\x7f-\x9f\u00ad\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]"
@@ -33,9 +35,12 @@ FINAL_WORDS = {
 
 
 def preview_kind(call: ToolCall) -> str:
-    """Which preview partial shows the call: diff, command, pull, fetch, subagent, json."""
+    """Which preview partial shows the call: diff, command, pull, fetch, subagent, skill,
+    json."""
     if call.tool in KINDS:
         return KINDS[call.tool]
+    if is_skill_tool(call.tool):
+        return "skill"
     if call.tool in DIFF_TOOLS or (call.preview or {}).get("diff"):
         return "diff"
     return "json"
@@ -56,11 +61,31 @@ def card_context(call: ToolCall, user: Any, **extra: Any) -> dict[str, Any]:
         "edit_value": _edit_value(call, field),
         "args_json": json.dumps(call.args, indent=2, ensure_ascii=False),
         "remember": [(k, form_safe(v)) for k, v in sorted(remember_patterns(call.args).items())],
-        "network": call.session.policy.command_network,
+        "network": network_text(call),
+        "args_hidden": rendering.hidden_count(json.dumps(call.args, ensure_ascii=False)),
         "host": _host(call) if call.tool == "web_fetch" else None,
+        "unfilled": _unfilled(call.preview or {}),
     }
     context.update(extra)
     return context
+
+
+def network_text(call: ToolCall) -> str:
+    """Whether the command has the network, and whether approving gives it: a person's
+    approval does (`SandboxOptions.approved`), whatever the policy says."""
+    if (call.preview or {}).get("sandboxed") is False:
+        return "on: no sandbox on this host, the command has the worker's network"
+    if call.session.policy.command_network:
+        return "on (policy command_network)"
+    if call.status == ToolCall.Status.AWAITING_APPROVAL:
+        return "off now; approving gives this command the network"
+    try:
+        human: Decision | None = call.human
+    except Decision.DoesNotExist:
+        human = None
+    if human is not None and human.decision == Decision.Verdict.APPROVE:
+        return "on: a person approved this command"
+    return "off"
 
 
 def form_safe(pattern: str) -> str:
@@ -77,6 +102,18 @@ def _spelled(match: re.Match[str]) -> str:
     if match.group(1) is not None and not _HIDDEN_PAIR.fullmatch(char):
         return match.group(0)  # an escape such as `\.`: kept as it is
     return f"\\u{ord(char):04x}"
+
+
+def _unfilled(preview: dict[str, Any]) -> list[str]:
+    """A prompt template's placeholders that stay in the text (a skill saved before such
+    templates were refused): the card says so rather than show them as if rendered."""
+    definition = preview.get("definition")
+    if not isinstance(definition, dict) or preview.get("executor") != "prompt":
+        return []
+    executor, schema = definition.get("executor"), definition.get("input_schema")
+    if not isinstance(executor, dict) or not isinstance(schema, dict):
+        return []
+    return unfilled_placeholders(str(executor.get("template", "")), schema)
 
 
 def _edit_value(call: ToolCall, field: str | None) -> str:

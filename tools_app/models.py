@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import models
 
 from tools_app.policy import DEFAULT_POLICY
+from tools_app.rendering import spelled
 
 
 def default_protected_paths() -> list[str]:
@@ -150,7 +151,7 @@ class AgentSession(models.Model):
         ordering = ["-id"]
 
     def __str__(self) -> str:
-        return f"session {self.pk}: {self.task[:60]}"
+        return spelled(f"session {self.pk}: {self.task[:60]}")
 
 
 class ToolCall(models.Model):
@@ -210,7 +211,7 @@ class ToolCall(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"tool call {self.pk}: {self.tool} ({self.status})"
+        return spelled(f"tool call {self.pk}: {self.tool} ({self.status})")
 
     @property
     def args_json(self) -> str:
@@ -397,4 +398,4 @@ class PullRequest(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"#{self.number} {self.title}"
+        return spelled(f"#{self.number} {self.title}")

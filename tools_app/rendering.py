@@ -46,11 +46,20 @@ def reveal(text: str) -> str:
     return "".join(out)
 
 
+def spelled(text: str) -> str:
+    """`text` with each hidden character spelled `<U+202E>` as plain text, for the places
+    markup cannot go (a page's title, a row's name in the admin); escape it as usual."""
+    return _HIDDEN.sub(lambda match: f"<{_label(match.group(0))}>", text)
+
+
+def _label(char: str) -> str:
+    return _NAMES.get(char, f"U+{ord(char):04X}")
+
+
 def _marker(char: str) -> str:
     code = f"U+{ord(char):04X}"
-    label = _NAMES.get(char, code)
     title = unicodedata.name(char, "control character")
-    return f'<mark class="hidden-char" title="{code} {escape(title)}">&lt;{label}&gt;</mark>'
+    return f'<mark class="hidden-char" title="{code} {escape(title)}">&lt;{_label(char)}&gt;</mark>'
 
 
 # --- highlighting ----------------------------------------------------------------------

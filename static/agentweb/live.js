@@ -41,10 +41,19 @@
       localStorage.getItem(NOTIFY_KEY) === "on";
   }
 
+  // The characters rendering.py marks on pages (bidi, zero-width, controls), spelled
+  // <U+202E> in a notification, which shows no markup.
+  const HIDDEN = /[\u202a-\u202e\u2066-\u2069\u200b-\u200f\u2060-\u2064\ufeff\u061c\u00ad\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
+  function spelled(text) {
+    return String(text).replace(HIDDEN, function (c) {
+      return "<U+" + c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0") + ">";
+    });
+  }
+
   function notify(event) {
     if (!document.hidden || !notificationsOn()) return;
-    const note = new Notification("Approval needed: " + event.tool, {
-      body: (event.reason || "A tool call awaits your decision.").slice(0, 200),
+    const note = new Notification("Approval needed: " + spelled(event.tool), {
+      body: spelled(event.reason || "A tool call awaits your decision.").slice(0, 200),
       tag: "agentweb-call-" + event.tool_call,
     });
     note.onclick = function () { window.focus(); location.href = inboxUrl; note.close(); };

@@ -92,6 +92,15 @@ def test_a_bad_schema_is_an_error_on_the_tools_field_and_nothing_is_saved(sam: C
     assert not Skill.objects.filter(name="deploy").exists()
 
 
+def test_a_template_with_unfilled_placeholders_is_an_error_on_the_tools_field(sam: Client) -> None:
+    bad = [{**TOOLS[0], "executor": {"kind": "prompt", "template": "Deploying {version}."}}]
+    answer = sam.post("/skills/new/", {**DEPLOY, "tools": json.dumps(bad)})
+    assert answer.status_code == 200
+    error = answer.context["form"].errors["tools"][0]
+    assert "tools[0].executor.template" in error and "never be filled: {version}" in error
+    assert not Skill.objects.filter(name="deploy").exists()
+
+
 def test_tools_that_are_not_json_and_a_taken_name_are_field_errors(
     sam: Client, deploy: Skill
 ) -> None:

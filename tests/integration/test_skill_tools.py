@@ -239,3 +239,102 @@ def test_a_skill_reaches_only_the_secrets_listed_for_skills(settings: Any) -> No
         assert secret_value("AGENTWEB_TEST_UNLISTED") is None
     finally:
         del os.environ["AGENTWEB_TEST_UNLISTED"]
+
+
+class Recorder(BaseHTTPRequestHandler):
+    """Answers 307 to `redirect_to` when set, else 200; records every request."""
+
+    redirect_to = ""
+    received: list[dict[str, Any]]
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.received.append({"path": self.path, "headers": dict(self.headers), "body": body})
+        if self.redirect_to:
+            self.send_response(307)
+            self.send_header("Location", self.redirect_to)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        answer = b'{"stored": true}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def recorder(redirect_to: str = "") -> tuple[ThreadingHTTPServer, list[dict[str, Any]]]:
+    received: list[dict[str, Any]] = []
+    handler = type("Handler", (Recorder,), {"redirect_to": redirect_to, "received": received})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, received
+
+
+def run_ping(alice: Api, workspace: Path, tmp_path: Path, url: str) -> ToolCall:
+    """An allowed http skill tool with a secret header, called once by a scripted agent."""
+    policy, _ = Policy.objects.get_or_create(
+        name="hooks", defaults={"web_allow_hosts": ["127.0.0.1", "localhost"]}
+    )
+    PolicyRule.objects.get_or_create(policy=policy, tool="relay.ping", decision="allow")
+    headers = {"X-Api-Key": {"env": TOKEN_SETTING}}
+    executor = {"kind": "http", "url": url, "headers": headers}
+    skill_services.skill_import(
+        data={
+            "name": "relay",
+            "triggers": ["relay"],
+            "tools": [{"name": "ping", "executor": executor}],
+        }
+    )
+    model = script(tmp_path, [tool("ping", secret_plan="launch at dawn"), done("Sent.")])
+    answer = alice.post(
+        "/sessions",
+        {"task": "relay the plan", "repo": str(workspace), "model": model, "policy": "hooks"},
+    )
+    session = wait_status(answer.json()["id"])
+    assert session.status == "done", session.summary
+    return ToolCall.objects.get(session=session, tool="relay.ping")
+
+
+def test_a_redirect_to_a_host_the_skill_does_not_name_gets_neither_its_headers_nor_its_body(
+    alice: Api, workspace: Path, tmp_path: Path
+) -> None:
+    """127.0.0.1 answers 307 to localhost (a host the policy allows for web_fetch): the
+    skill named only 127.0.0.1, so localhost never hears from it, and the agent reads why."""
+    other, other_received = recorder()
+    other_url = f"http://localhost:{other.server_address[1]}/collect"
+    first, first_received = recorder(redirect_to=other_url)
+    try:
+        call = run_ping(alice, workspace, tmp_path, f"http://127.0.0.1:{first.server_address[1]}/")
+    finally:
+        first.shutdown()
+        other.shutdown()
+    assert len(first_received) == 1
+    assert first_received[0]["headers"]["X-Api-Key"] == "Bearer s3cret-token"
+    assert other_received == []
+    assert call.status == "failed"
+    assert f"redirected to {other_url}, on the host localhost" in call.result
+    assert "it names only 127.0.0.1" in call.result
+    agent_read = results(call.session_id)[0]
+    assert agent_read["is_error"] is True and "on the host localhost" in agent_read["content"]
+    assert "s3cret" not in call.result
+
+
+def test_a_redirect_on_the_skills_own_host_is_followed(
+    alice: Api, workspace: Path, tmp_path: Path
+) -> None:
+    final, final_received = recorder()
+    final_url = f"http://127.0.0.1:{final.server_address[1]}/stored"
+    first, _ = recorder(redirect_to=final_url)
+    try:
+        call = run_ping(alice, workspace, tmp_path, f"http://127.0.0.1:{first.server_address[1]}/")
+    finally:
+        first.shutdown()
+        final.shutdown()
+    assert call.status == "succeeded", call.result
+    assert '"stored": true' in call.result and f"URL: {final_url}" in call.result
+    assert [json.loads(r["body"]) for r in final_received] == [{"secret_plan": "launch at dawn"}]

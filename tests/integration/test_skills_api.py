@@ -90,6 +90,35 @@ def test_a_bad_skill_is_a_422_naming_the_field_and_nothing_is_written(sam_api: A
     )
 
 
+def test_a_template_that_would_be_shown_unrendered_is_a_422_naming_its_placeholders(
+    sam_api: Api,
+) -> None:
+    bad = json.loads(json.dumps(DEPLOY))
+    bad["tools"][0]["executor"]["template"] = "Deploying v{version} to $stage."
+    answer = sam_api.post("/skills", bad)
+    assert answer.status_code == 422, answer.content
+    assert answer.json()["field"] == "tools[0].executor.template"
+    assert "never be filled: $stage, {version}" in answer.json()["detail"]
+    assert not Skill.objects.filter(name="deploy").exists()
+    assert sam_api.post("/skills", DEPLOY).status_code == 201
+    answer = put(sam_api, "/skills/deploy", bad)
+    assert answer.status_code == 422 and "{version}" in answer.json()["detail"]
+    stored = Skill.objects.get(name="deploy").tools.get().executor
+    assert stored["template"] == "Deploying $version to staging."
+
+
+def test_import_skills_refuses_a_template_that_would_be_shown_unrendered(tmp_path: Path) -> None:
+    bad = json.loads(json.dumps(DEPLOY))
+    bad["tools"][0]["executor"]["template"] = "Deploying {{version}}."
+    path = tmp_path / "skills.json"
+    path.write_text(json.dumps([{"name": "fine", "triggers": ["x"]}, bad]))
+    with pytest.raises(
+        CommandError, match=r"skill 1: tools\[0\]\.executor\.template: .*\{\{version\}\}"
+    ):
+        call_command("import_skills", str(path))
+    assert not Skill.objects.filter(name__in=["fine", "deploy"]).exists()
+
+
 def test_put_replaces_and_renames_and_delete_keeps_past_calls(
     sam_api: Api, alice: Api, rita: Api, workspace: Path, stack: Any
 ) -> None:

@@ -124,6 +124,41 @@ def test_a_prompt_renders_arguments_without_attribute_access() -> None:
     assert render_prompt("$n", {"n": [1, 2]}) == "[1, 2]"
 
 
+def prompt_tool(template: str) -> dict[str, Any]:
+    schema = {"type": "object", "properties": {"version": {"type": "string"}}}
+    return with_tool(inputSchema=schema, executor={"kind": "prompt", "template": template})
+
+
+@pytest.mark.parametrize(
+    ("template", "named"),
+    [
+        ("Release v{version} now.", "{version}"),
+        ("Release {{ version }} now.", "{{ version }}"),
+        ("Release %(version)s now.", "%(version)s"),
+        ("Release $version to $target.", "$target"),
+        ("Release ${channel}.", "$channel"),
+    ],
+)
+def test_a_template_with_placeholders_that_are_never_filled_is_refused_naming_them(
+    template: str, named: str
+) -> None:
+    error = problem(prompt_tool(template))
+    assert error.field == "tools[0].executor.template"
+    assert f"would never be filled: {named}" in error.message
+    assert "$name or ${name}" in error.message and "properties: version" in error.message
+
+
+def test_a_template_of_arguments_literal_dollars_and_json_braces_is_accepted() -> None:
+    template = 'Release $version (${version}) for $$5; send {"tag": "$version"} { as is }.'
+    skill = skill_from_dict(prompt_tool(template), core_tools=CORE)
+    assert skill.tools[0].executor["template"] == template
+
+
+def test_an_optional_argument_left_out_renders_as_empty_text() -> None:
+    schema = {"type": "object", "properties": {"version": {}, "note": {}}}
+    assert render_prompt("v$version;$note.", {"version": "2"}, schema) == "v2;."
+
+
 def test_arguments_become_environment_variables_by_name() -> None:
     env = argument_env({"version": "1; rm -rf /", "dry-run": True, "n": 2})
     assert env == {

@@ -17,7 +17,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from tools_app.skills.executors import executor_problem
+from tools_app.skills.executors import executor_problem, template_problem
 from tools_app.tools.catalogue import qualified_skill_tool
 
 SKILL_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,99}$")
@@ -140,6 +140,9 @@ def _tool(item: object, where: str, core_tools: frozenset[str]) -> ToolData:
     problem = executor_problem(executor)
     if problem:
         raise SkillInvalid(f"{where}.executor", problem)
+    problem = template_problem(executor, schema)
+    if problem:
+        raise SkillInvalid(f"{where}.executor.template", problem)
     return ToolData(
         name=name,
         description=_text(item, "description", where),

@@ -5,10 +5,13 @@
   `AGENTWEB_ARG_<NAME>` environment variable each; they are never put into the shell
   string, so no argument can change the command that runs.
 * `http`: the arguments POSTed (or PUT/PATCHed) as a JSON body to a fixed URL, through
-  web_fetch's SSRF-safe client. Header values name a setting or environment variable
-  (`{"env": "NAME"}`); the secret is read when the call runs, never stored or shown.
+  web_fetch's SSRF-safe client; a redirect is followed only on the URL's own host. Header
+  values name a setting or environment variable (`{"env": "NAME"}`); the secret is read
+  when the call runs, never stored or shown, and never sent to a host the skill did not name.
 * `prompt`: nothing runs; the result is a text template rendered with the arguments
-  (`$name`, `string.Template`: no attribute access, unknown names left as they are).
+  (`$name`, `string.Template`: no attribute access). A template whose placeholders the
+  arguments would never fill (`$name` of no argument, `{name}` of another style) is
+  refused when the skill is saved.
 
 A call is bound to a `SkillCall`, the definition captured when the policy judged it: what
 a reviewer approved is what runs, whatever the skill says by then.
@@ -27,6 +30,7 @@ from urllib.parse import urlsplit
 from tools_app.tools import shell
 from tools_app.tools.base import ToolContext, ToolError
 from tools_app.tools.catalogue import qualified_skill_tool
+from tools_app.tools.netguard import parse_target
 from tools_app.tools.web import WebFetchArgs, fetch
 
 KINDS = ("command", "http", "prompt")
@@ -134,6 +138,40 @@ def _prompt_problem(executor: Mapping[str, Any]) -> str | None:
     return None
 
 
+# `{name}`, `{{ name }}` and `%(name)s`: other templating styles, never filled here.
+_FOREIGN_PLACEHOLDER = re.compile(
+    r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}|(?<![${])\{([A-Za-z_][A-Za-z0-9_]*)\}"
+    r"|%\(([A-Za-z_][A-Za-z0-9_]*)\)[sdr]"
+)
+
+
+def unfilled_placeholders(template: str, input_schema: Mapping[str, Any]) -> list[str]:
+    """The placeholders of a prompt template that its arguments would never fill, as
+    written: `$name` for a name that is not an argument, and `{name}`-style ones."""
+    properties = input_schema.get("properties")
+    names = set(properties) if isinstance(properties, Mapping) else set()
+    found = [f"${name}" for name in string.Template(template).get_identifiers()]
+    found = [shown for shown in found if shown[1:] not in names]
+    found += [match.group(0) for match in _FOREIGN_PLACEHOLDER.finditer(template)]
+    return list(dict.fromkeys(found))
+
+
+def template_problem(executor: Mapping[str, Any], input_schema: Mapping[str, Any]) -> str | None:
+    """Why a prompt template would reach the agent with placeholders left in, or None."""
+    if executor.get("kind") != "prompt":
+        return None
+    unfilled = unfilled_placeholders(str(executor.get("template", "")), input_schema)
+    if not unfilled:
+        return None
+    properties = input_schema.get("properties")
+    arguments = ", ".join(sorted(properties)) if isinstance(properties, Mapping) else ""
+    return (
+        f"these placeholders would never be filled: {', '.join(unfilled)}. A prompt template "
+        "fills $name or ${name} from the tool's arguments (the inputSchema's properties: "
+        f"{arguments or 'none'}); write $$ for a literal $"
+    )
+
+
 # --- what a reviewer sees --------------------------------------------------------------------
 
 
@@ -151,8 +189,14 @@ def argument_env(args: Mapping[str, Any]) -> dict[str, str]:
     return env
 
 
-def render_prompt(template: str, args: Mapping[str, Any]) -> str:
-    values = {k: v if isinstance(v, str) else json.dumps(v) for k, v in args.items()}
+def render_prompt(
+    template: str, args: Mapping[str, Any], input_schema: Mapping[str, Any] | None = None
+) -> str:
+    """The text with every argument filled in; an argument of the schema that the agent
+    left out fills as empty text, so no `$name` reaches the agent unrendered."""
+    properties = (input_schema or {}).get("properties")
+    values = dict.fromkeys(properties, "") if isinstance(properties, Mapping) else {}
+    values |= {k: v if isinstance(v, str) else json.dumps(v) for k, v in args.items()}
     return string.Template(template).safe_substitute(values)[:MAX_PROMPT_CHARS]
 
 
@@ -176,7 +220,7 @@ def preview(call: SkillCall, args: Mapping[str, Any]) -> dict[str, Any]:
             "headers": {k: f"from {v['env']}" for k, v in executor.get("headers", {}).items()},
         }
     elif call.kind == "prompt":
-        shown["text"] = render_prompt(str(executor["template"]), args)
+        shown["text"] = render_prompt(str(executor["template"]), args, call.input_schema)
     return shown | {"definition": call.as_dict()}
 
 
@@ -190,7 +234,7 @@ def run(call: SkillCall, args: Mapping[str, Any], ctx: ToolContext, secrets: Sec
     if call.kind == "http":
         return _run_http(call, args, ctx, secrets)
     if call.kind == "prompt":
-        return render_prompt(str(call.executor["template"]), args)
+        return render_prompt(str(call.executor["template"]), args, call.input_schema)
     raise ToolError(
         f"{call.name} has no executor: its skill's author must give it one "
         "(command, http or prompt) before it can run."
@@ -219,10 +263,17 @@ def _run_http(call: SkillCall, args: Mapping[str, Any], ctx: ToolContext, secret
                 "name in AGENTWEB_SKILL_SECRETS."
             )
         headers[name] = value
+    url = str(call.executor["url"])
     request = WebFetchArgs(
-        url=str(call.executor["url"]),
+        url=url,
         method=str(call.executor.get("method", "POST")).upper(),
         headers=headers,
         body=arguments_json(args),
     )
-    return fetch(request, ctx.sandbox.web_allow_hosts)
+    return fetch(request, ctx.sandbox.web_allow_hosts, stay_on=skill_host(url))
+
+
+def skill_host(url: str) -> str:
+    """The one host an http skill tool names: its requests, redirects included, go
+    nowhere else (the policy judged that host; its secrets are meant for it)."""
+    return parse_target(url).host

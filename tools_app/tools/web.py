@@ -178,14 +178,24 @@ class _Clock:
 
 
 def fetch(
-    args: WebFetchArgs, allow_hosts: Sequence[str], *, deadline: float = DEADLINE_SECONDS
+    args: WebFetchArgs,
+    allow_hosts: Sequence[str],
+    *,
+    deadline: float = DEADLINE_SECONDS,
+    stay_on: str | None = None,
 ) -> str:
-    """Send the request, follow up to MAX_REDIRECTS redirects by hand, render the answer."""
+    """Send the request, follow up to MAX_REDIRECTS redirects by hand, render the answer.
+
+    `stay_on` names the one host a redirect may lead to (a skill's secret headers and
+    body go nowhere else); a redirect elsewhere, or from https to http, is refused.
+    """
     clock = _Clock(deadline)
     body = args.body.encode() if args.body is not None else None
     hop = _Hop(args.url, args.method, _agent_headers(args.headers or {}), body)
     with _client() as client:
         for redirects in range(MAX_REDIRECTS + 1):
+            if redirects and stay_on is not None:
+                _stays_on(args.url, hop.url, stay_on)
             target, addresses = _vet(hop.url, allow_hosts, redirected=redirects > 0)
             with _send(client, hop, target, addresses, clock) as response:
                 location = response.headers.get("location")
@@ -196,6 +206,25 @@ def fetch(
         f"stopped after {MAX_REDIRECTS} redirects (the next was to {hop.url}); the server "
         "redirects in a loop or too often — fetch the final URL directly."
     )
+
+
+def _stays_on(first: str, url: str, host: str) -> None:
+    """Refuse a redirect that leaves `host`, or that drops https for http."""
+    try:
+        target = netguard.parse_target(url)
+    except ValueError as error:
+        raise ToolError(f"the server redirected to {url}, which is refused: {error}") from None
+    if not netguard.host_allowed(target, (host,)):
+        raise ToolError(
+            f"the server redirected to {url}, on the host {target.host}, which this call may "
+            f"not reach: it names only {host}. Nothing was sent to {target.host} (no headers, "
+            "no body); point the URL at the final address instead."
+        )
+    if urlsplit(first).scheme.lower() == "https" and target.scheme != "https":
+        raise ToolError(
+            f"the server redirected from https to {url}; the request is not sent over plain "
+            "http (its headers and body would travel unencrypted)."
+        )
 
 
 def _client() -> httpx.Client:
