@@ -165,10 +165,16 @@ class ReadOnlyAdmin(admin.ModelAdmin[Any]):
     """Audit rows: visible to admins, changed only by the services.
 
     `agent_text` names the fields an agent wrote: each is shown through `revealed` (as
-    `<name>_shown`, a method the subclass binds) in the field's own place.
+    `<name>_shown`, bound here for every subclass) in the field's own place.
     """
 
     agent_text: tuple[str, ...] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in cls.agent_text:
+            if not hasattr(cls, f"{name}_shown"):
+                setattr(cls, f"{name}_shown", revealed(name))
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> _FieldGroups:
         shown = {name: f"{name}_shown" for name in self.agent_text}
@@ -197,13 +203,6 @@ class ToolCallAdmin(ReadOnlyAdmin):
     list_filter = ("status", "decision", "tool")
     search_fields = ("tool", "reason", "rule")
     agent_text = ("tool", "args", "reason", "rule", "preview", "result", "runner")
-    tool_shown = revealed("tool")
-    args_shown = revealed("args")
-    reason_shown = revealed("reason")
-    rule_shown = revealed("rule")
-    preview_shown = revealed("preview")
-    result_shown = revealed("result")
-    runner_shown = revealed("runner")
 
 
 @admin.register(Decision)
@@ -211,8 +210,6 @@ class DecisionAdmin(ReadOnlyAdmin):
     list_display = ("id", "tool_call", "decision", "user", "remember", "created_at")
     list_filter = ("decision",)
     agent_text = ("reason", "edited_args")  # edited arguments are mostly the agent's
-    reason_shown = revealed("reason")
-    edited_args_shown = revealed("edited_args")
 
 
 @admin.register(Event)
@@ -220,7 +217,6 @@ class EventAdmin(ReadOnlyAdmin):
     list_display = ("id", "session", "seq", "type", "created_at")
     list_filter = ("type",)
     agent_text = ("data",)
-    data_shown = revealed("data")
 
 
 @admin.register(PullRequest)
@@ -228,12 +224,6 @@ class PullRequestAdmin(ReadOnlyAdmin):
     list_display = ("number", "title_shown", "session", "head_shown", "base", "created_at")
     search_fields = ("title", "head", "repo_key")
     agent_text = ("title", "body", "head", "base", "commits", "diff")
-    title_shown = revealed("title")
-    body_shown = revealed("body")
-    head_shown = revealed("head")
-    base_shown = revealed("base")
-    commits_shown = revealed("commits")
-    diff_shown = revealed("diff")
 
 
 @admin.register(AgentSession)
@@ -252,12 +242,6 @@ class AgentSessionAdmin(ReadOnlyAdmin):
         "active_skills",
         "context_summary",
     )
-    task_shown = revealed("task")
-    summary_shown = revealed("summary")
-    files_changed_shown = revealed("files_changed")
-    system_prompt_shown = revealed("system_prompt")
-    active_skills_shown = revealed("active_skills")
-    context_summary_shown = revealed("context_summary")
 
     @admin.action(description="Cancel the selected sessions")
     def cancel_sessions(self, request: HttpRequest, queryset: QuerySet[AgentSession]) -> None:
