@@ -5,7 +5,9 @@
 5. built-in approvals           6. otherwise allow (read-only tools: "only reads")
 
 The first decisive step wins, and its Decision names the rule and a reason a person can
-read. Anything unexpected inside fails closed: a deny with rule "engine-error".
+read. Anything unexpected inside fails closed: a deny with rule "engine-error". Under
+`require_distinct_reviewer`, step 4 passes over a remembered rule in a session its own
+author created (`rules.self_approval`): the four-eyes rule outranks it.
 """
 
 from __future__ import annotations
