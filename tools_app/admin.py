@@ -35,12 +35,15 @@ if TYPE_CHECKING:
 
 
 class PolicyRuleInline(admin.TabularInline[PolicyRule, Policy]):
-    """The rules in the order the engine tries them."""
+    """The rules in the order the engine tries them, with who made each and whether a
+    reviewer's "approve & remember" did (such a rule never allows its author's own
+    sessions' calls under require_distinct_reviewer)."""
 
     model = PolicyRule
     form = PolicyRuleForm
     extra = 0
-    fields = ("position", "tool", "args", "decision", "reason")
+    fields = ("position", "tool", "args", "decision", "reason", "created_by", "remembered")
+    readonly_fields = ("created_by", "remembered")
     ordering = ("position", "id")
 
 

@@ -73,6 +73,9 @@ class PolicyRule(models.Model):
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
+    # Made by "approve & remember": it stands for `created_by`'s approval, so under
+    # require_distinct_reviewer it never allows a call in a session they created.
+    remembered = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import logging
 import re
 from pathlib import Path
@@ -87,6 +88,7 @@ def policy_rule_remember(
         decision=PolicyRule.Verdict.ALLOW,
         reason=f"remembered by {user.get_username()}",
         created_by=user,
+        remembered=True,
     )
     policy_bump_version(policy=policy)
     return rule
@@ -95,6 +97,42 @@ def policy_rule_remember(
 def remember_patterns(args: dict[str, Any]) -> dict[str, str]:
     """The argument patterns "approve & remember" stores when nobody widens them."""
     return {name: _exact_pattern(value) for name, value in args.items()}
+
+
+def remember_is_exact(args: dict[str, Any], patterns: dict[str, str]) -> bool:
+    """True when every pattern matches only its argument's value, as the call had it:
+    the rule allows nothing the reviewer did not see."""
+    return set(patterns) == set(args) and all(
+        patterns[name] in _exact_spellings(value) for name, value in args.items()
+    )
+
+
+def _exact_spellings(value: Any) -> set[str]:
+    """The patterns matching only `value`: ours, and for a single value the `re:` or
+    glob spelling a person or a client may write."""
+    spellings = {_exact_pattern(value)}
+    if not isinstance(value, list | tuple):
+        text = argument_strings(value)[0]
+        spellings.add(exact_pattern(text))
+        if not glob.escape(text).startswith("re:"):
+            spellings.add(glob.escape(text))
+    return spellings
+
+
+# Why a call waited (its `rule`) when a reviewer may still remember a wider rule for it:
+# a size threshold, a web write, a skill tool, an admin's require_approval rule. For any
+# other reason (a protected or secret path, a blocked or risky command, a command that
+# cannot be analysed or runs unsandboxed, a pull request, and any reason added later) a
+# reviewer remembers only what they saw; wider takes a policy admin.
+WIDENABLE_REASONS = frozenset(
+    {"builtin:require-approval-above", "builtin:web-write", "builtin:skill-tool"}
+)
+
+
+def widening_needs_admin(rule: str) -> bool:
+    """True when a call that waited because of `rule` may only be remembered wider by a
+    policy admin (fails closed: an unknown reason needs one)."""
+    return not (rule in WIDENABLE_REASONS or re.fullmatch(r"rule \S+", rule))
 
 
 def remember_check(tool: str, rule_args: object) -> dict[str, str]:
