@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import re
 import shutil
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.test import Client
+from django.utils import timezone
 
 from tests.integration.helpers import Api
 from tools_app import services
@@ -227,10 +229,6 @@ def test_a_reviewer_may_still_widen_a_call_that_waited_for_a_milder_reason(
 
 def held(session: AgentSession, tool: str, args: dict[str, str], rule: str) -> ToolCall:
     """A call that waited for `rule` (what the policy said is not re-judged on approval)."""
-    from datetime import timedelta
-
-    from django.utils import timezone
-
     return ToolCall.objects.create(
         session=session, tool=tool, args=args, status=ToolCall.Status.AWAITING_APPROVAL,
         decision="require_approval", reason="a reason; a person must approve it", rule=rule,
