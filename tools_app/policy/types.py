@@ -31,7 +31,10 @@ class Rule:
     expression when it starts with `re:`. `remembered_by` is the id of the reviewer
     whose "approve & remember" made it (empty for an admin's rule): it stands for that
     person's approval, so under `require_distinct_reviewer` it never allows a call in a
-    session they created (see `rules.first_matching_rule`).
+    session they created (see `rules.first_matching_rule`). `reviewer_bounded`: a
+    reviewer who is not a policy admin widened it, so it allows no more than such a
+    reviewer may widen: never a call a risky built-in approval sends to a person (see
+    `engine.RISKY_APPROVALS`).
     """
 
     id: str
@@ -40,6 +43,7 @@ class Rule:
     decision: Verdict
     reason: str = ""
     remembered_by: str = ""
+    reviewer_bounded: bool = False
 
 
 FieldKind = Literal["text", "int", "bool", "list", "rules"]
