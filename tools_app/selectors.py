@@ -55,7 +55,12 @@ def policy_spec(policy: Policy) -> PolicySpec:
     data.pop("description")
     spec = policy_from_dict(data)
     rules = tuple(
-        replace(rule, id=str(stored.pk), remembered_by=_remembered_by(stored))
+        replace(
+            rule,
+            id=str(stored.pk),
+            remembered_by=_remembered_by(stored),
+            reviewer_bounded=stored.reviewer_bounded,
+        )
         for rule, stored in zip(spec.rules, policy.rules.all(), strict=True)
     )
     return replace(spec, version=policy.version, rules=rules)

@@ -86,10 +86,18 @@ def tool_call_decide(
 
 
 def _remember(call: ToolCall, user: Any, rule_args: dict[str, str] | None) -> None:
-    policy = call.session.policy
-    policy_rule_remember(
-        policy=policy, tool=call.tool, args=call.args, user=user, rule_args=rule_args
+    """The rule, reviewer-bounded when it is wider than the call and its author is not a
+    policy admin: it then never allows what a risky built-in approval sends to a person
+    (an admin's widening is an admin's rule)."""
+    bounded = (
+        rule_args is not None
+        and not remember_is_exact(call.args, rule_args)
+        and not access.is_policy_admin(user)
     )
+    policy_rule_remember(
+        policy=call.session.policy, tool=call.tool, args=call.args, user=user,
+        rule_args=rule_args, reviewer_bounded=bounded,
+    )  # fmt: skip
 
 
 def _widened(call: ToolCall, rule_args: dict[str, str], user: Any) -> dict[str, str]:

@@ -24,6 +24,7 @@ from tools_app.policy import (
     policy_from_dict,
     validate_policy_dict,
 )
+from tools_app.policy.engine import WIDENABLE_APPROVALS
 from tools_app.policy.types import POLICY_SETTINGS, field_values
 
 logger = logging.getLogger(__name__)
@@ -75,9 +76,11 @@ def policy_rule_remember(
     args: dict[str, Any],
     user: Any,
     rule_args: dict[str, str] | None = None,
+    reviewer_bounded: bool = False,
 ) -> PolicyRule:
     """An allow rule for exactly this tool and these arguments ("approve & remember"),
-    or for `rule_args`: the patterns a reviewer widened (checked by `remember_check`)."""
+    or for `rule_args`: the patterns a reviewer widened (checked by `remember_check`);
+    `reviewer_bounded` when that reviewer is not a policy admin (see `widening_needs_admin`)."""
     patterns = remember_patterns(args) if rule_args is None else remember_check(tool, rule_args)
     last = policy.rules.aggregate(last=Max("position"))["last"]
     rule = PolicyRule.objects.create(
@@ -89,6 +92,7 @@ def policy_rule_remember(
         reason=f"remembered by {user.get_username()}",
         created_by=user,
         remembered=True,
+        reviewer_bounded=reviewer_bounded,
     )
     policy_bump_version(policy=policy)
     return rule
@@ -119,20 +123,18 @@ def _exact_spellings(value: Any) -> set[str]:
     return spellings
 
 
-# Why a call waited (its `rule`) when a reviewer may still remember a wider rule for it:
-# a size threshold, a web write, a skill tool, an admin's require_approval rule. For any
-# other reason (a protected or secret path, a blocked or risky command, a command that
-# cannot be analysed or runs unsandboxed, a pull request, and any reason added later) a
-# reviewer remembers only what they saw; wider takes a policy admin.
-WIDENABLE_REASONS = frozenset(
-    {"builtin:require-approval-above", "builtin:web-write", "builtin:skill-tool"}
-)
-
-
 def widening_needs_admin(rule: str) -> bool:
     """True when a call that waited because of `rule` may only be remembered wider by a
-    policy admin (fails closed: an unknown reason needs one)."""
-    return not (rule in WIDENABLE_REASONS or re.fullmatch(r"rule \S+", rule))
+    policy admin (fails closed: an unknown reason needs one).
+
+    A reviewer may widen the rule of a call that waited for its size, a web write, a
+    skill tool (`WIDENABLE_APPROVALS`) or an admin's require_approval rule; such a rule
+    is stored `reviewer_bounded`, so it never allows a call that a risky built-in
+    approval sends to a person. For any other reason (a protected or secret path, a
+    blocked, risky, unanalysable or unsandboxed command, a pull request, any reason added
+    later) a reviewer remembers only what they saw.
+    """
+    return not (rule in WIDENABLE_APPROVALS or re.fullmatch(r"rule \S+", rule))
 
 
 def remember_check(tool: str, rule_args: object) -> dict[str, str]:
