@@ -68,6 +68,14 @@ def may_decide(user: Any, scope: str, call: ToolCall, *, approve: bool) -> bool:
     return not (approve and distinct and own_session)
 
 
+def is_policy_admin(user: Any) -> bool:
+    """May change policies: a superuser, or a user given the `change_policy` permission.
+    Only they may remember a rule wider than a protected or risky call they saw."""
+    if not user.is_active:
+        return False
+    return bool(user.is_superuser or user.has_perm("tools_app.change_policy"))
+
+
 def may_see_skills(user: Any) -> bool:
     """Skills are shared configuration: any logged-in user (any token) may read them."""
     return _active(user)

@@ -39,12 +39,19 @@ if TYPE_CHECKING:
 
 
 class PolicyRuleInline(admin.TabularInline[PolicyRule, Policy]):
-    """The rules in the order the engine tries them."""
+    """The rules in the order the engine tries them, with who made each and whether a
+    reviewer's "approve & remember" did (such a rule never allows its author's own
+    sessions' calls under require_distinct_reviewer), and whether a reviewer who is not
+    a policy admin widened it (it never allows a risky call; an admin may clear that)."""
 
     model = PolicyRule
     form = PolicyRuleForm
     extra = 0
-    fields = ("position", "tool", "args", "decision", "reason")
+    fields = (
+        "position", "tool", "args", "decision", "reason", "created_by", "remembered",
+        "reviewer_bounded",
+    )  # fmt: skip
+    readonly_fields = ("created_by", "remembered")
     ordering = ("position", "id")
 
 

@@ -258,7 +258,7 @@ def tool_call_decision(request: HttpRequest, tool_call_id: int, body: DecisionIn
     call = _visible_call(request, tool_call_id)
     decided = services.tool_call_decide(
         call=call, user=request.user, scope=scope(request), decision=body.decision,
-        reason=body.reason, args=body.args, remember=body.remember,
+        reason=body.reason, args=body.args, remember=body.remember, rule_args=body.rule_args,
     )  # fmt: skip
     return selectors.tool_call_as_dict(decided)
 

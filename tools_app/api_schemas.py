@@ -75,6 +75,12 @@ class DecisionIn(StrictIn):
     reason: str = Field(default="", max_length=5000)
     args: dict[str, Any] | None = None
     remember: bool = False
+    rule_args: dict[str, str] | None = Field(
+        default=None,
+        description="With `remember`: one pattern per argument, to widen the remembered "
+        "rule (a call that waited for a protected path, a risky command or a pull request "
+        "may only be widened by a policy admin).",
+    )
 
 
 class EvaluateIn(StrictIn):

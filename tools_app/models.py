@@ -77,6 +77,18 @@ class PolicyRule(models.Model):
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
+    # Made by "approve & remember": it stands for `created_by`'s approval, so under
+    # require_distinct_reviewer it never allows a call in a session they created.
+    remembered = models.BooleanField(default=False)
+    # Widened by a reviewer who is not a policy admin: it never allows a call a risky
+    # built-in approval (protected or secret path, risky command, pull request …) sends
+    # to a person. An admin may clear it to vouch for the rule.
+    reviewer_bounded = models.BooleanField(
+        default=False,
+        help_text="Widened by a reviewer who is not a policy admin: never allows a call "
+        "that a protected or secret path, a risky or opaque command or a pull request "
+        "sends to a person. Clear it to make the rule an admin's.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

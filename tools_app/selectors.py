@@ -54,11 +54,21 @@ def policy_spec(policy: Policy) -> PolicySpec:
     data = policy_as_dict(policy)
     data.pop("description")
     spec = policy_from_dict(data)
-    rule_ids = [str(rule.pk) for rule in policy.rules.all()]
     rules = tuple(
-        replace(rule, id=rule_id) for rule, rule_id in zip(spec.rules, rule_ids, strict=True)
+        replace(
+            rule,
+            id=str(stored.pk),
+            remembered_by=_remembered_by(stored),
+            reviewer_bounded=stored.reviewer_bounded,
+        )
+        for rule, stored in zip(spec.rules, policy.rules.all(), strict=True)
     )
     return replace(spec, version=policy.version, rules=rules)
+
+
+def _remembered_by(rule: PolicyRule) -> str:
+    """The id of the reviewer whose approval a remembered rule stands for ("": none)."""
+    return str(rule.created_by_id) if rule.remembered and rule.created_by_id else ""
 
 
 def policy_by_name(name: str) -> Policy | None:

@@ -19,6 +19,7 @@ from django.views.decorators.http import require_POST, require_safe
 from tools_app import access, cards, selectors, services
 from tools_app.models import ToolCall
 from tools_app.policy import PolicyInvalid
+from tools_app.services.policies import remember_patterns, widening_needs_admin
 
 # action → (decision, remember, edited arguments)
 ACTIONS = {
@@ -55,7 +56,7 @@ def _cards(request: HttpRequest) -> list[dict[str, Any]]:
     if not access.may_review(request.user, access.BROWSER):
         return []
     calls = selectors.approvals_awaiting().select_related("session__creator").reverse()
-    return [cards.card_context(call, request.user) for call in calls]
+    return [_card_context(call, request.user) for call in calls]
 
 
 @login_required
@@ -100,7 +101,7 @@ def _decide(request: HttpRequest, call: ToolCall, action: str) -> str:
         reason=request.POST.get("reason", ""),
         args=_edited_args(request, call) if edit else None,
         remember=remember,
-        rule_args=_rule_args(request) if remember else None,
+        rule_args=_widened_only(call, _rule_args(request)) if remember else None,
     )
     return "denied" if decision == "deny" else "approved"
 
@@ -129,8 +130,15 @@ def _reviewable(request: HttpRequest, tool_call_id: int) -> ToolCall:
 
 
 def _card(request: HttpRequest, call: ToolCall, status: int = 200, **extra: Any) -> HttpResponse:
-    context = {"card": cards.card_context(call, request.user, **extra)}
+    context = {"card": _card_context(call, request.user, **extra)}
     return render(request, "tools_app/_card.html", context, status=status)
+
+
+def _card_context(call: ToolCall, user: Any, **extra: Any) -> dict[str, Any]:
+    """The card, and whether its remembered rule may only be the exact one for this user
+    (the call waited for a protected path, a risky command …; widening takes an admin)."""
+    exact_only = widening_needs_admin(call.rule) and not access.is_policy_admin(user)
+    return cards.card_context(call, user, remember_exact_only=exact_only, **extra)
 
 
 def _fresh(request: HttpRequest, call: ToolCall) -> ToolCall:
@@ -159,6 +167,20 @@ def _edited_args(request: HttpRequest, call: ToolCall) -> dict[str, object]:
     if not isinstance(args, dict):
         raise ValueError("the edited arguments must be a JSON object")
     return args
+
+
+def _widened_only(call: ToolCall, patterns: dict[str, str] | None) -> dict[str, str] | None:
+    """The patterns with each one the form showed (spelled for an input) read back as
+    the exact pattern it stands for; None when nothing was widened."""
+    exact = remember_patterns(call.args)
+    if patterns is None:
+        return None
+    shown = {name: cards.form_safe(pattern) for name, pattern in exact.items()}
+    restored = {
+        name: exact[name] if shown.get(name) == pattern else pattern
+        for name, pattern in patterns.items()
+    }
+    return None if restored == exact else restored
 
 
 def _rule_args(request: HttpRequest, data: Any = None) -> dict[str, str] | None:

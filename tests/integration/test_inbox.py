@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import Group, Permission, User
 from django.test import Client
 from django.utils import timezone
 
@@ -199,6 +199,8 @@ def test_the_remember_panel_shows_the_exact_rule_in_a_form_an_input_keeps(
 def test_remember_with_a_widened_pattern_creates_exactly_that_rule(
     reviewer: User, waiting: ToolCall
 ) -> None:
+    """Rita may change policies: widening a protected path's rule is hers to do."""
+    reviewer.user_permissions.add(Permission.objects.get(codename="change_policy"))
     answer = post(
         browser_for(reviewer), waiting,
         {"action": "remember", "pattern.path": ".env*", "pattern.content": "*"},

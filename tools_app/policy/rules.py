@@ -90,11 +90,31 @@ def _command_matches(pattern: str, context: CallContext, *, deny: bool) -> bool:
 def first_matching_rule(
     rules: tuple[Rule, ...], context: CallContext, *, deny: bool
 ) -> Rule | None:
-    """The first rule of one kind (deny, or allow/require_approval) that matches."""
+    """The first rule of one kind (deny, or allow/require_approval) that matches; a rule
+    that may not decide this call (`self_approval`) is passed over."""
     for rule in rules:
-        if (rule.decision == "deny") == deny and rule_matches(rule, context):
+        if (rule.decision == "deny") != deny or self_approval(rule, context):
+            continue
+        if rule_matches(rule, context):
             return rule
     return None
+
+
+def self_approval(rule: Rule, context: CallContext) -> bool:
+    """True when a remembered rule would approve a call in its own author's session.
+
+    A remembered rule is its author's approval made once for many calls. Under
+    `require_distinct_reviewer` that author may not approve their own session's calls,
+    so neither may the rule: the call goes on down the documented order (a protected
+    path still waits for a second person). A deny is never passed over.
+    """
+    author = rule.remembered_by
+    return (
+        bool(author)
+        and rule.decision != "deny"
+        and context.policy.require_distinct_reviewer
+        and author == context.counters.creator
+    )
 
 
 def exact_pattern(value: str) -> str:

@@ -28,7 +28,13 @@ class Rule:
     """An admin's explicit rule: `{tool, args: {NAME: PATTERN}, decision, reason}`.
 
     `id` names it in decisions ("rule 12"); a PATTERN is a glob, or a regular
-    expression when it starts with `re:`.
+    expression when it starts with `re:`. `remembered_by` is the id of the reviewer
+    whose "approve & remember" made it (empty for an admin's rule): it stands for that
+    person's approval, so under `require_distinct_reviewer` it never allows a call in a
+    session they created (see `rules.first_matching_rule`). `reviewer_bounded`: a
+    reviewer who is not a policy admin widened it, so it allows no more than such a
+    reviewer may widen: never a call a risky built-in approval sends to a person (see
+    `engine.RISKY_APPROVALS`).
     """
 
     id: str
@@ -36,6 +42,8 @@ class Rule:
     args: Mapping[str, str]
     decision: Verdict
     reason: str = ""
+    remembered_by: str = ""
+    reviewer_bounded: bool = False
 
 
 FieldKind = Literal["text", "int", "bool", "list", "rules"]
@@ -142,10 +150,13 @@ def field_values(source: object, spec_fields: Iterable[PolicyField]) -> dict[str
 
 @dataclass(frozen=True)
 class SessionCounters:
-    """Changed lines of executed writes in a session."""
+    """What the policy knows of the session a call is in: changed lines of executed
+    writes, and the id of the person who created it (empty: unknown or nobody), which a
+    remembered rule needs to keep the four-eyes rule."""
 
     total_changed_lines: int = 0
     changed_since_approval: int = 0
+    creator: str = ""
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,14 @@ from tools_app import access, engine, events
 from tools_app.errors import Conflict, Forbidden, Invalid
 from tools_app.models import Decision, ToolCall
 from tools_app.policy import PolicySpec
+from tools_app.policy.risky_commands import APPROVE
 from tools_app.services.effects import effect_discard
 from tools_app.services.policies import (
     load_policy_or_denial,
     policy_rule_remember,
     remember_check,
+    remember_is_exact,
+    widening_needs_admin,
 )
 from tools_app.services.queueing import EXECUTE_TOOL_CALL, tool_call_enqueue
 from tools_app.services.sessions import session_refresh_status
@@ -41,7 +44,8 @@ def tool_call_decide(
     """Approve (maybe with edited arguments, maybe remembered) or deny, exactly once.
 
     The claim is one conditional update from `awaiting_approval`: a second decision
-    finds nothing to update and gets Conflict (409). `rule_args`: widened patterns.
+    finds nothing to update and gets Conflict (409). `rule_args`: widened patterns,
+    checked (and maybe refused) before anything is decided.
     """
     if decision not in Decision.Verdict.values:
         raise Invalid("`decision` must be 'approve' or 'deny'.")
@@ -50,8 +54,10 @@ def tool_call_decide(
         raise Forbidden(_forbidden_reason(user, scope, call))
     if call.status != Status.AWAITING_APPROVAL:
         raise Conflict(f"Tool call {call.pk} is {call.status}, not awaiting a decision.")
-    if remember and approve and rule_args is not None:
-        rule_args = _widened(call, rule_args)
+    if rule_args is not None and not (remember and approve):
+        raise Invalid("Rule patterns are only for approving with remember.")
+    if rule_args is not None:
+        rule_args = _widened(call, rule_args, user)
     outcome = _outcome(call, approve=approve, reason=reason, args=args)
     now = timezone.now()
     with transaction.atomic():
@@ -80,19 +86,44 @@ def tool_call_decide(
 
 
 def _remember(call: ToolCall, user: Any, rule_args: dict[str, str] | None) -> None:
-    policy = call.session.policy
-    policy_rule_remember(
-        policy=policy, tool=call.tool, args=call.args, user=user, rule_args=rule_args
+    """The rule, reviewer-bounded when it is wider than the call and its author is not a
+    policy admin: it then never allows what a risky built-in approval sends to a person
+    (an admin's widening is an admin's rule)."""
+    bounded = (
+        rule_args is not None
+        and not remember_is_exact(call.args, rule_args)
+        and not access.is_policy_admin(user)
     )
+    policy_rule_remember(
+        policy=call.session.policy, tool=call.tool, args=call.args, user=user,
+        rule_args=rule_args, reviewer_bounded=bounded,
+    )  # fmt: skip
 
 
-def _widened(call: ToolCall, rule_args: dict[str, str]) -> dict[str, str]:
+def _widened(call: ToolCall, rule_args: dict[str, str], user: Any) -> dict[str, str]:
     """A widened rule keeps one pattern per argument of the call (`*` matches any value),
-    so it never silently drops a condition."""
+    so it never silently drops a condition; and it is no wider than the call when the
+    call waited for a protected path, a risky command or a pull request, unless a
+    policy admin widens it (a reviewer's rule would otherwise approve what they never
+    saw, checked before the built-in approvals)."""
     if set(rule_args) != set(call.args):
         names = ", ".join(sorted(call.args)) or "none"
         raise Invalid(f"The rule needs one pattern for each argument ({names}); use * for any.")
-    return remember_check(call.tool, rule_args)
+    patterns = remember_check(call.tool, rule_args)
+    if remember_is_exact(call.args, patterns) or not widening_needs_admin(call.rule):
+        return patterns
+    if not access.is_policy_admin(user):
+        raise Forbidden(_widening_refused(call))
+    return patterns
+
+
+def _widening_refused(call: ToolCall) -> str:
+    why = call.reason.removesuffix(APPROVE) or "of the policy"
+    return (
+        "Only a policy admin (permission change_policy) may remember a rule wider than "
+        f"this call: it waited for a person because {why} ({call.rule}). Nothing was "
+        "decided; remember the exact arguments, or ask a policy admin to widen the rule."
+    )
 
 
 def _lost_claim(call_id: int, now: Any) -> str:

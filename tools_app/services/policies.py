@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import logging
 import re
 from pathlib import Path
@@ -23,6 +24,7 @@ from tools_app.policy import (
     policy_from_dict,
     validate_policy_dict,
 )
+from tools_app.policy.engine import WIDENABLE_APPROVALS
 from tools_app.policy.types import POLICY_SETTINGS, field_values
 
 logger = logging.getLogger(__name__)
@@ -74,9 +76,11 @@ def policy_rule_remember(
     args: dict[str, Any],
     user: Any,
     rule_args: dict[str, str] | None = None,
+    reviewer_bounded: bool = False,
 ) -> PolicyRule:
     """An allow rule for exactly this tool and these arguments ("approve & remember"),
-    or for `rule_args`: the patterns a reviewer widened (checked by `remember_check`)."""
+    or for `rule_args`: the patterns a reviewer widened (checked by `remember_check`);
+    `reviewer_bounded` when that reviewer is not a policy admin (see `widening_needs_admin`)."""
     patterns = remember_patterns(args) if rule_args is None else remember_check(tool, rule_args)
     last = policy.rules.aggregate(last=Max("position"))["last"]
     rule = PolicyRule.objects.create(
@@ -87,6 +91,8 @@ def policy_rule_remember(
         decision=PolicyRule.Verdict.ALLOW,
         reason=f"remembered by {user.get_username()}",
         created_by=user,
+        remembered=True,
+        reviewer_bounded=reviewer_bounded,
     )
     policy_bump_version(policy=policy)
     return rule
@@ -95,6 +101,40 @@ def policy_rule_remember(
 def remember_patterns(args: dict[str, Any]) -> dict[str, str]:
     """The argument patterns "approve & remember" stores when nobody widens them."""
     return {name: _exact_pattern(value) for name, value in args.items()}
+
+
+def remember_is_exact(args: dict[str, Any], patterns: dict[str, str]) -> bool:
+    """True when every pattern matches only its argument's value, as the call had it:
+    the rule allows nothing the reviewer did not see."""
+    return set(patterns) == set(args) and all(
+        patterns[name] in _exact_spellings(value) for name, value in args.items()
+    )
+
+
+def _exact_spellings(value: Any) -> set[str]:
+    """The patterns matching only `value`: ours, and for a single value the `re:` or
+    glob spelling a person or a client may write."""
+    spellings = {_exact_pattern(value)}
+    if not isinstance(value, list | tuple):
+        text = argument_strings(value)[0]
+        spellings.add(exact_pattern(text))
+        if not glob.escape(text).startswith("re:"):
+            spellings.add(glob.escape(text))
+    return spellings
+
+
+def widening_needs_admin(rule: str) -> bool:
+    """True when a call that waited because of `rule` may only be remembered wider by a
+    policy admin (fails closed: an unknown reason needs one).
+
+    A reviewer may widen the rule of a call that waited for its size, a web write, a
+    skill tool (`WIDENABLE_APPROVALS`) or an admin's require_approval rule; such a rule
+    is stored `reviewer_bounded`, so it never allows a call that a risky built-in
+    approval sends to a person. For any other reason (a protected or secret path, a
+    blocked, risky, unanalysable or unsandboxed command, a pull request, any reason added
+    later) a reviewer remembers only what they saw.
+    """
+    return not (rule in WIDENABLE_APPROVALS or re.fullmatch(r"rule \S+", rule))
 
 
 def remember_check(tool: str, rule_args: object) -> dict[str, str]:

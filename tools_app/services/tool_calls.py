@@ -128,9 +128,12 @@ def prepare_bound(
 
 
 def session_counters(session: AgentSession) -> SessionCounters:
+    """The session as the policy sees it, its creator included: every judgement of a
+    session's call goes through here, so a remembered rule always knows whose it is."""
     return SessionCounters(
         total_changed_lines=session.total_changed_lines,
         changed_since_approval=session.changed_since_approval,
+        creator=str(session.creator_id) if session.creator_id else "",
     )
 
 
