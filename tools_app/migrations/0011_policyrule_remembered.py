@@ -33,7 +33,7 @@ def mark_remembered(apps: Any, schema_editor: Any) -> None:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("tools_app", "0009_builtin_skills")]
+    dependencies = [("tools_app", "0010_policy_command_timeout_limit")]
 
     operations = [
         migrations.AddField(
