@@ -1,0 +1,228 @@
+"""Which files of a workspace match the policy's `secret_paths`: the sandbox masks them.
+
+Walking the tree for every command would cost O(tree) per call, so the list is kept in
+an index: one bounded walk when it is first needed (`.git` skipped, symlinks never
+followed), then updated by agentweb's own writes, which are the only writes a workspace
+gets (`write_file`/`edit_file`, applied command effects: `note_changed`; a branch switch
+starts afresh: `forget`). An index older than `MAX_AGE_SECONDS` is walked again, which
+bounds how long an edit made by hand outside agentweb can go unseen.
+
+The index is keyed by the patterns (a changed policy gets a walk of its own) and lives
+in the repository's `.git` directory, so that every worker process on the host shares
+it (a command can read it but never change it: nothing inside `.git` is ever applied);
+a workspace without a `.git` directory keeps it in this process only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import stat
+import tempfile
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from tools_app.tools.errors import ToolError
+from tools_app.tools.paths import protected_match
+
+INDEX_NAME = "agentweb-secret-files.json"
+LOCK_NAME = "agentweb-secret-files.lock"
+MAX_ENTRIES = 500_000  # directory entries one walk may visit
+MAX_SECRET_FILES = 1_000  # files one command may have masked
+MAX_AGE_SECONDS = 300.0
+_KEPT_KEYS = 4
+
+_memory: dict[str, dict[str, Any]] = {}
+
+
+def secret_files(
+    workspace: Path, patterns: Iterable[str], *, strict: bool = True
+) -> tuple[str, ...]:
+    """Every regular file of the workspace that a pattern covers, workspace-relative.
+
+    Raises ToolError when they cannot all be known (the workspace is too large to walk,
+    or holds more secret files than a command can have masked): failing closed. Not
+    `strict`: those found so far.
+    """
+    usable = tuple(sorted({p.strip() for p in patterns if p.strip()}))
+    if not usable:
+        return ()
+    root = Path(os.path.realpath(workspace))
+    key = hashlib.sha256("\n".join(usable).encode()).hexdigest()[:16]
+    with _index(root) as index:
+        entry = index.get(key)
+        if entry is None or time.time() - float(entry.get("walked_at", 0)) > MAX_AGE_SECONDS:
+            entry = _walk(root, usable)
+            index[key] = entry
+            _trim(index)
+    if entry["problem"] and strict:
+        raise ToolError(f"{entry['problem']}; commands cannot run with every secret file hidden.")
+    return tuple(entry["files"])
+
+
+def to_mask(
+    workspace: Path, patterns: Iterable[str], visible: Iterable[str] = ()
+) -> tuple[str, ...]:
+    """The secret files a command must see as empty: all of them but `visible`, each
+    checked to still be a regular file under real directories (a stale entry would make
+    the sandbox create the file it masks)."""
+    root = Path(os.path.realpath(workspace))
+    shown = set(visible)
+    return tuple(
+        rel for rel in secret_files(root, patterns) if rel not in shown and _regular(root, rel)
+    )
+
+
+def covered(workspace: Path, patterns: Iterable[str], named: Iterable[str]) -> list[str]:
+    """The secret files that the workspace-relative paths `named` are, or hold."""
+    files = secret_files(workspace, patterns)
+    wanted = {n.strip("/") for n in named}
+    if "." in wanted or "" in wanted:
+        return list(files)
+    return [f for f in files if any(f == n or f.startswith(n + "/") for n in wanted)]
+
+
+def note_changed(workspace: Path, paths: Iterable[str]) -> None:
+    """Bring the index up to date after agentweb wrote, created or deleted `paths`."""
+    root = Path(os.path.realpath(workspace))
+    changed = [p.strip("/") for p in paths if p.strip("/")]
+    if not changed:
+        return
+    with _index(root) as index:
+        for entry in index.values():
+            files = set(entry["files"])
+            for rel in changed:
+                files = {f for f in files if f != rel and not f.startswith(rel + "/")}
+                files.update(_found_at(root, rel, entry["patterns"]))
+            entry["files"] = sorted(files)
+            if len(files) > MAX_SECRET_FILES:
+                entry["problem"] = _too_many()
+
+
+def forget(workspace: Path) -> None:
+    """Drop the index (a branch switch changed files wholesale): the next use walks."""
+    root = Path(os.path.realpath(workspace))
+    with _index(root) as index:
+        index.clear()
+
+
+# --- the walk -----------------------------------------------------------------------------
+
+
+def _walk(root: Path, patterns: tuple[str, ...]) -> dict[str, Any]:
+    files, problem = _scan(root, "", patterns)
+    return {
+        "patterns": list(patterns),
+        "files": files,
+        "problem": problem,
+        "walked_at": time.time(),
+    }
+
+
+def _scan(root: Path, start: str, patterns: tuple[str, ...]) -> tuple[list[str], str]:
+    """Iteratively list the matching regular files below `root/start` (never into .git)."""
+    found: list[str] = []
+    stack, seen = [start], 0
+    while stack:
+        rel_dir = stack.pop()
+        try:
+            entries = list(os.scandir(root / rel_dir if rel_dir else root))
+        except OSError:
+            continue
+        for entry in entries:
+            seen += 1
+            if seen > MAX_ENTRIES:
+                return found, f"the workspace has over {MAX_ENTRIES} files to look through"
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name != ".git":
+                    stack.append(rel)
+            elif entry.is_file(follow_symlinks=False) and protected_match(patterns, rel):
+                found.append(rel)
+                if len(found) > MAX_SECRET_FILES:
+                    return found, _too_many()
+    return sorted(found), ""
+
+
+def _too_many() -> str:
+    return f"the workspace has over {MAX_SECRET_FILES} files matching secret_paths"
+
+
+def _found_at(root: Path, rel: str, patterns: list[str]) -> list[str]:
+    """The matching regular files at `rel` now: the file itself, or a directory's."""
+    if ".git" in rel.split("/") or not _real_parents(root, rel):
+        return []
+    try:
+        mode = os.lstat(root / rel).st_mode
+    except OSError:
+        return []
+    if stat.S_ISREG(mode):
+        return [rel] if protected_match(patterns, rel) else []
+    if stat.S_ISDIR(mode):
+        return _scan(root, rel, tuple(patterns))[0]
+    return []
+
+
+def _regular(root: Path, rel: str) -> bool:
+    try:
+        return _real_parents(root, rel) and stat.S_ISREG(os.lstat(root / rel).st_mode)
+    except OSError:
+        return False
+
+
+def _real_parents(root: Path, rel: str) -> bool:
+    current = root
+    for part in rel.split("/")[:-1]:
+        current = current / part
+        try:
+            if not stat.S_ISDIR(os.lstat(current).st_mode):
+                return False
+        except OSError:
+            return False
+    return True
+
+
+# --- where the index is kept -----------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _index(root: Path) -> Iterator[dict[str, Any]]:
+    """The index, locked against the other worker processes while it is read and changed."""
+    git_dir = root / ".git"
+    if not git_dir.is_dir() or git_dir.is_symlink():
+        yield _memory.setdefault(str(root), {})
+        return
+    with open(git_dir / LOCK_NAME, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        index = _load(git_dir / INDEX_NAME)
+        before = json.dumps(index, sort_keys=True)
+        yield index
+        if json.dumps(index, sort_keys=True) != before:
+            _save(git_dir / INDEX_NAME, index)
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _save(path: Path, index: dict[str, Any]) -> None:
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".agentweb-secret-", suffix=".tmp")
+    with os.fdopen(fd, "w") as handle:
+        json.dump(index, handle)
+    os.replace(temp, path)
+
+
+def _trim(index: dict[str, Any]) -> None:
+    """Keep the indexes of the few pattern sets most recently walked."""
+    by_age = sorted(index, key=lambda k: float(index[k].get("walked_at", 0)), reverse=True)
+    for key in by_age[_KEPT_KEYS:]:
+        del index[key]
