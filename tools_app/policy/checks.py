@@ -355,9 +355,9 @@ BUILTIN_DENIES: tuple[Check, ...] = (
 BUILTIN_APPROVALS: tuple[Check, ...] = (
     ProtectedPath(),
     SecretRead(),
-    CommandNamesSecret(),
     WebWrite(),
     CommandWritesProtected(),
+    CommandNamesSecret(),
     ApprovalCommand(),
     RequireApprovalAbove(),
     CommitSize(),

@@ -75,9 +75,17 @@ def named_paths(analysis: CommandAnalysis, workspace: Path) -> Iterator[tuple[st
         words += [r.target for r in command.redirects]
         for word in words:
             for raw in _spellings(word):
-                path = command_target(workspace, cwd or ".", raw)
+                path = _inside(workspace, cwd or ".", raw)
                 if path is not None:
                     yield command.source or command.text, posixpath.normpath(path)
+
+
+def _inside(workspace: Path, cwd: str, word: str) -> str | None:
+    """Where a word lands as a path, or None (`~user` of no one, a name too long …)."""
+    try:
+        return command_target(workspace, cwd, word)
+    except (RuntimeError, OSError, ValueError):
+        return None
 
 
 def secret_targets(

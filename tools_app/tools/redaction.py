@@ -40,8 +40,9 @@ def values_in(text: str) -> set[str]:
     """The secret-looking values of one file's text."""
     found: set[str] = set()
     stripped = text.strip()
-    if stripped and "\n" not in stripped and len(text) <= SHORT_FILE_BYTES:
-        found.add(stripped)
+    one_line = stripped and "\n" not in stripped and len(text) <= SHORT_FILE_BYTES
+    if one_line and not _ASSIGNMENT.match(stripped):
+        found.add(stripped)  # a token file
     for line in text.splitlines():
         match = _ASSIGNMENT.match(line)
         if match:
