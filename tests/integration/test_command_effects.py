@@ -61,29 +61,31 @@ def git_status(workspace: Path) -> str:
 def test_plain_changes_apply_and_protected_ones_wait_for_their_own_decision(
     session: AgentSession, workspace: Path, reviewer: User
 ) -> None:
-    ran = run_script(session, "echo hi > notes.txt; echo TOKEN=1 > .env; echo x > Dockerfile")
+    ran = run_script(
+        session, "echo hi > notes.txt; echo TOKEN=1 > package.json; echo x > Dockerfile"
+    )
     assert ran.status == "succeeded"
     assert (workspace / "notes.txt").read_text() == "hi\n"
-    assert (workspace / ".env").read_text() == "SECRET=shh\n"
+    assert (workspace / "package.json").read_text() == '{"name": "demo"}\n'
     assert not (workspace / "Dockerfile").exists()
     [held] = held_calls(session)
     assert held.status == "awaiting_approval"
-    assert held.preview["files"] == [".env", "Dockerfile"]
+    assert held.preview["files"] == ["Dockerfile", "package.json"]
     assert "+TOKEN=1" in held.preview["diff"]
     assert f"tool call {held.pk}" in ran.result
 
     assert decide(held, reviewer).status == "succeeded"
-    assert (workspace / ".env").read_text() == "TOKEN=1\n"
+    assert (workspace / "package.json").read_text() == "TOKEN=1\n"
     assert (workspace / "Dockerfile").read_text() == "x\n"
 
 
 def test_a_denied_effect_never_reaches_the_workspace(
     session: AgentSession, workspace: Path, reviewer: User
 ) -> None:
-    run_script(session, "echo TOKEN=1 > .env")
+    run_script(session, "echo TOKEN=1 > package.json")
     [held] = held_calls(session)
     assert decide(held, reviewer, "deny").status == "denied"
-    assert (workspace / ".env").read_text() == "SECRET=shh\n"
+    assert (workspace / "package.json").read_text() == '{"name": "demo"}\n'
 
 
 def test_a_command_never_writes_git_even_when_approved(
@@ -171,12 +173,12 @@ def test_deletions_apply_or_wait_but_never_touch_git(
 def test_an_effect_is_not_applied_over_a_file_changed_since(
     session: AgentSession, workspace: Path, reviewer: User
 ) -> None:
-    run_script(session, "echo TOKEN=1 > .env")
+    run_script(session, "echo TOKEN=1 > package.json")
     [held] = held_calls(session)
-    (workspace / ".env").write_text("EDITED=1\n")
+    (workspace / "package.json").write_text("EDITED=1\n")
     done = decide(held, reviewer)
     assert done.status == "failed"
-    assert (workspace / ".env").read_text() == "EDITED=1\n"
+    assert (workspace / "package.json").read_text() == "EDITED=1\n"
 
 
 @pytest.fixture
@@ -222,14 +224,14 @@ def test_lines_ending_in_carriage_returns_count_one_by_one(session: AgentSession
 
 
 def test_an_agent_cannot_apply_a_held_effect_itself(session: AgentSession, workspace: Path) -> None:
-    run_script(session, "echo TOKEN=1 > .env")
+    run_script(session, "echo TOKEN=1 > package.json")
     [held] = held_calls(session)
     forged = services.tool_call_run_in_process(
         session=session, tool="apply_command_effect", args=held.args
     )
     assert forged.status == "failed"
     assert "Unknown tool" in forged.result
-    assert (workspace / ".env").read_text() == "SECRET=shh\n"
+    assert (workspace / "package.json").read_text() == '{"name": "demo"}\n'
     assert ToolCall.objects.get(pk=held.pk).status == "awaiting_approval"
 
 
@@ -237,10 +239,10 @@ def test_removing_a_directory_that_holds_a_protected_file_waits(
     session: AgentSession, workspace: Path, reviewer: User
 ) -> None:
     (workspace / "config").mkdir()
-    (workspace / "config" / ".env").write_text("TOKEN=keep\n")
+    (workspace / "config" / "Dockerfile").write_text("FROM keep\n")
     (workspace / "config" / "app.ini").write_text("a = 1\n")
     run_script(session, "rm -rf config")
-    assert (workspace / "config" / ".env").read_text() == "TOKEN=keep\n"
+    assert (workspace / "config" / "Dockerfile").read_text() == "FROM keep\n"
     [held] = held_calls(session)
     assert held.preview["files"] == ["config"]
     assert "deleted directory config/" in held.preview["diff"]

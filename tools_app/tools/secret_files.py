@@ -7,10 +7,9 @@ gets (`write_file`/`edit_file`, applied command effects: `note_changed`; a branc
 starts afresh: `forget`). An index older than `MAX_AGE_SECONDS` is walked again, which
 bounds how long an edit made by hand outside agentweb can go unseen.
 
-The index is keyed by the patterns (a changed policy gets a walk of its own) and lives
-in the repository's `.git` directory, so that every worker process on the host shares
-it (a command can read it but never change it: nothing inside `.git` is ever applied);
-a workspace without a `.git` directory keeps it in this process only.
+The index is keyed by the patterns (a changed policy gets a walk of its own) and kept
+in a file per workspace under `AGENTWEB_VAR/secret-index/`, so that every worker
+process of the host shares it; commands never see that directory.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -30,8 +28,6 @@ from typing import Any
 from tools_app.tools.errors import ToolError
 from tools_app.tools.paths import protected_match
 
-INDEX_NAME = "agentweb-secret-files.json"
-LOCK_NAME = "agentweb-secret-files.lock"
 MAX_ENTRIES = 500_000  # directory entries one walk may visit
 MAX_SECRET_FILES = 1_000  # files one command may have masked
 MAX_AGE_SECONDS = 300.0
@@ -56,7 +52,7 @@ def secret_files(
     key = hashlib.sha256("\n".join(usable).encode()).hexdigest()[:16]
     with _index(root) as index:
         entry = index.get(key)
-        if entry is None or time.time() - float(entry.get("walked_at", 0)) > MAX_AGE_SECONDS:
+        if entry is None or _stale(root, entry):
             entry = _walk(root, usable)
             index[key] = entry
             _trim(index)
@@ -121,7 +117,22 @@ def _walk(root: Path, patterns: tuple[str, ...]) -> dict[str, Any]:
         "files": files,
         "problem": problem,
         "walked_at": time.time(),
+        "root": _identity(root),
     }
+
+
+def _stale(root: Path, entry: dict[str, Any]) -> bool:
+    """Too old, or walked on another directory that had this path (a new clone)."""
+    too_old = time.time() - float(entry.get("walked_at", 0)) > MAX_AGE_SECONDS
+    return too_old or entry.get("root") != _identity(root)
+
+
+def _identity(root: Path) -> list[int]:
+    try:
+        st = os.stat(root)
+    except OSError:
+        return []
+    return [st.st_dev, st.st_ino]
 
 
 def _scan(root: Path, start: str, patterns: tuple[str, ...]) -> tuple[list[str], str]:
@@ -190,35 +201,44 @@ def _real_parents(root: Path, rel: str) -> bool:
 # --- where the index is kept -----------------------------------------------------------
 
 
+def index_dir() -> Path:
+    """`AGENTWEB_VAR/secret-index`: outside every workspace and hidden from commands
+    (the sandbox masks AGENTWEB_VAR), shared by the worker processes of a host."""
+    source = Path(__file__).resolve().parents[2]
+    return Path(os.environ.get("AGENTWEB_VAR") or source / "var") / "secret-index"
+
+
 @contextlib.contextmanager
 def _index(root: Path) -> Iterator[dict[str, Any]]:
-    """The index, locked against the other worker processes while it is read and changed."""
-    git_dir = root / ".git"
-    if not git_dir.is_dir() or git_dir.is_symlink():
+    """The workspace's index, locked against the other worker processes while it is
+    read and changed; in this process only when the index directory cannot be used."""
+    name = hashlib.sha256(str(root).encode()).hexdigest()[:32] + ".json"
+    try:
+        folder = index_dir()
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        handle = open(folder / name, "a+", encoding="utf-8")  # noqa: SIM115
+    except OSError:
         yield _memory.setdefault(str(root), {})
         return
-    with open(git_dir / LOCK_NAME, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        index = _load(git_dir / INDEX_NAME)
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        handle.seek(0)
+        index = _parsed(handle.read())
         before = json.dumps(index, sort_keys=True)
         yield index
-        if json.dumps(index, sort_keys=True) != before:
-            _save(git_dir / INDEX_NAME, index)
+        after = json.dumps(index, sort_keys=True)
+        if after != before:
+            handle.seek(0)
+            handle.truncate()
+            handle.write(after)
 
 
-def _load(path: Path) -> dict[str, Any]:
+def _parsed(text: str) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
+        data = json.loads(text) if text else {}
+    except ValueError:
+        return {}  # a write cut short: walked again
     return data if isinstance(data, dict) else {}
-
-
-def _save(path: Path, index: dict[str, Any]) -> None:
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".agentweb-secret-", suffix=".tmp")
-    with os.fdopen(fd, "w") as handle:
-        json.dump(index, handle)
-    os.replace(temp, path)
 
 
 def _trim(index: dict[str, Any]) -> None:
