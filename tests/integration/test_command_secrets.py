@@ -216,3 +216,31 @@ def test_the_evaluate_api_notes_a_tracked_secret_for_a_session(
     answer = response.json()
     assert (answer["decision"], answer["rule"]) == ("require_approval", "builtin:command-secret")
     assert ".env" in answer["note"]
+
+
+def test_a_commit_recording_a_secret_file_waits_for_a_person(
+    session: AgentSession, tracked: Path
+) -> None:
+    (tracked / ".env").write_text("SECRET=sk_live_rotated999\n")
+    call = tool(session, "git_commit", message="rotate")
+    assert (call.status, call.rule) == ("awaiting_approval", "builtin:commit-secret")
+    assert "rotated999" not in json.dumps(call.preview)
+    assert call.preview["secrets_left_out"] == [".env"]
+    head = subprocess.run(
+        ["git", "-C", str(tracked), "show", "HEAD:.env"], capture_output=True, text=True
+    )
+    assert head.stdout == f"SECRET={SECRET}\n"  # nothing committed
+
+
+def test_trying_a_call_on_a_session_in_the_admin_notes_a_tracked_secret(
+    session: AgentSession, admin_client: Client
+) -> None:
+    policy = Policy.objects.get(name="default")
+    url = f"/admin/tools_app/policy/{policy.pk}/try/"
+    args = '{"command": "cat .env"}'
+    page = admin_client.post(url, {"tool": "run_command", "args": args, "session": session.pk})
+    text = page.content.decode()
+    assert "builtin:command-secret" in text
+    assert 'class="tracked-secrets"' in text and ".env" in text
+    missing = admin_client.post(url, {"tool": "run_command", "args": args, "session": 999999})
+    assert "There is no session 999999" in missing.content.decode()
