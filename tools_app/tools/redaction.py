@@ -20,19 +20,25 @@ from pathlib import Path
 REDACTED = "[redacted]"
 MIN_VALUE_CHARS = 6
 MAX_FILE_BYTES = 64 * 1024
+MAX_TOTAL_BYTES = 1024 * 1024
 SHORT_FILE_BYTES = 1024
 _ASSIGNMENT = re.compile(r"^\s*(?:export\s+)?[A-Za-z_][A-Za-z0-9_.-]*\s*(?:=|:\s)\s*(.*?)\s*$")
 _TOKEN_LINE = re.compile(r"^[A-Za-z0-9+/=_.:-]{16,}$")
 
 
 def secret_values(workspace: Path, files: Iterable[str]) -> list[str]:
-    """The values held by the workspace's secret `files`, longest first."""
+    """The values held by the workspace's secret `files`, longest first (at most
+    MAX_TOTAL_BYTES read in all: this runs for every result)."""
     root = Path(os.path.realpath(workspace))
     values: set[str] = set()
+    budget = MAX_TOTAL_BYTES
     for rel in files:
-        text = _read(root / rel)
+        text = _read(root / rel, min(budget, MAX_FILE_BYTES))
         if text is not None:
             values.update(values_in(text))
+            budget -= len(text)
+        if budget <= 0:
+            break
     return sorted(values, key=lambda v: (-len(v), v))
 
 
@@ -66,8 +72,8 @@ def _unquoted(value: str) -> str:
     return value.split(" #", 1)[0].strip()
 
 
-def _read(path: Path) -> str | None:
-    """At most MAX_FILE_BYTES of a regular file, never through a symlink."""
+def _read(path: Path, limit: int) -> str | None:
+    """At most `limit` bytes of a regular file, never through a symlink."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
@@ -75,5 +81,5 @@ def _read(path: Path) -> str | None:
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        data = handle.read(MAX_FILE_BYTES)
+        data = handle.read(limit)
     return data.decode("utf-8", errors="replace")
