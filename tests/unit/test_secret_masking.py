@@ -186,6 +186,10 @@ def test_the_index_is_walked_once_then_kept_by_agentweb_s_writes(repo: Path) -> 
     (repo / ".env").unlink()
     secret_files.note_changed(repo, [".env"])
     assert secret_files.secret_files(repo, PATTERNS) == ("config/server.pem",)
+    (repo / "config" / "server.pem").unlink()
+    (repo / "config").rmdir()
+    secret_files.note_changed(repo, ["config"])  # a deleted directory
+    assert secret_files.secret_files(repo, PATTERNS) == ()
 
 
 def test_the_index_follows_the_patterns_and_never_enters_git(repo: Path) -> None:

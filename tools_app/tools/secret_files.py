@@ -89,12 +89,11 @@ def note_changed(workspace: Path, paths: Iterable[str]) -> None:
     changed = [p.strip("/") for p in paths if p.strip("/")]
     if not changed:
         return
-    with _index(root) as index:
+    gone = set(changed)
+    with _index(root, create=False) as index:
         for entry in index.values():
-            files = set(entry["files"])
-            for rel in changed:
-                files = {f for f in files if f != rel and not f.startswith(rel + "/")}
-                files.update(_found_at(root, rel, entry["patterns"]))
+            files = {f for f in entry["files"] if not _at_or_below(f, gone) or _regular(root, f)}
+            files.update(rel for rel in changed if _secret_file(root, rel, entry["patterns"]))
             entry["files"] = sorted(files)
             if len(files) > MAX_SECRET_FILES:
                 entry["problem"] = _too_many()
@@ -103,7 +102,7 @@ def note_changed(workspace: Path, paths: Iterable[str]) -> None:
 def forget(workspace: Path) -> None:
     """Drop the index (a branch switch changed files wholesale): the next use walks."""
     root = Path(os.path.realpath(workspace))
-    with _index(root) as index:
+    with _index(root, create=False) as index:
         index.clear()
 
 
@@ -164,19 +163,18 @@ def _too_many() -> str:
     return f"the workspace has over {MAX_SECRET_FILES} files matching secret_paths"
 
 
-def _found_at(root: Path, rel: str, patterns: list[str]) -> list[str]:
-    """The matching regular files at `rel` now: the file itself, or a directory's."""
-    if ".git" in rel.split("/") or not _real_parents(root, rel):
-        return []
-    try:
-        mode = os.lstat(root / rel).st_mode
-    except OSError:
-        return []
-    if stat.S_ISREG(mode):
-        return [rel] if protected_match(patterns, rel) else []
-    if stat.S_ISDIR(mode):
-        return _scan(root, rel, tuple(patterns))[0]
-    return []
+def _at_or_below(rel: str, paths: set[str]) -> bool:
+    """True when `rel` or one of its parent directories is in `paths`."""
+    parts = rel.split("/")
+    return any("/".join(parts[:n]) in paths for n in range(1, len(parts) + 1))
+
+
+def _secret_file(root: Path, rel: str, patterns: list[str]) -> bool:
+    """`rel` is now a regular file that a pattern covers. (What a write puts in a new
+    directory is listed path by path: an effect names every file it creates.)"""
+    if ".git" in rel.split("/") or not protected_match(patterns, rel):
+        return False
+    return _regular(root, rel)
 
 
 def _regular(root: Path, rel: str) -> bool:
@@ -209,14 +207,17 @@ def index_dir() -> Path:
 
 
 @contextlib.contextmanager
-def _index(root: Path) -> Iterator[dict[str, Any]]:
+def _index(root: Path, *, create: bool = True) -> Iterator[dict[str, Any]]:
     """The workspace's index, locked against the other worker processes while it is
-    read and changed; in this process only when the index directory cannot be used."""
-    name = hashlib.sha256(str(root).encode()).hexdigest()[:32] + ".json"
+    read and changed; in this process only when the index directory cannot be used.
+    Not `create`: a workspace without an index gets none (nothing to update)."""
+    path = index_dir() / (hashlib.sha256(str(root).encode()).hexdigest()[:32] + ".json")
+    if not create and not path.exists():
+        yield _memory.setdefault(str(root), {})
+        return
     try:
-        folder = index_dir()
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        handle = open(folder / name, "a+", encoding="utf-8")  # noqa: SIM115
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115
     except OSError:
         yield _memory.setdefault(str(root), {})
         return
