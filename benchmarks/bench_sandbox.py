@@ -1,5 +1,6 @@
 """Sandbox overhead: `true` as a plain process, under the old plain bwrap sandbox, and
-copy-on-write (unshare + overlay + bwrap, effect read, scratch removed).
+copy-on-write (unshare + overlay + bwrap, effect read, scratch removed), also with the
+workspace's secret files masked as run_command masks them (index read, one bind each).
 
 On an empty workspace, a 7k-entry one and a 200k-entry one (20k with `--quick`): the
 copy-on-write cost must follow the size of the change, not of the tree. Medians in ms,
@@ -21,7 +22,8 @@ from typing import Any
 import _common  # noqa: F401 - puts the project root on sys.path
 from _common import emit, markdown_table, parser, summary
 
-from tools_app.tools import sandbox
+from tools_app.policy.defaults import DEFAULT_SECRET_PATHS
+from tools_app.tools import sandbox, secret_files
 from tools_app.tools.base import SandboxOptions
 from tools_app.tools.overlay import cow_available, run_copy_on_write
 
@@ -53,9 +55,26 @@ def run_cow(workspace: Path) -> None:
         assert run.result.exit_code == 0 and run.effect.entries == ()
 
 
+def run_cow_masked(workspace: Path) -> None:
+    masked = secret_files.to_mask(workspace, DEFAULT_SECRET_PATHS)
+    assert masked
+    options = SandboxOptions(masked_files=masked)
+    with run_copy_on_write(workspace, ARGV, options, timeout=30) as run:
+        assert run.result.exit_code == 0 and run.effect.entries == ()
+
+
+def first_walk(workspace: Path) -> float:
+    """ms of the one walk that builds a workspace's secret-file index."""
+    secret_files.forget(workspace)
+    start = time.perf_counter_ns()
+    secret_files.secret_files(workspace, DEFAULT_SECRET_PATHS)
+    return (time.perf_counter_ns() - start) / 1e6
+
+
 def make_tree(root: Path, entries: int) -> Path:
-    """A workspace with `entries` empty files, 1,000 to a directory."""
+    """A workspace with `entries` empty files, 1,000 to a directory, and a `.env`."""
     root.mkdir()
+    (root / ".env").write_text("SECRET=x\n")
     for start in range(0, entries, 1000):
         sub = root / f"d{start // 1000:04d}"
         sub.mkdir()
@@ -94,13 +113,14 @@ def main() -> None:
         raise SystemExit("the copy-on-write sandbox does not work on this machine")
     rounds, big = (5, 20_000) if options.quick else (30, 200_000)
     results: dict[str, Any] = {"rounds": rounds, "load_before": loadavg(), "trees": {}}
+    runners = (("plain", run_plain), ("old", run_old), ("cow", run_cow), ("masked", run_cow_masked))
     with tempfile.TemporaryDirectory(prefix="bench-sandbox-", dir=tree_dir()) as tmp:
+        os.environ["AGENTWEB_VAR"] = tmp  # the secret-file index lives here
         for label, entries in (("empty", 0), ("7k entries", 7_000), (f"{big // 1000}k", big)):
             workspace = make_tree(Path(tmp) / f"ws{entries}", entries)
-            results["trees"][label] = {
-                name: measure(runner, workspace, rounds)
-                for name, runner in (("plain", run_plain), ("old", run_old), ("cow", run_cow))
-            }
+            row = {name: measure(runner, workspace, rounds) for name, runner in runners}
+            row["walk_ms"] = first_walk(workspace)
+            results["trees"][label] = row
     results["load_after"] = loadavg()
     emit("bench_sandbox", results, tables(results), options.json)
 
@@ -108,13 +128,15 @@ def main() -> None:
 def tables(results: dict[str, Any]) -> list[str]:
     rows = [
         [label, row["plain"]["median"], row["old"]["median"], row["cow"]["median"],
-         f"{row['cow']['median'] / row['old']['median']:.2f}x", row["cow"]["p99"]]
+         f"{row['cow']['median'] / row['old']['median']:.2f}x", row["cow"]["p99"],
+         row["masked"]["median"], row["masked"]["p99"], row["walk_ms"]]
         for label, row in results["trees"].items()
     ]  # fmt: skip
     table = markdown_table(
-        ["workspace", "plain ms", "old bwrap ms", "copy-on-write ms", "cow / old", "cow p99 ms"],
+        ["workspace", "plain ms", "old bwrap ms", "copy-on-write ms", "cow / old", "cow p99 ms",
+         "cow + secrets masked ms", "masked p99 ms", "index walk ms (once)"],
         rows,
-    )
+    )  # fmt: skip
     load = f"load before {results['load_before']}, after {results['load_after']}"
     return [f"`true`, median of {results['rounds']} rounds ({load})\n\n" + table]
 

@@ -18,7 +18,7 @@ from django.urls import URLPattern, path
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from tools_app import access, rendering, services
+from tools_app import access, rendering, selectors, services
 from tools_app.forms import POLICY_GROUPS, PolicyForm, PolicyRuleForm, TryCallForm
 from tools_app.models import (
     AgentSession,
@@ -124,14 +124,17 @@ class PolicyAdmin(admin.ModelAdmin[Policy]):
             raise PermissionDenied
         form = TryCallForm(request.POST if request.method == "POST" else None)
         result = None
-        if form.is_valid():
+        where = _try_where(request, form) if form.is_valid() else None
+        if where is not None:
+            workspace, counters = where
             result = services.policy_evaluate(
                 policy=policy,
                 tool=form.cleaned_data["tool"],
                 args=form.cleaned_data["args"],
-                workspace=Path(settings.AGENTWEB_WORKSPACES) / "dry-run",
-                counters=SessionCounters(),
+                workspace=workspace,
+                counters=counters,
             ).as_dict()
+            result["note"] = selectors.tracked_secrets_note(policy, workspace)
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
@@ -141,6 +144,20 @@ class PolicyAdmin(admin.ModelAdmin[Policy]):
             "result": result,
         }
         return TemplateResponse(request, "admin/tools_app/policy/try_call.html", context)
+
+
+def _try_where(request: HttpRequest, form: TryCallForm) -> tuple[Path, SessionCounters] | None:
+    """The workspace and counters a tried call is judged against: the session's when one
+    is named (None, with the field's error, when this user cannot see it)."""
+    session_id = form.cleaned_data.get("session")
+    if session_id is None:
+        return Path(settings.AGENTWEB_WORKSPACES) / "dry-run", SessionCounters()
+    try:
+        session = access.session_for(request.user, session_id)
+    except Http404:
+        form.add_error("session", f"There is no session {session_id} you may see.")
+        return None
+    return Path(session.workspace), services.session_counters(session)
 
 
 FINISHED = (

@@ -287,7 +287,8 @@ def policy_evaluate(request: HttpRequest, name: str, body: EvaluateIn) -> dict[s
     decision = services.policy_evaluate(
         policy=policy, tool=body.tool, args=body.args, workspace=workspace, counters=counters
     )
-    return decision.as_dict()
+    note = selectors.tracked_secrets_note(policy, workspace) if body.session else ""
+    return {**decision.as_dict(), **({"note": note} if note else {})}
 
 
 api_skills.register(api)  # /api/skills: its own module, mounted here

@@ -95,6 +95,9 @@ class DecisionOut(Schema):
     decision: str
     reason: str
     rule: str
+    note: str | None = Field(
+        default=None, description="A warning about the workspace (a tracked secret path)."
+    )
 
 
 class ErrorOut(Schema):

@@ -92,6 +92,7 @@ def prepare(
         plan_error = str(exc)
     facts = CallFacts(tool, args, workspace, changed_lines)
     decision = _unsandboxed_needs_a_person(tool, evaluate(policy, facts, counters))
+    decision = _secret_commit_needs_a_person(decision, preview)
     if plan_error and decision.decision != "deny":
         # A call that cannot work (old_string not found …) fails; one the policy
         # refuses anyway (a path outside the workspace, into .git) is denied.
@@ -163,6 +164,21 @@ def _unsandboxed_needs_a_person(tool: str, decision: Decision) -> Decision:
         "missing): the command would run unsandboxed, with the worker's rights; a person "
         "must approve it",
         "builtin:no-sandbox",
+    )
+
+
+def _secret_commit_needs_a_person(decision: Decision, preview: dict[str, Any] | None) -> Decision:
+    """A commit that records secret files puts them in git's objects, where every command
+    reads them and a pull request pushes them: no rule may let one pass without a person."""
+    left_out = (preview or {}).get("secrets_left_out")
+    if decision.decision != "allow" or not left_out:
+        return decision
+    return Decision(
+        "require_approval",
+        f"this commit records secret files ({', '.join(left_out)}): once committed they are "
+        "in git's objects, readable to every command and pushed with a pull request; a "
+        "person must approve it",
+        "builtin:commit-secret",
     )
 
 

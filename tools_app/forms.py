@@ -95,6 +95,11 @@ class TryCallForm(forms.Form):
         initial="{}",
         help_text='A JSON object, for example {"path": ".github/workflows/ci.yml"}.',
     )
+    session = forms.IntegerField(
+        required=False,
+        min_value=1,
+        help_text="Optional: judge the call against this session's workspace and counters.",
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -20,12 +20,13 @@ from tools_app.models import (
     SkillTool,
     ToolCall,
 )
-from tools_app.policy import PolicySpec, policy_from_dict
+from tools_app.policy import PolicyInvalid, PolicySpec, policy_from_dict
 from tools_app.policy.context import CallContext
 from tools_app.policy.rules import rule_matches
 from tools_app.policy.types import POLICY_SETTINGS, CallFacts, SessionCounters, field_values
 from tools_app.skills.definitions import SkillData, ToolData, skill_to_dict
 from tools_app.skills.matching import activations
+from tools_app.tools import git_runner
 from tools_app.tools.errors import ToolError
 from tools_app.tools.registry import core_tool_schemas
 
@@ -262,3 +263,14 @@ def rule_match_count(
         except ToolError:  # a path outside the workspace: no rule matches it
             continue
     return matched, seen
+
+
+def tracked_secrets_note(policy: Policy, workspace: Path) -> str:
+    """A warning when the workspace's repository tracks paths the policy calls secret:
+    they are in git's objects, out of the sandbox's reach ("" when none, or no repo)."""
+    try:
+        spec = policy_spec(policy)
+        paths = git_runner.tracked_secrets(workspace, spec.secret_paths)
+    except (PolicyInvalid, ToolError, OSError):
+        return ""
+    return git_runner.tracked_secrets_note(paths)

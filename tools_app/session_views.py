@@ -6,6 +6,7 @@ fragment and its cancel), every change goes through one service.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from django.contrib import messages
@@ -15,7 +16,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from tools_app import access, services, session_selectors
+from tools_app import access, selectors, services, session_selectors
 from tools_app.models import AgentSession
 from tools_app.services.sessions import FINISHED_STATUSES
 from tools_app.session_forms import SessionForm, configured_roles
@@ -69,7 +70,12 @@ def session_new(request: HttpRequest) -> HttpResponse:
 @require_safe
 def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
     session = access.session_for(request.user, session_id)
-    return render(request, "tools_app/session.html", _live_context(request, session))
+    context = _live_context(request, session)
+    if session.workspace:  # asked once per page, not on every live refresh
+        context["tracked_secrets"] = selectors.tracked_secrets_note(
+            session.policy, Path(session.workspace)
+        )
+    return render(request, "tools_app/session.html", context)
 
 
 @login_required

@@ -61,20 +61,22 @@ def git_status(workspace: Path) -> str:
 def test_an_effect_with_a_protected_path_waits_whole_for_its_own_decision(
     session: AgentSession, workspace: Path, reviewer: User
 ) -> None:
-    ran = run_script(session, "echo hi > notes.txt; echo TOKEN=1 > .env; echo x > Dockerfile")
+    ran = run_script(
+        session, "echo hi > notes.txt; echo TOKEN=1 > package.json; echo x > Dockerfile"
+    )
     assert ran.status == "succeeded"
     assert not (workspace / "notes.txt").exists()  # one change: nothing applies before
-    assert (workspace / ".env").read_text() == "SECRET=shh\n"
+    assert (workspace / "package.json").read_text() == '{"name": "demo"}\n'
     assert not (workspace / "Dockerfile").exists()
     [held] = held_calls(session)
     assert held.status == "awaiting_approval"
-    assert held.preview["files"] == [".env", "Dockerfile", "notes.txt"]
+    assert held.preview["files"] == ["Dockerfile", "notes.txt", "package.json"]
     assert "+TOKEN=1" in held.preview["diff"]
     assert "+hi" in held.preview["diff"]
     assert f"tool call {held.pk}" in ran.result
 
     assert decide(held, reviewer).status == "succeeded"
-    assert (workspace / ".env").read_text() == "TOKEN=1\n"
+    assert (workspace / "package.json").read_text() == "TOKEN=1\n"
     assert (workspace / "Dockerfile").read_text() == "x\n"
     assert (workspace / "notes.txt").read_text() == "hi\n"
 
@@ -82,10 +84,10 @@ def test_an_effect_with_a_protected_path_waits_whole_for_its_own_decision(
 def test_a_denied_effect_never_reaches_the_workspace(
     session: AgentSession, workspace: Path, reviewer: User
 ) -> None:
-    run_script(session, "echo TOKEN=1 > .env")
+    run_script(session, "echo TOKEN=1 > package.json")
     [held] = held_calls(session)
     assert decide(held, reviewer, "deny").status == "denied"
-    assert (workspace / ".env").read_text() == "SECRET=shh\n"
+    assert (workspace / "package.json").read_text() == '{"name": "demo"}\n'
 
 
 def test_a_command_never_writes_git_even_when_approved(
@@ -173,12 +175,12 @@ def test_deletions_apply_or_wait_but_never_touch_git(
 def test_an_effect_is_not_applied_over_a_file_changed_since(
     session: AgentSession, workspace: Path, reviewer: User
 ) -> None:
-    run_script(session, "echo TOKEN=1 > .env")
+    run_script(session, "echo TOKEN=1 > package.json")
     [held] = held_calls(session)
-    (workspace / ".env").write_text("EDITED=1\n")
+    (workspace / "package.json").write_text("EDITED=1\n")
     done = decide(held, reviewer)
     assert done.status == "failed"
-    assert (workspace / ".env").read_text() == "EDITED=1\n"
+    assert (workspace / "package.json").read_text() == "EDITED=1\n"
 
 
 @pytest.fixture
@@ -224,14 +226,14 @@ def test_lines_ending_in_carriage_returns_count_one_by_one(session: AgentSession
 
 
 def test_an_agent_cannot_apply_a_held_effect_itself(session: AgentSession, workspace: Path) -> None:
-    run_script(session, "echo TOKEN=1 > .env")
+    run_script(session, "echo TOKEN=1 > package.json")
     [held] = held_calls(session)
     forged = services.tool_call_run_in_process(
         session=session, tool="apply_command_effect", args=held.args
     )
     assert forged.status == "failed"
     assert "Unknown tool" in forged.result
-    assert (workspace / ".env").read_text() == "SECRET=shh\n"
+    assert (workspace / "package.json").read_text() == '{"name": "demo"}\n'
     assert ToolCall.objects.get(pk=held.pk).status == "awaiting_approval"
 
 
@@ -239,10 +241,10 @@ def test_removing_a_directory_that_holds_a_protected_file_waits(
     session: AgentSession, workspace: Path, reviewer: User
 ) -> None:
     (workspace / "config").mkdir()
-    (workspace / "config" / ".env").write_text("TOKEN=keep\n")
+    (workspace / "config" / "Dockerfile").write_text("FROM keep\n")
     (workspace / "config" / "app.ini").write_text("a = 1\n")
     run_script(session, "rm -rf config")
-    assert (workspace / "config" / ".env").read_text() == "TOKEN=keep\n"
+    assert (workspace / "config" / "Dockerfile").read_text() == "FROM keep\n"
     [held] = held_calls(session)
     assert held.preview["files"] == ["config"]
     assert "deleted directory config/" in held.preview["diff"]
@@ -277,27 +279,40 @@ def test_removing_a_directory_with_a_nested_repository_never_applies(
 def test_moving_a_protected_file_waits_whole_and_nothing_lands_under_the_new_name(
     session: AgentSession, workspace: Path, reviewer: User
 ) -> None:
-    ran = run_script(session, "mv .env moved.env")
-    assert not (workspace / "moved.env").exists()
-    assert (workspace / ".env").read_text() == "SECRET=shh\n"
+    """The issue's `mv .env moved.env` (a secret is masked now: it cannot move at all),
+    with package.json, which is protected and not secret."""
+    ran = run_script(session, "mv package.json moved.json")
+    assert not (workspace / "moved.json").exists()
+    assert (workspace / "package.json").read_text() == '{"name": "demo"}\n'
     [held] = held_calls(session)
-    assert held.preview["files"] == [".env", "moved.env"]
-    assert "-SECRET=shh" in held.preview["diff"] and "+SECRET=shh" in held.preview["diff"]
+    assert held.preview["files"] == ["moved.json", "package.json"]
+    assert '-{"name": "demo"}' in held.preview["diff"]
+    assert '+{"name": "demo"}' in held.preview["diff"]
     assert "nothing the command changed is in the workspace yet" in ran.result
 
     decide(held, reviewer)
-    assert not (workspace / ".env").exists()
-    assert (workspace / "moved.env").read_text() == "SECRET=shh\n"
+    assert not (workspace / "package.json").exists()
+    assert (workspace / "moved.json").read_text() == '{"name": "demo"}\n'
 
 
 def test_a_denied_move_leaves_both_names_as_they_were(
     session: AgentSession, workspace: Path, reviewer: User
 ) -> None:
-    run_script(session, "mv .env moved.env")
+    run_script(session, "mv package.json moved.json")
     [held] = held_calls(session)
     decide(held, reviewer, "deny")
+    assert (workspace / "package.json").read_text() == '{"name": "demo"}\n'
+    assert not (workspace / "moved.json").exists()
+
+
+def test_a_secret_cannot_be_moved_to_an_unprotected_name(
+    session: AgentSession, workspace: Path
+) -> None:
+    ran = run_script(session, "mv .env moved.env; cat moved.env .env")
+    assert "shh" not in ran.result
     assert (workspace / ".env").read_text() == "SECRET=shh\n"
     assert not (workspace / "moved.env").exists()
+    assert held_calls(session) == []
 
 
 def test_a_device_node_refuses_the_whole_effect(session: AgentSession, workspace: Path) -> None:

@@ -118,10 +118,14 @@ def test_a_commit_shows_its_message_and_diff(session: AgentSession, card: Any) -
     )
     services.policy_bump_version(policy=policy)
     (Path(session.workspace) / ".env").write_text("SECRET=rotated\n")
+    (Path(session.workspace) / "CHANGES.md").write_text("Rotated the key\n")
     call = run(session, "git_commit", message="Rotate <the> key")
     shown = card(call)
     assert "Rotate &lt;the&gt; key" in shown
-    assert '<code class="diff-path">.env</code>' in shown and "SECRET=rotated" in shown
+    assert '<code class="diff-path">CHANGES.md</code>' in shown and "Rotated the key" in shown
+    assert "SECRET=rotated" not in shown  # a secret file is named, never shown
+    assert call.preview["secrets_left_out"] == [".env"]
+    assert "Secret files this commit records, not shown here:</strong> <code>.env</code>" in shown
 
 
 def test_a_pull_request_shows_title_body_branches_commits_and_diff(

@@ -383,7 +383,13 @@ def test_writes_onto_protected_paths_ask_a_person(
 
 @pytest.mark.parametrize(
     "command",
-    ["cat .env", "echo x > .envrc", "grep x .env > out.txt", "cp .env backup.txt", "ls .git"],
+    [
+        "cat package.json",
+        "echo x > .envrc",
+        "grep x Dockerfile > out.txt",
+        "cp pyproject.toml backup.txt",
+        "ls .git",
+    ],
 )
 def test_reading_protected_paths_or_writing_elsewhere_is_allowed(
     command: str, tmp_path: Path

@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from tests.unit.helpers import MemoryStore, call, git, git_repo
-from tools_app.tools.base import ToolContext, ToolError
+from tools_app.tools.base import SandboxOptions, ToolContext, ToolError
 from tools_app.tools.forge import ForgeSettings, github_repo
 from tools_app.tools.pull_requests import (
     CreatePullRequestArgs,
@@ -154,6 +154,22 @@ def test_preview_shows_exactly_what_will_be_proposed(tmp_path: Path) -> None:
     assert "2 files changed" in shown["stat"]
     assert shown["remote"] == str(tmp_path / "origin.git")
     assert (shown["provider"], shown["warnings"]) == ("local", [])
+
+
+def test_preview_names_a_secret_file_the_branch_carries_but_shows_none_of_it(
+    tmp_path: Path,
+) -> None:
+    ws = git_repo(tmp_path)
+    bare_origin(tmp_path, ws)
+    feature_commit(ws)
+    (ws / ".env").write_text("SECRET=sk_live_abc123xyz\n")
+    git(ws, "add", ".env")
+    git(ws, "commit", "-q", "-m", "Add env")
+    ctx = ToolContext(workspace=ws, sandbox=SandboxOptions(secret_paths=(".env",)))
+    shown = preview(ctx)
+    assert "sk_live" not in json.dumps(shown)
+    assert "+++ b/feature.py" in shown["diff"]
+    assert "1 secret file left out: .env" in shown["stat"]
 
 
 def test_preview_warns_about_uncommitted_changes(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from tools_app.policy.loader import (
 from tools_app.policy.paths import protected_match
 from tools_app.policy.preview import parts_for_preview
 from tools_app.policy.rules import exact_pattern
+from tools_app.policy.targets import secret_targets
 from tools_app.policy.types import (
     VERDICTS,
     CallFacts,
@@ -57,5 +58,6 @@ __all__ = [
     "policy_from_dict",
     "policy_to_dict",
     "protected_match",
+    "secret_targets",
     "validate_policy_dict",
 ]

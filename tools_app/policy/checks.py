@@ -19,7 +19,7 @@ from tools_app.policy.risky_commands import (
     builtin_approval_reason,
     policy_approval_reason,
 )
-from tools_app.policy.targets import write_targets
+from tools_app.policy.targets import secret_targets, write_targets
 from tools_app.policy.types import Decision, Verdict
 from tools_app.tools.catalogue import is_skill_tool
 from tools_app.tools.errors import ToolError
@@ -206,6 +206,31 @@ class SecretRead(ApprovalCheck):
         return None
 
 
+class CommandNamesSecret(ApprovalCheck):
+    """A command runs with every secret file masked (empty); one that names a secret
+    path asks a person to let it see that file, instead of running blind."""
+
+    name = "builtin:command-secret"
+
+    def reason(self, context: CallContext) -> str | None:
+        hit = command_secret(context)
+        if hit is None:
+            return None
+        text, path, pattern = hit
+        return (
+            f"`{text}` names {path}, which may hold secrets (pattern `{pattern}`); commands "
+            f"see secret files as empty unless a person lets this one see them{APPROVE}"
+        )
+
+
+def command_secret(context: CallContext) -> tuple[str, str, str] | None:
+    """(command text, path, pattern) of the first secret path the command names."""
+    if context.analysis is None:
+        return None
+    found = secret_targets(context.analysis, context.call.workspace, context.policy.secret_paths)
+    return next(found, None)
+
+
 class WebWrite(ApprovalCheck):
     name = "builtin:web-write"
 
@@ -352,6 +377,7 @@ BUILTIN_APPROVALS: tuple[Check, ...] = (
     SecretRead(),
     WebWrite(),
     CommandWritesProtected(),
+    CommandNamesSecret(),
     ApprovalCommand(),
     RequireApprovalAbove(),
     CommitSize(),

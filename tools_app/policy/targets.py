@@ -1,4 +1,5 @@
-"""Where a shell command writes: redirections, `tee`, and the usual file movers.
+"""Where a shell command writes (redirections, `tee`, the usual file movers), and
+which paths it names at all (`named_paths`: the secret ones need a person).
 
 The sandbox also stops unapproved commands from writing `.git` and protected paths;
 this lets the policy ask a person first, with the path named, instead of letting the
@@ -8,11 +9,11 @@ command fail half-way.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from tools_app.policy.commands import CommandAnalysis, SimpleCommand
-from tools_app.policy.paths import command_target
+from tools_app.policy.paths import command_target, in_git_dir, protected_match
 from tools_app.policy.patterns import shape_of
 
 _ALL_POSITIONALS = frozenset(
@@ -59,3 +60,48 @@ def write_targets(analysis: CommandAnalysis, workspace: Path) -> Iterator[tuple[
             path = command_target(workspace, cwd or ".", raw)
             if path is not None:
                 yield command.source or command.text, posixpath.normpath(path)
+
+
+def named_paths(analysis: CommandAnalysis, workspace: Path) -> Iterator[tuple[str, str]]:
+    """(command text, workspace-relative path) for every word of every simple command
+    that names a path inside the workspace: program, arguments, assignments and
+    redirect targets, also the value of `--opt=VALUE` and curl's `@FILE`. Words known
+    only at run time are not read (the sandbox masks what they reach)."""
+    cwd: str | None = "."
+    for command in analysis.commands:
+        cwd = _next_cwd(cwd, command, workspace)
+        words = [w for n, w in enumerate(command.argv) if n not in command.dynamic]
+        words += [a.split("=", 1)[1] for a in command.assignments if "=" in a]
+        words += [r.target for r in command.redirects]
+        for word in words:
+            for raw in _spellings(word):
+                path = _inside(workspace, cwd or ".", raw)
+                if path is not None:
+                    yield command.source or command.text, posixpath.normpath(path)
+
+
+def _inside(workspace: Path, cwd: str, word: str) -> str | None:
+    """Where a word lands as a path, or None (`~user` of no one, a name too long …)."""
+    try:
+        return command_target(workspace, cwd, word)
+    except (RuntimeError, OSError, ValueError):
+        return None
+
+
+def secret_targets(
+    analysis: CommandAnalysis, workspace: Path, patterns: Sequence[str]
+) -> Iterator[tuple[str, str, str]]:
+    """(command text, path, pattern) for each path the command names that is secret."""
+    if not patterns:
+        return
+    for text, path in named_paths(analysis, workspace):
+        pattern = protected_match(patterns, path)
+        if pattern and not in_git_dir(path):
+            yield text, path, pattern
+
+
+def _spellings(word: str) -> list[str]:
+    found = [word]
+    if "=" in word:
+        found.append(word.split("=", 1)[1])
+    return found + [w[1:] for w in found if w.startswith("@")]

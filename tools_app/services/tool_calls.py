@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -16,6 +17,7 @@ from django.utils import timezone
 from tools_app import engine, events
 from tools_app.models import AgentSession, Policy, ToolCall
 from tools_app.policy import FILE_WRITE_TOOLS, Decision, PolicySpec, SessionCounters
+from tools_app.policy.paths import workspace_relative
 from tools_app.services import cache, effects, subagents
 from tools_app.services.policies import load_policy_or_denial
 from tools_app.services.pull_request_store import PullRequestStore
@@ -31,8 +33,10 @@ from tools_app.services.skill_calls import (
     skill_tool_canonical,
 )
 from tools_app.skills.executors import SkillCall
+from tools_app.tools import redaction, secret_files
 from tools_app.tools.base import SandboxOptions, ToolContext
 from tools_app.tools.catalogue import is_skill_tool
+from tools_app.tools.errors import ToolError
 from tools_app.tools.forge import ForgeSettings
 from tools_app.tools.jsonsafe import storable_args, storable_text
 
@@ -237,6 +241,7 @@ def tool_context(session: AgentSession, call: ToolCall | None = None) -> ToolCon
         protected_paths=tuple(policy.protected_paths),
         web_allow_hosts=tuple(policy.web_allow_hosts),
         secret_paths=tuple(policy.secret_paths),
+        secrets_visible=_secrets_shown(call) if human and call is not None else (),
     )
     forge = ForgeSettings(
         github_token=settings.GITHUB_TOKEN or None,
@@ -263,6 +268,18 @@ def tool_context(session: AgentSession, call: ToolCall | None = None) -> ToolCon
     )
 
 
+def _secrets_shown(call: ToolCall) -> tuple[str, ...]:
+    """The secret files a person let this call see: those its preview listed (a
+    command's `secrets_visible`; read_file's own path). Every other one stays hidden."""
+    preview = call.preview if isinstance(call.preview, dict) else {}
+    if call.tool == "run_command":
+        return tuple(str(path) for path in preview.get("secrets_visible") or ())
+    if call.tool == "read_file" and isinstance(call.args.get("path"), str):
+        with contextlib.suppress(ToolError):
+            return (workspace_relative(Path(call.session.workspace), call.args["path"]),)
+    return ()
+
+
 def _approved_by_human(call: ToolCall) -> bool:
     """A call the policy sent to a person runs only if a person approved it."""
     return call.decision == "require_approval"
@@ -282,6 +299,7 @@ def _tool_call_finish(
     """Record the end, and what a successful run changes (cache, line counts), in one
     transaction. A call cancelled meanwhile stays cancelled; what it did is still counted."""
     now = timezone.now()
+    result = _redacted(call, result)
     with transaction.atomic():
         finished = ToolCall.objects.filter(pk=call.pk, status=Status.RUNNING).update(
             status=status, result=result, from_cache=from_cache, finished_at=now
@@ -300,6 +318,20 @@ def _tool_call_finish(
         elif call.agent_key:
             session_wake_agent(session_id=call.session_id)  # run outside its agent's turn
     return call
+
+
+def _redacted(call: ToolCall, result: str) -> str:
+    """The result without the values the workspace's secret files hold (defence in
+    depth: the sandbox masks them, the git tools leave them out), except those of the
+    files a person let this call see. Every result an agent reads passes here once."""
+    session = call.session
+    if not session.workspace or not result:
+        return result
+    workspace = Path(session.workspace)
+    files = secret_files.secret_files(workspace, session.policy.secret_paths, strict=False)
+    shown = set(_secrets_shown(call)) if _approved_by_human(call) else set()
+    values = redaction.secret_values(workspace, [f for f in files if f not in shown])
+    return redaction.redact(result, values)
 
 
 def _record_success(call: ToolCall, result: str) -> None:

@@ -74,6 +74,10 @@ class SandboxOptions:
     web_allow_hosts: tuple[str, ...] = ()
     # Files whose contents search never shows (the policy's `secret_paths`).
     secret_paths: tuple[str, ...] = ()
+    # Workspace-relative secret files a command sees as empty (`tools/secret_files.py`).
+    masked_files: tuple[str, ...] = ()
+    # The secret files a person approved this command to see (its preview's list).
+    secrets_visible: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from tools_app.tools import secret_files
 from tools_app.tools.effect import Effect, EffectEntry
 from tools_app.tools.effect_reader import (
     DIR_MODE,
@@ -51,6 +52,7 @@ def apply_effect(workspace: Path, effect: Effect) -> list[str]:
     for entry in reversed(effect.entries):  # deepest first: a 0500 dir is filled first
         if entry.kind == "dir":
             _set_dir_mode(root, entry)
+    secret_files.note_changed(root, [e.path for e in effect.entries])
     return notes
 
 

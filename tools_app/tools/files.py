@@ -17,7 +17,7 @@ from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 # The module, not its names: sandbox imports tools.base, which loads this package.
-from tools_app.tools import lines, sandbox
+from tools_app.tools import lines, sandbox, secret_files
 from tools_app.tools.base import (
     MAX_PATH_CHARS,
     MAX_TEXT_CHARS,
@@ -383,7 +383,9 @@ def _check_previewed(ctx: ToolContext, change: FileChange) -> None:
 def write_file(ctx: ToolContext, args: WriteFileArgs) -> str:
     change = plan_file_change(ctx, "write_file", args)
     _check_previewed(ctx, change)
-    return apply_file_change(change)
+    done = apply_file_change(change)
+    secret_files.note_changed(ctx.workspace, [change.path])
+    return done
 
 
 def edit_file(ctx: ToolContext, args: EditFileArgs) -> str:
@@ -395,4 +397,5 @@ def edit_file(ctx: ToolContext, args: EditFileArgs) -> str:
         raise
     _check_previewed(ctx, change)
     apply_file_change(change)
+    secret_files.note_changed(ctx.workspace, [change.path])
     return f"Edited {change.path}: replaced 1 occurrence ({change.changed_lines} lines changed)"

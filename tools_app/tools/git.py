@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from tools_app.tools import git_runner
+from tools_app.tools import git_runner, secret_files
 from tools_app.tools.base import (
     MAX_COMMAND_CHARS,
     MAX_NAME_CHARS,
@@ -94,12 +94,18 @@ def git_status(ctx: ToolContext, args: GitStatusArgs) -> str:
 
 
 def git_diff(ctx: ToolContext, args: GitDiffArgs) -> str:
-    """`git diff` or `git diff --staged`, with no external diff or textconv program."""
+    """`git diff` or `git diff --staged`, with no external diff or textconv program.
+
+    Changed files matching the policy's `secret_paths` are left out, and named."""
     staged = ["--staged"] if args.staged else []
-    command = ["diff", *staged, *git_runner.NO_DIFF_PROGRAMS, "--ignore-submodules=dirty", "--"]
-    out = git_runner.run_git(ctx.workspace, command)
+    command = ["diff", *staged, *git_runner.NO_DIFF_PROGRAMS, "--ignore-submodules=dirty"]
+    left_out = git_runner.secret_changes(ctx.workspace, command, ctx.sandbox.secret_paths)
+    out = git_runner.diff_without(ctx.workspace, command, left_out)
+    note = git_runner.left_out_note(left_out)
     if out:
-        return git_runner.cap_diff(out)
+        return git_runner.cap_diff(out) + (f"\n{note}" if note else "")
+    if note:
+        return f"No other changes. {note}"
     if args.staged:
         return "No staged changes."
     return "No unstaged changes (untracked files are not part of git diff; see git_status)."
@@ -143,6 +149,7 @@ def git_branch(ctx: ToolContext, args: GitBranchArgs) -> str:
             "or create it with action create."
         )
     git_runner.run_git(ctx.workspace, ["switch", name])
+    secret_files.forget(ctx.workspace)  # the branch's files replace the old ones
     return f"Switched to branch '{name}'."
 
 

@@ -30,7 +30,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ import git as gitpython
 # The module, not its names: sandbox imports tools.base, which loads this package.
 from tools_app.tools import sandbox
 from tools_app.tools.base import ToolError
+from tools_app.tools.paths import protected_match
 
 GIT_TIMEOUT = 120.0
 MAX_PREVIEW_DIFF = 5 * 1024 * 1024
@@ -88,6 +89,8 @@ class CommitPreview:
     files: list[str]
     tree: str
     base: str | None
+    # Secret files the commit records whose content diff and stat leave out.
+    left_out: list[str] = field(default_factory=list)
 
 
 @functools.cache
@@ -305,13 +308,16 @@ _NAME_HINT = (
 # --- commit_preview ---------------------------------------------------------------------
 
 
-def commit_preview(workspace: Path, files: list[str] | None) -> CommitPreview:
+def commit_preview(
+    workspace: Path, files: list[str] | None, secret_paths: Sequence[str] = ()
+) -> CommitPreview:
     """What `git_commit` would record: the given files' changes, or every change.
 
     Untracked files count (a commit of everything includes them). The changes are
     staged into a scratch index, so the real index is never touched. With `files`,
     the scratch index starts from HEAD, as `git commit --only` does: changes staged
-    earlier for other paths are not part of that commit.
+    earlier for other paths are not part of that commit. Files matching `secret_paths`
+    are named but their content is left out of the diff and the stat.
     """
     paths = repo_paths(workspace, files)
     head = head_commit(workspace)
@@ -323,11 +329,64 @@ def commit_preview(workspace: Path, files: list[str] | None) -> CommitPreview:
         tree = run_git(workspace, ["write-tree"], env).strip()
     # The diff of two trees: it cannot depend on any index or stat data.
     trees = ["diff-tree", "-r", "-M", *NO_DIFF_PROGRAMS]
-    diff = run_git(workspace, [*trees, "-p", base, tree, "--"])
-    stat = run_git(workspace, [*trees, "--stat", base, tree, "--"])
+    left_out = secret_changes(workspace, [*trees, base, tree], secret_paths)
+    diff = diff_without(workspace, [*trees, "-p", base, tree], left_out)
+    stat = diff_without(workspace, [*trees, "--stat", base, tree], left_out)
+    if left_out:
+        stat += left_out_note(left_out) + "\n"
     numstat = run_git(workspace, [*trees, "--numstat", "-z", base, tree, "--"])
     changed, changed_files = _parse_numstat(numstat)
-    return CommitPreview(cap_diff(diff), stat, changed, changed_files, tree, head)
+    return CommitPreview(cap_diff(diff), stat, changed, changed_files, tree, head, left_out)
+
+
+def secret_changes(workspace: Path, diff_args: list[str], patterns: Sequence[str]) -> list[str]:
+    """The paths a diff (`diff_args`, no pathspec) would show that match `patterns`."""
+    if not patterns:
+        return []
+    names = run_git(workspace, [*diff_args, "--name-only", "-z", "--no-renames", "--"])
+    return sorted({n for n in names.split("\0") if n and protected_match(patterns, n)})
+
+
+def diff_without(workspace: Path, diff_args: list[str], left_out: Sequence[str]) -> str:
+    """`git <diff_args>` with the paths `left_out` excluded (exact paths, no globbing)."""
+    if not left_out:
+        return run_git(workspace, [*diff_args, "--"])
+    env = git_env()
+    del env["GIT_LITERAL_PATHSPECS"]  # the exclusions are magic pathspecs, each literal
+    specs = [":(top)", *(f":(top,exclude,literal){path}" for path in left_out)]
+    return run_git(workspace, [*diff_args, "--", *specs], env)
+
+
+def left_out_note(left_out: Sequence[str]) -> str:
+    """What a diff says when secret files were left out of it (their names only)."""
+    if not left_out:
+        return ""
+    files = "file" if len(left_out) == 1 else "files"
+    return f"[{len(left_out)} secret {files} left out: {', '.join(left_out)}]"
+
+
+def tracked_secrets(workspace: Path, patterns: Sequence[str]) -> list[str]:
+    """The tracked files matching `patterns`: they are in git's objects, which every
+    command and git tool can read, so no sandbox can hide them. None outside a repo."""
+    root = Path(os.path.realpath(workspace))
+    if not patterns or not (root / ".git").exists():
+        return []
+    names = git_output(root, ["ls-files", "-z", "--cached"]) or ""
+    return sorted({n for n in names.split("\0") if n and protected_match(patterns, n)})
+
+
+def tracked_secrets_note(paths: Sequence[str], shown: int = 10) -> str:
+    """A sentence for a person: which secret paths the repository tracks."""
+    if not paths:
+        return ""
+    listed = ", ".join(paths[:shown]) + (
+        f" and {len(paths) - shown} more" if len(paths) > shown else ""
+    )
+    return (
+        f"This repository tracks {len(paths)} secret path{'s' if len(paths) > 1 else ''} "
+        f"({listed}): what git has recorded stays readable to every command and git tool; "
+        "the sandbox cannot hide it. Rotate those secrets and remove them from the history."
+    )
 
 
 def cap_diff(diff: str) -> str:

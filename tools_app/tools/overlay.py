@@ -287,7 +287,26 @@ def bwrap_args(
     for path in readonly_paths():
         cmd += ["--ro-bind-try", str(path), str(path)]
     cmd += _mask_args(root)
-    return [*cmd, "--bind", str(merged), str(root), "--chdir", str(root)]
+    cmd += ["--bind", str(merged), str(root), *secret_mask_args(root, merged, options)]
+    return [*cmd, "--chdir", str(root)]
+
+
+def secret_mask_args(root: Path, merged: Path, options: SandboxOptions) -> list[str]:
+    """Each masked secret file of the workspace view shown as an empty, read-only file.
+
+    Bound after the workspace, on top of it: a read finds nothing, and a write, a
+    delete or a rename of the file fails (a read-only mount point), so nothing of it
+    reaches the upper layer or the effect. The empty file is the scratch dir's own
+    (`/dev/null` would show as a device that cannot be opened).
+    """
+    if not options.masked_files:
+        return []
+    empty = merged.parent / "empty"
+    empty.touch(mode=0o444, exist_ok=True)
+    out: list[str] = []
+    for rel in options.masked_files:
+        out += ["--ro-bind", str(empty), str(root / rel)]
+    return out
 
 
 def _system_args() -> list[str]:

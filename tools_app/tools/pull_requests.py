@@ -192,9 +192,12 @@ def build_proposal(ctx: ToolContext, args: CreatePullRequestArgs) -> Proposal:
             f"Branch {head!r} has no commits that are not in {args.base!r}: nothing to "
             "propose. Commit your changes with git_commit first."
         )
-    diff_args = ["diff", *git_runner.NO_DIFF_PROGRAMS, f"{base_ref}...refs/heads/{head}", "--"]
-    diff = git_runner.run_git(ctx.workspace, diff_args)
-    stat = git_runner.run_git(ctx.workspace, [*diff_args[:-1], "--stat", "--"])
+    diff_args = ["diff", *git_runner.NO_DIFF_PROGRAMS, f"{base_ref}...refs/heads/{head}"]
+    left_out = git_runner.secret_changes(ctx.workspace, diff_args, ctx.sandbox.secret_paths)
+    diff = git_runner.diff_without(ctx.workspace, diff_args, left_out)
+    stat = git_runner.diff_without(ctx.workspace, [*diff_args, "--stat"], left_out)
+    if left_out:  # named, never shown: the reviewer knows the branch carries them
+        stat += git_runner.left_out_note(left_out) + "\n"
     return Proposal(
         title=args.title.strip(), body=args.body, base=args.base, head=head,
         draft=args.draft, commits=commits, diff=git_runner.cap_diff(diff), stat=stat,

@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from tools_app.policy import analyse_command, parts_for_preview
-from tools_app.tools import files, git_runner, overlay
+from tools_app.policy import analyse_command, parts_for_preview, secret_targets
+from tools_app.tools import files, git_runner, overlay, secret_files
 from tools_app.tools.agents import SpawnSubagentArgs, spawn_subagent
 from tools_app.tools.base import ToolArgs, ToolContext, ToolError, ToolSpec
 from tools_app.tools.catalogue import CATALOGUE
@@ -87,11 +87,16 @@ def _command_preview(context: ToolContext, _: RunCommandArgs, args: dict[str, An
         "opaque": list(analysis.opaque),
         "sandboxed": overlay.cow_available(),
     }
+    patterns = context.sandbox.secret_paths
+    named = {path for _, path, _ in secret_targets(analysis, context.workspace, patterns)}
+    if named:  # what this command sees unmasked if a person approves it
+        preview["secrets_visible"] = secret_files.covered(context.workspace, patterns, named)
     return preview, None
 
 
 def _commit_preview(context: ToolContext, _: GitCommitArgs, args: dict[str, Any]) -> _Result:
-    commit = git_runner.commit_preview(context.workspace, args.get("files"))
+    patterns = context.sandbox.secret_paths
+    commit = git_runner.commit_preview(context.workspace, args.get("files"), patterns)
     preview = {
         "message": args["message"],
         "files": commit.files,
@@ -100,6 +105,8 @@ def _commit_preview(context: ToolContext, _: GitCommitArgs, args: dict[str, Any]
         "changed_lines": commit.changed_lines,
         "state": {"tree": commit.tree, "base": commit.base},
     }
+    if commit.left_out:
+        preview["secrets_left_out"] = commit.left_out
     return preview, commit.changed_lines
 
 

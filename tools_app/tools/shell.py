@@ -3,14 +3,21 @@ time and output; what it changed is judged before anything is applied."""
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 from collections.abc import Mapping
 
 from pydantic import Field
 
 # The modules, not their names: sandbox imports tools.base, which loads this package.
-from tools_app.tools import overlay, sandbox
-from tools_app.tools.base import MAX_COMMAND_CHARS, ToolArgs, ToolContext, ToolError
+from tools_app.tools import overlay, sandbox, secret_files
+from tools_app.tools.base import (
+    MAX_COMMAND_CHARS,
+    SandboxOptions,
+    ToolArgs,
+    ToolContext,
+    ToolError,
+)
 from tools_app.tools.effect import Effect
 
 DEFAULT_TIMEOUT = 120.0
@@ -66,7 +73,7 @@ def run_argv(
     with overlay.run_copy_on_write(
         ctx.workspace,
         argv,
-        ctx.sandbox,
+        _with_secrets_masked(ctx),
         timeout=timeout,
         should_stop=ctx.should_stop,
         stdin=stdin,
@@ -75,6 +82,14 @@ def run_argv(
         text = format_result(run.result, timeout)
         note = _judge(ctx, run.effect)
     return text + "\n" + note if note else text
+
+
+def _with_secrets_masked(ctx: ToolContext) -> SandboxOptions:
+    """Every secret file of the workspace masked, but those a person approved this
+    command to see (a ToolError when they cannot all be known: nothing runs)."""
+    options = ctx.sandbox
+    masked = secret_files.to_mask(ctx.workspace, options.secret_paths, options.secrets_visible)
+    return dataclasses.replace(options, masked_files=masked)
 
 
 def _judge(ctx: ToolContext, effect: Effect) -> str:

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from tools_app import services
+from tools_app import selectors, services
 from tools_app.management.commands._common import (
     checked_text,
     existing_directory,
@@ -30,11 +30,13 @@ class Command(BaseCommand):
         tool = checked_text(options["tool"], name="TOOL")
         tool_args = load_json_argument(options["args_json"], name="ARGS_JSON")
         workspace = existing_directory(options["workspace"])
+        policy = existing_policy(options["policy"])
         decision = services.policy_evaluate(
-            policy=existing_policy(options["policy"]),
+            policy=policy,
             tool=tool,
             args=tool_args,
             workspace=workspace,
             counters=SessionCounters(),
         )
-        print_json_line(self, decision.as_dict())
+        note = selectors.tracked_secrets_note(policy, workspace)
+        print_json_line(self, {**decision.as_dict(), **({"note": note} if note else {})})
