@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 import tempfile
 import threading
 import time
@@ -20,7 +21,15 @@ import pytest
 from tests.unit.helpers import requires_cow
 from tools_app.tools import sandbox_user
 from tools_app.tools.base import SandboxOptions
-from tools_app.tools.overlay import CowRun, run_copy_on_write, sweep_stale_scratch
+from tools_app.tools.overlay import (
+    CowRun,
+    build_cow_command,
+    make_scratch,
+    remove_scratch,
+    run_copy_on_write,
+    sweep_stale_scratch,
+)
+from tools_app.tools.trees import remove_tree
 
 pytestmark = [pytest.mark.sandbox, requires_cow]
 
@@ -138,6 +147,39 @@ def test_the_workspace_mount_does_not_leak_into_the_command(ws: Path, cow: list[
     descriptor is closed before the command starts (3 is `ls`'s own handle)."""
     out = _run(cow, ws, "ls /proc/self/fd")
     assert set(out.split()) <= {"0", "1", "2", "3"}, out
+
+
+@as_root
+def test_an_unprivileged_worker_s_commands_reach_nothing_of_root_either() -> None:
+    """The chain a worker that is not root runs (its own user namespace), started as
+    `nobody`: the same probes fail, and what the command creates is nobody's on disk."""
+    base = Path(tempfile.mkdtemp(prefix="agentweb-nobody-"))
+    ws = base / "ws"
+    ws.mkdir()
+    scratch = make_scratch(ws)
+    try:
+        os.chmod(base, 0o755)
+        for path in (ws, scratch, scratch / "upper", scratch / "work", scratch / "merged"):
+            os.chown(path, 65534, 65534)
+        full_mode = stat.S_IMODE(os.stat("/dev/full").st_mode)
+        probes = (
+            "(: >> /proc/sys/kernel/core_pattern) 2>/dev/null || echo core_pattern-refused; "
+            f"chmod {full_mode:o} /dev/full 2>/dev/null || echo chmod-refused; "
+            "cat /etc/shadow 2>/dev/null || echo shadow-refused; touch new.txt"
+        )
+        cmd = build_cow_command(ws, ["bash", "-c", probes], SandboxOptions(), scratch)
+        done = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", *cmd],
+            cwd=scratch, capture_output=True, text=True, timeout=60, check=False,
+            env={"PATH": "/usr/bin:/bin", "HOME": "/tmp/home"},
+        )  # fmt: skip
+        said = done.stdout.split()
+        assert said == ["core_pattern-refused", "chmod-refused", "shadow-refused"], done.stderr
+        assert os.stat(scratch / "upper" / "new.txt").st_uid == 65534
+        assert stat.S_IMODE(os.stat("/dev/full").st_mode) == full_mode
+    finally:
+        remove_tree(base, ignore_errors=True)
+        remove_scratch(scratch)
 
 
 # --- bounds ----------------------------------------------------------------------------------
