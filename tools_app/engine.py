@@ -11,11 +11,18 @@ import json
 import logging
 import posixpath
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tools_app.policy import CallFacts, Decision, PolicySpec, SessionCounters, evaluate
+from tools_app.policy import (
+    CallFacts,
+    Decision,
+    PolicySpec,
+    SessionCounters,
+    command_review,
+    evaluate,
+)
 from tools_app.skills import executors as skill_executors
 from tools_app.skills.arguments import validate_arguments
 from tools_app.tools import overlay, sandbox
@@ -185,9 +192,16 @@ def _secret_commit_needs_a_person(decision: Decision, preview: dict[str, Any] | 
 def _preview(
     tool: str, validated: ToolArgs, args: dict[str, Any], context: ToolContext
 ) -> tuple[dict[str, Any] | None, int | None]:
-    """The preview a reviewer would see and the lines the call would change."""
+    """The preview a reviewer would see and the lines the call would change.
+
+    run_command's preview shows the policy's review of the command, passed in here so
+    that the tools import no policy."""
     preview = get_tool(tool).preview
-    return (None, None) if preview is None else preview(context, validated, args)
+    if preview is None:
+        return None, None
+    if context.review_command is None:
+        context = replace(context, review_command=command_review)
+    return preview(context, validated, args)
 
 
 def execute(tool: str, args: Mapping[str, Any], context: ToolContext) -> Outcome:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from tools_app.policy.commands import CommandAnalysis, Redirect, SimpleCommand, analyse_command
 from tools_app.policy.context import (
     FILE_WRITE_TOOLS,
     READ_ONLY_TOOLS,
@@ -19,7 +18,7 @@ from tools_app.policy.loader import (
     validate_policy_dict,
 )
 from tools_app.policy.paths import protected_match
-from tools_app.policy.preview import parts_for_preview
+from tools_app.policy.preview import command_review, parts_for_preview
 from tools_app.policy.rules import exact_pattern
 from tools_app.policy.targets import secret_targets
 from tools_app.policy.types import (
@@ -39,18 +38,15 @@ __all__ = [
     "READ_ONLY_TOOLS",
     "VERDICTS",
     "CallFacts",
-    "CommandAnalysis",
     "Decision",
     "PolicyInvalid",
     "PolicyProblem",
     "PolicySpec",
-    "Redirect",
     "Rule",
     "SessionCounters",
-    "SimpleCommand",
     "Verdict",
-    "analyse_command",
     "argument_strings",
+    "command_review",
     "evaluate",
     "exact_pattern",
     "is_read_only",

@@ -2,8 +2,7 @@
 `registry` (names to runnable specs).
 
 The registry is not re-exported: it loads every tool (httpx, GitPython) and the
-command analysis of the policy, which itself imports this package; import it from
-`tools_app.tools.registry`. The shared shapes below load on first use, so that
+shell analysis; import it from `tools_app.tools.registry`. The shared shapes below load on first use, so that
 importing the catalogue (as the policy does) does not load pydantic either.
 """
 
