@@ -1,9 +1,10 @@
 """The tools: one module per family, `catalogue` (what each tool is, as plain data) and
 `registry` (names to runnable specs).
 
-The registry is not re-exported: it loads every tool (httpx, GitPython) and the
-shell analysis; import it from `tools_app.tools.registry`. The shared shapes below load on first use, so that
-importing the catalogue (as the policy does) does not load pydantic either.
+The registry is not re-exported: it loads every tool (httpx, GitPython) and the shell
+analysis; import it from `tools_app.tools.registry`. The shared shapes below load on
+first use, so that importing the catalogue (as the policy does) does not load pydantic
+either.
 """
 
 from __future__ import annotations
