@@ -25,10 +25,11 @@ from tools_app.policy import (
 )
 from tools_app.skills import executors as skill_executors
 from tools_app.skills.arguments import validate_arguments
-from tools_app.tools import overlay, sandbox
+from tools_app.tools import overlay
 from tools_app.tools.base import ToolArgs, ToolContext, ToolError
 from tools_app.tools.catalogue import facts_for
 from tools_app.tools.jsonsafe import storable_args, storable_text
+from tools_app.tools.paths import relative_to_workspace, resolve_path
 from tools_app.tools.registry import get_tool, validate_args
 
 logger = logging.getLogger(__name__)
@@ -229,10 +230,10 @@ def cache_key(tool: str, args: Mapping[str, Any], workspace: Path) -> CacheKey |
     where = "."
     if scope in ("file", "tree") and args.get("path"):
         try:
-            resolved = sandbox.resolve_path(workspace, str(args["path"]))
+            resolved = resolve_path(workspace, str(args["path"]))
         except ToolError:
             return None
-        where = sandbox.relative_to_workspace(workspace, resolved)
+        where = relative_to_workspace(workspace, resolved)
     return CacheKey(key=args_hash(tool, args), scope=where)
 
 
@@ -240,8 +241,8 @@ def invalidation_for(tool: str, args: Mapping[str, Any], workspace: Path) -> Inv
     """What a call that ran makes stale: a write its file's reads and enclosing listings."""
     writes = facts_for(tool).writes
     if writes == "path":
-        resolved = sandbox.resolve_path(workspace, str(args["path"]))
-        rel = sandbox.relative_to_workspace(workspace, resolved)
+        resolved = resolve_path(workspace, str(args["path"]))
+        rel = relative_to_workspace(workspace, resolved)
         return Invalidation(paths=(rel,), git_state=True)
     if writes == "nothing":
         return Invalidation()

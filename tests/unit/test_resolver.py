@@ -9,7 +9,7 @@ import pytest
 
 from tests.unit.helpers import make_workspace
 from tools_app.tools.base import ToolError
-from tools_app.tools.sandbox import (
+from tools_app.tools.paths import (
     PathOutsideWorkspace,
     is_inside_git_dir,
     is_within,
