@@ -17,7 +17,6 @@ from tools_app.policy.loader import (
     policy_to_dict,
     validate_policy_dict,
 )
-from tools_app.policy.paths import protected_match
 from tools_app.policy.preview import command_review, parts_for_preview
 from tools_app.policy.rules import exact_pattern
 from tools_app.policy.targets import secret_targets
@@ -53,7 +52,6 @@ __all__ = [
     "parts_for_preview",
     "policy_from_dict",
     "policy_to_dict",
-    "protected_match",
     "secret_targets",
     "validate_policy_dict",
 ]
