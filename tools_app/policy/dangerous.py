@@ -12,7 +12,8 @@ import re
 from collections.abc import Callable
 
 from tools_app.policy.patterns import normalise_word, shape_of
-from tools_app.shell.commands import CommandAnalysis, SimpleCommand
+from tools_app.shell.command_types import SimpleCommand
+from tools_app.shell.commands import CommandAnalysis
 from tools_app.shell.programs import is_interpreter, reads_code_from_stdin
 from tools_app.shell.wrappers import SHELLS
 

@@ -17,7 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from tools_app.shell.commands import CommandAnalysis, SimpleCommand, analyse_command
+from tools_app.shell.command_types import SimpleCommand
+from tools_app.shell.commands import CommandAnalysis, analyse_command
 from tools_app.shell.wrappers import SHELLS
 
 _VERSIONED = re.compile(r"^(python|pip|perl|ruby|node|php)[\d.]*$")

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from tools_app.policy.paths import command_target
 from tools_app.policy.patterns import shape_of
-from tools_app.shell.commands import CommandAnalysis, SimpleCommand
+from tools_app.shell.command_types import SimpleCommand
+from tools_app.shell.commands import CommandAnalysis
 from tools_app.tools.paths import in_git_dir, protected_match
 
 _ALL_POSITIONALS = frozenset(

@@ -25,9 +25,7 @@ from tools_app.shell.programs import (
 )
 from tools_app.shell.wrappers import SHELLS, find_exec_commands, unwrap
 
-# Redirect and SimpleCommand are defined in command_types.py; they are named here too
-# because callers have always imported them from this module.
-__all__ = ["CommandAnalysis", "Redirect", "SimpleCommand", "analyse_command"]
+__all__ = ["CommandAnalysis", "analyse_command"]
 
 MAX_DEPTH = 8
 _QUOTED_HEREDOC = re.compile(r"(?<!<)<<(-?)[ \t]*(?:'([^'\n]+)'|\"([^\"\n]+)\"|\\(\w+))")
