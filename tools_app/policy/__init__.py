@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from tools_app.policy.context import (
-    FILE_WRITE_TOOLS,
-    READ_ONLY_TOOLS,
     argument_strings,
     is_read_only,
 )
@@ -33,8 +31,6 @@ from tools_app.policy.types import (
 __all__ = [
     "DEFAULT_POLICY",
     "DEFAULT_PROTECTED_PATHS",
-    "FILE_WRITE_TOOLS",
-    "READ_ONLY_TOOLS",
     "VERDICTS",
     "CallFacts",
     "Decision",
