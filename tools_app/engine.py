@@ -26,8 +26,9 @@ from tools_app.policy import (
 from tools_app.skills import executors as skill_executors
 from tools_app.skills.arguments import validate_arguments
 from tools_app.tools import overlay
-from tools_app.tools.base import ToolArgs, ToolContext, ToolError
+from tools_app.tools.base import ToolArgs, ToolContext
 from tools_app.tools.catalogue import facts_for
+from tools_app.tools.errors import ToolError
 from tools_app.tools.jsonsafe import storable_args, storable_text
 from tools_app.tools.paths import relative_to_workspace, resolve_path
 from tools_app.tools.registry import get_tool, validate_args

@@ -1,4 +1,5 @@
-"""The shape every tool shares: an args model, one function, one error type."""
+"""The shape every tool shares: an args model and one function (the one error type is in
+`errors.py`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
 from tools_app.tools import jsonsafe
 from tools_app.tools.catalogue import ToolFacts
-from tools_app.tools.errors import ToolError
 
 __all__ = [
     "MAX_COMMAND_CHARS",
@@ -23,7 +23,6 @@ __all__ = [
     "SandboxOptions",
     "ToolArgs",
     "ToolContext",
-    "ToolError",
     "ToolSpec",
 ]
 

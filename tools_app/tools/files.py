@@ -17,13 +17,8 @@ from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from tools_app.tools import lines, secret_files
-from tools_app.tools.base import (
-    MAX_PATH_CHARS,
-    MAX_TEXT_CHARS,
-    ToolArgs,
-    ToolContext,
-    ToolError,
-)
+from tools_app.tools.base import MAX_PATH_CHARS, MAX_TEXT_CHARS, ToolArgs, ToolContext
+from tools_app.tools.errors import ToolError
 from tools_app.tools.paths import is_inside_git_dir, relative_to_workspace, resolve_path
 
 MAX_LINES = 2000

@@ -36,7 +36,7 @@ from typing import Any
 
 import git as gitpython
 
-from tools_app.tools.base import ToolError
+from tools_app.tools.errors import ToolError
 from tools_app.tools.paths import (
     is_inside_git_dir,
     protected_match,

@@ -16,9 +16,10 @@ from pydantic import ValidationError
 from tools_app.shell.commands import analyse_command
 from tools_app.tools import files, git_runner, overlay, secret_files
 from tools_app.tools.agents import SpawnSubagentArgs, spawn_subagent
-from tools_app.tools.base import ToolArgs, ToolContext, ToolError, ToolSpec
+from tools_app.tools.base import ToolArgs, ToolContext, ToolSpec
 from tools_app.tools.catalogue import CATALOGUE
 from tools_app.tools.completion import TaskDoneArgs, task_done
+from tools_app.tools.errors import ToolError
 from tools_app.tools.files import (
     EditFileArgs,
     ReadFileArgs,

@@ -14,13 +14,8 @@ from typing import Annotated
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-from tools_app.tools.base import (
-    MAX_COMMAND_CHARS,
-    MAX_PATH_CHARS,
-    ToolArgs,
-    ToolContext,
-    ToolError,
-)
+from tools_app.tools.base import MAX_COMMAND_CHARS, MAX_PATH_CHARS, ToolArgs, ToolContext
+from tools_app.tools.errors import ToolError
 from tools_app.tools.files import drop_default
 from tools_app.tools.paths import protected_match, relative_to_workspace, resolve_path
 
