@@ -31,9 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
 
-from tools_app.policy import PolicySpec, SessionCounters, protected_match
+from tools_app.policy import PolicySpec, SessionCounters
 from tools_app.tools import files, lines, paths, trees
 from tools_app.tools.effect import Effect, EffectEntry
+from tools_app.tools.paths import protected_match
 
 MAX_PREVIEW_CHARS = 2 * 1024 * 1024
 # Past this many files a removed directory is not counted file by file: it waits for a

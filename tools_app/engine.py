@@ -11,17 +11,26 @@ import json
 import logging
 import posixpath
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tools_app.policy import CallFacts, Decision, PolicySpec, SessionCounters, evaluate
+from tools_app.policy import (
+    CallFacts,
+    Decision,
+    PolicySpec,
+    SessionCounters,
+    command_review,
+    evaluate,
+)
 from tools_app.skills import executors as skill_executors
 from tools_app.skills.arguments import validate_arguments
-from tools_app.tools import overlay, sandbox
-from tools_app.tools.base import ToolArgs, ToolContext, ToolError
+from tools_app.tools import overlay
+from tools_app.tools.base import ToolArgs, ToolContext
 from tools_app.tools.catalogue import facts_for
+from tools_app.tools.errors import ToolError
 from tools_app.tools.jsonsafe import storable_args, storable_text
+from tools_app.tools.paths import relative_to_workspace, resolve_path
 from tools_app.tools.registry import get_tool, validate_args
 
 logger = logging.getLogger(__name__)
@@ -185,9 +194,16 @@ def _secret_commit_needs_a_person(decision: Decision, preview: dict[str, Any] | 
 def _preview(
     tool: str, validated: ToolArgs, args: dict[str, Any], context: ToolContext
 ) -> tuple[dict[str, Any] | None, int | None]:
-    """The preview a reviewer would see and the lines the call would change."""
+    """The preview a reviewer would see and the lines the call would change.
+
+    run_command's preview shows the policy's review of the command, passed in here so
+    that the tools import no policy."""
     preview = get_tool(tool).preview
-    return (None, None) if preview is None else preview(context, validated, args)
+    if preview is None:
+        return None, None
+    if context.review_command is None:
+        context = replace(context, review_command=command_review)
+    return preview(context, validated, args)
 
 
 def execute(tool: str, args: Mapping[str, Any], context: ToolContext) -> Outcome:
@@ -215,10 +231,10 @@ def cache_key(tool: str, args: Mapping[str, Any], workspace: Path) -> CacheKey |
     where = "."
     if scope in ("file", "tree") and args.get("path"):
         try:
-            resolved = sandbox.resolve_path(workspace, str(args["path"]))
+            resolved = resolve_path(workspace, str(args["path"]))
         except ToolError:
             return None
-        where = sandbox.relative_to_workspace(workspace, resolved)
+        where = relative_to_workspace(workspace, resolved)
     return CacheKey(key=args_hash(tool, args), scope=where)
 
 
@@ -226,8 +242,8 @@ def invalidation_for(tool: str, args: Mapping[str, Any], workspace: Path) -> Inv
     """What a call that ran makes stale: a write its file's reads and enclosing listings."""
     writes = facts_for(tool).writes
     if writes == "path":
-        resolved = sandbox.resolve_path(workspace, str(args["path"]))
-        rel = sandbox.relative_to_workspace(workspace, resolved)
+        resolved = resolve_path(workspace, str(args["path"]))
+        rel = relative_to_workspace(workspace, resolved)
         return Invalidation(paths=(rel,), git_state=True)
     if writes == "nothing":
         return Invalidation()

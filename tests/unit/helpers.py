@@ -13,8 +13,9 @@ import pytest
 
 from tools_app.tools.base import SandboxOptions, ToolContext
 from tools_app.tools.effect import Effect
+from tools_app.tools.effect_apply import apply_effect
 from tools_app.tools.forge import Proposal, PullRequestRef
-from tools_app.tools.overlay import apply_effect, cow_available
+from tools_app.tools.overlay import cow_available
 from tools_app.tools.paths import in_git_dir
 from tools_app.tools.registry import get_tool, validate_args
 

@@ -7,7 +7,8 @@ import random
 
 import pytest
 
-from tools_app.policy import analyse_command, parts_for_preview
+from tools_app.policy import parts_for_preview
+from tools_app.shell.commands import analyse_command
 
 
 def texts(command: str) -> list[str]:

@@ -10,8 +10,6 @@ import pytest
 
 from tools_app.policy import (
     DEFAULT_POLICY,
-    FILE_WRITE_TOOLS,
-    READ_ONLY_TOOLS,
     CallFacts,
     Decision,
     PolicySpec,
@@ -20,6 +18,7 @@ from tools_app.policy import (
     evaluate,
     policy_from_dict,
 )
+from tools_app.tools.catalogue import FILE_WRITE_TOOLS, READ_ONLY_TOOLS
 
 DEFAULT = policy_from_dict(DEFAULT_POLICY)
 

@@ -18,7 +18,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from tests.unit.helpers import MemoryStore, call, git, git_repo
-from tools_app.tools.base import SandboxOptions, ToolContext, ToolError
+from tools_app.tools.base import SandboxOptions, ToolContext
+from tools_app.tools.errors import ToolError
 from tools_app.tools.forge import ForgeSettings, github_repo
 from tools_app.tools.pull_requests import (
     CreatePullRequestArgs,

@@ -5,13 +5,21 @@ an attacker would: by the command's output, the files on disk and git afterwards
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import git
 from tests.unit.helpers import make_ctx, requires_cow
-from tools_app.policy import DEFAULT_POLICY, CallFacts, SessionCounters, evaluate, policy_from_dict
+from tools_app.policy import (
+    DEFAULT_POLICY,
+    CallFacts,
+    SessionCounters,
+    command_review,
+    evaluate,
+    policy_from_dict,
+)
 from tools_app.tools import git_runner, redaction, secret_files
 from tools_app.tools.base import ToolContext
 from tools_app.tools.errors import ToolError
@@ -97,7 +105,7 @@ def test_a_command_naming_no_secret_path_runs_without_a_person(command: str, rep
 
 
 def test_the_preview_lists_the_secret_files_the_command_would_see(repo: Path) -> None:
-    ctx = ctx_for(repo)
+    ctx = replace(ctx_for(repo), review_command=command_review)
     spec = get_tool("run_command")
     assert spec.preview is not None
     for command, visible in [

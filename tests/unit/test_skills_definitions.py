@@ -14,7 +14,8 @@ from tools_app.skills.arguments import validate_arguments
 from tools_app.skills.definitions import SkillInvalid, skill_from_dict, skill_to_dict
 from tools_app.skills.executors import SkillCall, argument_env, preview, render_prompt
 from tools_app.skills.skillmd import skill_dict_from_markdown
-from tools_app.tools.base import ToolContext, ToolError
+from tools_app.tools.base import ToolContext
+from tools_app.tools.errors import ToolError
 
 SEED = {
     "name": "deploy",

@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 
 from tools_app import engine
 from tools_app.policy import DEFAULT_POLICY, SessionCounters, policy_from_dict
-from tools_app.tools import ToolArgs, ToolError, jsonsafe
-from tools_app.tools.base import MAX_COMMAND_CHARS, MAX_PATH_CHARS, MAX_TEXT_CHARS
+from tools_app.tools import jsonsafe
+from tools_app.tools.base import MAX_COMMAND_CHARS, MAX_PATH_CHARS, MAX_TEXT_CHARS, ToolArgs
+from tools_app.tools.errors import ToolError
 from tools_app.tools.registry import REGISTRY, validate_args
 
 EXAMPLES = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

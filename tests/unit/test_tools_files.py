@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.unit.helpers import call, make_ctx, make_workspace, snapshot
-from tools_app.tools.base import ToolError
+from tools_app.tools.errors import ToolError
 from tools_app.tools.files import apply_file_change, plan_file_change
 
 # --- read_file ------------------------------------------------------------------------

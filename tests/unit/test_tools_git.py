@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.unit.helpers import git, git_repo, make_workspace, snapshot
-from tools_app.tools.base import ToolError
+from tools_app.tools.errors import ToolError
 from tools_app.tools.git_runner import commit_preview
 
 

@@ -9,7 +9,8 @@ import pytest
 
 from tests.unit.helpers import call, git, git_repo, make_workspace
 from tools_app import engine
-from tools_app.tools.base import ToolContext, ToolError
+from tools_app.tools.base import ToolContext
+from tools_app.tools.errors import ToolError
 from tools_app.tools.git_runner import commit_preview
 
 

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from tools_app.tools.base import ToolContext, ToolError
+from tools_app.tools.base import ToolContext
 from tools_app.tools.catalogue import CATALOGUE, READ_ONLY_TOOLS
+from tools_app.tools.errors import ToolError
 from tools_app.tools.files import ReadFileArgs
 from tools_app.tools.registry import REGISTRY, core_tool_schemas, get_tool, validate_args
 from tools_app.tools.shell import RunCommandArgs

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.unit.helpers import call, make_ctx, make_workspace, requires_cow
-from tools_app.tools.base import SandboxOptions, ToolContext, ToolError
+from tools_app.tools.base import SandboxOptions, ToolContext
 from tools_app.tools.effect import Effect
+from tools_app.tools.errors import ToolError
 from tools_app.tools.overlay import run_copy_on_write
 from tools_app.tools.sandbox import OUTPUT_LIMIT, run_plain
 from tools_app.tools.shell import NO_HANDLER_NOTE, format_result

@@ -22,12 +22,12 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from pydantic import ValidationError
 
-from tools_app.tools.base import SandboxOptions, ToolContext, ToolError
-from tools_app.tools.netguard import host_allowed, parse_target
+from tools_app.tools.base import SandboxOptions, ToolContext
+from tools_app.tools.errors import ToolError
+from tools_app.tools.netguard import check_target, host_allowed, parse_target
 from tools_app.tools.web import (
     WEB_FETCH_DESCRIPTION,
     WebFetchArgs,
-    check_target,
     web_fetch,
     web_fetch_with,
 )

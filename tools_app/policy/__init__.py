@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from tools_app.policy.commands import CommandAnalysis, Redirect, SimpleCommand, analyse_command
 from tools_app.policy.context import (
-    FILE_WRITE_TOOLS,
-    READ_ONLY_TOOLS,
     argument_strings,
     is_read_only,
 )
@@ -18,8 +15,7 @@ from tools_app.policy.loader import (
     policy_to_dict,
     validate_policy_dict,
 )
-from tools_app.policy.paths import protected_match
-from tools_app.policy.preview import parts_for_preview
+from tools_app.policy.preview import command_review, parts_for_preview
 from tools_app.policy.rules import exact_pattern
 from tools_app.policy.targets import secret_targets
 from tools_app.policy.types import (
@@ -35,29 +31,23 @@ from tools_app.policy.types import (
 __all__ = [
     "DEFAULT_POLICY",
     "DEFAULT_PROTECTED_PATHS",
-    "FILE_WRITE_TOOLS",
-    "READ_ONLY_TOOLS",
     "VERDICTS",
     "CallFacts",
-    "CommandAnalysis",
     "Decision",
     "PolicyInvalid",
     "PolicyProblem",
     "PolicySpec",
-    "Redirect",
     "Rule",
     "SessionCounters",
-    "SimpleCommand",
     "Verdict",
-    "analyse_command",
     "argument_strings",
+    "command_review",
     "evaluate",
     "exact_pattern",
     "is_read_only",
     "parts_for_preview",
     "policy_from_dict",
     "policy_to_dict",
-    "protected_match",
     "secret_targets",
     "validate_policy_dict",
 ]

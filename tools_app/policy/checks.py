@@ -10,9 +10,8 @@ from collections.abc import Sequence
 from typing import ClassVar
 from urllib.parse import urlsplit
 
-from tools_app.policy.context import FILE_WRITE_TOOLS, CallContext
+from tools_app.policy.context import CallContext
 from tools_app.policy.dangerous import dangerous_reason
-from tools_app.policy.paths import in_git_dir, protected_match
 from tools_app.policy.patterns import compile_pattern, first_match
 from tools_app.policy.risky_commands import (
     APPROVE,
@@ -21,9 +20,10 @@ from tools_app.policy.risky_commands import (
 )
 from tools_app.policy.targets import secret_targets, write_targets
 from tools_app.policy.types import Decision, Verdict
-from tools_app.tools.catalogue import is_skill_tool
+from tools_app.tools.catalogue import FILE_WRITE_TOOLS, is_skill_tool
 from tools_app.tools.errors import ToolError
 from tools_app.tools.netguard import check_target, host_allowed, parse_target
+from tools_app.tools.paths import in_git_dir, protected_match
 from tools_app.tools.shell import DEFAULT_TIMEOUT as DEFAULT_COMMAND_TIMEOUT
 
 

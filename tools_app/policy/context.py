@@ -8,14 +8,12 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from tools_app.policy.commands import CommandAnalysis, analyse_command
 from tools_app.policy.paths import workspace_relative
 from tools_app.policy.types import CallFacts, PolicySpec, SessionCounters
-from tools_app.tools.catalogue import CATALOGUE, FILE_WRITE_TOOLS, PATH_ARGS, READ_ONLY_TOOLS
+from tools_app.shell.commands import CommandAnalysis, analyse_command
+from tools_app.tools.catalogue import CATALOGUE, PATH_ARGS
 
 __all__ = [
-    "FILE_WRITE_TOOLS",
-    "READ_ONLY_TOOLS",
     "CallContext",
     "argument_strings",
     "is_read_only",

@@ -11,10 +11,11 @@ import posixpath
 import re
 from collections.abc import Callable
 
-from tools_app.policy.commands import CommandAnalysis, SimpleCommand
 from tools_app.policy.patterns import normalise_word, shape_of
-from tools_app.policy.programs import is_interpreter, reads_code_from_stdin
-from tools_app.policy.wrappers import SHELLS
+from tools_app.shell.command_types import SimpleCommand
+from tools_app.shell.commands import CommandAnalysis
+from tools_app.shell.programs import is_interpreter, reads_code_from_stdin
+from tools_app.shell.wrappers import SHELLS
 
 _FORK_BOMB = re.compile(r"([\w:.\-]+)\s*\(\s*\)\s*\{[^}]*\1\s*\|\s*\1\s*&")
 _PERL_FORK = re.compile(r"\bfork\s+while\s+fork\b")

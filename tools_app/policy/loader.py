@@ -12,7 +12,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tools_app.policy.defaults import DEFAULT_SPEC
-from tools_app.policy.paths import pattern_problem
 from tools_app.policy.patterns import compile_pattern
 from tools_app.policy.rules import value_pattern_problem
 from tools_app.policy.types import (
@@ -23,6 +22,7 @@ from tools_app.policy.types import (
     Rule,
     field_values,
 )
+from tools_app.tools.paths import pattern_problem
 
 LIST_FIELDS = tuple(f.name for f in POLICY_FIELDS if f.kind == "list")
 INT_FIELDS = {f.name: f.minimum for f in POLICY_FIELDS if f.kind == "int"}

@@ -1,7 +1,7 @@
-"""Protected-path patterns and workspace paths as the policy sees them.
+"""Workspace paths as the policy sees them: a tool's path and a command's write target.
 
-The matching itself lives in `tools_app.tools.paths` (one matcher for the file tools,
-the policy and the sandbox); these are the policy's names for it.
+Protected-path matching itself lives in `tools_app.tools.paths` (one matcher for the
+file tools, the policy and the sandbox); the policy imports it from there.
 """
 
 from __future__ import annotations
@@ -11,22 +11,7 @@ import posixpath
 from pathlib import Path
 
 from tools_app.tools.errors import ToolError
-from tools_app.tools.paths import (
-    in_git_dir,
-    is_within,
-    pattern_problem,
-    protected_match,
-    relative_to_workspace,
-    resolve_path,
-)
-
-__all__ = [
-    "command_target",
-    "in_git_dir",
-    "pattern_problem",
-    "protected_match",
-    "workspace_relative",
-]
+from tools_app.tools.paths import is_within, relative_to_workspace, resolve_path
 
 
 def workspace_relative(workspace: Path, path: str, *, argument: str = "path") -> str:

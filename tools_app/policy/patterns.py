@@ -17,8 +17,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from tools_app.policy.commands import CommandAnalysis, SimpleCommand, analyse_command
-from tools_app.policy.wrappers import SHELLS
+from tools_app.shell.command_types import SimpleCommand
+from tools_app.shell.commands import CommandAnalysis, analyse_command
+from tools_app.shell.wrappers import SHELLS
 
 _VERSIONED = re.compile(r"^(python|pip|perl|ruby|node|php)[\d.]*$")
 _RM_ALIASES = {"--recursive": "r", "R": "r", "--force": "f", "--dir": "d"}

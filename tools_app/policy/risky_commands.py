@@ -14,8 +14,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tools_app.policy.commands import CommandAnalysis, SimpleCommand
 from tools_app.policy.patterns import family, first_match, shape_of
+from tools_app.shell.command_types import SimpleCommand
+from tools_app.shell.commands import CommandAnalysis
 
 APPROVE = "; a person must approve it"
 

@@ -12,9 +12,11 @@ import posixpath
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from tools_app.policy.commands import CommandAnalysis, SimpleCommand
-from tools_app.policy.paths import command_target, in_git_dir, protected_match
+from tools_app.policy.paths import command_target
 from tools_app.policy.patterns import shape_of
+from tools_app.shell.command_types import SimpleCommand
+from tools_app.shell.commands import CommandAnalysis
+from tools_app.tools.paths import in_git_dir, protected_match
 
 _ALL_POSITIONALS = frozenset(
     {"tee", "rm", "rmdir", "unlink", "shred", "truncate", "touch", "mkdir", "sed", "perl"}

@@ -9,7 +9,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from tools_app.tools.base import ToolError
+from tools_app.tools.errors import ToolError
 from tools_app.tools.jsonsafe import printable, storable_args
 
 MAX_MESSAGES = 5

@@ -28,8 +28,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from tools_app.tools import shell
-from tools_app.tools.base import ToolContext, ToolError
+from tools_app.tools.base import ToolContext
 from tools_app.tools.catalogue import qualified_skill_tool
+from tools_app.tools.errors import ToolError
 from tools_app.tools.netguard import parse_target
 from tools_app.tools.web import WebFetchArgs, fetch
 

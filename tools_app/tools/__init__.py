@@ -1,27 +1,8 @@
 """The tools: one module per family, `catalogue` (what each tool is, as plain data) and
 `registry` (names to runnable specs).
 
-The registry is not re-exported: it loads every tool (httpx, GitPython) and the
-command analysis of the policy, which itself imports this package; import it from
-`tools_app.tools.registry`. The shared shapes below load on first use, so that
-importing the catalogue (as the policy does) does not load pydantic either.
+Nothing is re-exported here, so that importing the catalogue (as the policy does) loads
+neither pydantic nor the tools. The shared shapes are in `tools_app.tools.base`, the one
+error type in `tools_app.tools.errors`, the registry (every tool: httpx, GitPython, the
+shell analysis) in `tools_app.tools.registry`.
 """
-
-from __future__ import annotations
-
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from tools_app.tools.base import ToolArgs, ToolContext, ToolError, ToolSpec
-
-__all__ = ["ToolArgs", "ToolContext", "ToolError", "ToolSpec"]
-
-_FROM_BASE = frozenset(__all__)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _FROM_BASE:
-        from tools_app.tools import base
-
-        return getattr(base, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

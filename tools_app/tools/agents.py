@@ -9,13 +9,8 @@ from typing import Literal
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-from tools_app.tools.base import (
-    MAX_COMMAND_CHARS,
-    MAX_NAME_CHARS,
-    ToolArgs,
-    ToolContext,
-    ToolError,
-)
+from tools_app.tools.base import MAX_COMMAND_CHARS, MAX_NAME_CHARS, ToolArgs, ToolContext
+from tools_app.tools.errors import ToolError
 from tools_app.tools.files import drop_default
 
 

@@ -1,4 +1,5 @@
-"""The shape every tool shares: an args model, one function, one error type."""
+"""The shape every tool shares: an args model and one function (the one error type is in
+`errors.py`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
 from tools_app.tools import jsonsafe
 from tools_app.tools.catalogue import ToolFacts
-from tools_app.tools.errors import ToolError
 
 __all__ = [
     "MAX_COMMAND_CHARS",
@@ -19,10 +19,10 @@ __all__ = [
     "MAX_PATH_CHARS",
     "MAX_TEXT_CHARS",
     "Preview",
+    "ReviewCommand",
     "SandboxOptions",
     "ToolArgs",
     "ToolContext",
-    "ToolError",
     "ToolSpec",
 ]
 
@@ -34,6 +34,7 @@ MAX_COMMAND_CHARS = 100_000  # a command line, a regex, a commit message
 MAX_TEXT_CHARS = 5_000_000  # a whole file's content (the API refuses bodies over 10 MB)
 
 if TYPE_CHECKING:
+    from tools_app.shell.commands import CommandAnalysis
     from tools_app.tools.effect import Effect
     from tools_app.tools.forge import ForgeSettings
 
@@ -100,6 +101,17 @@ class ToolContext:
     # Judges and applies what a command changed in its copy-on-write view (the engine's
     # policy) and returns a note for the agent; None: nothing a command does is applied.
     effect_handler: Callable[[Effect], str] | None = None
+    # What the policy says about a command, for run_command's preview: passed in by the
+    # engine (`policy.preview.command_review`), so that the tools import no policy.
+    review_command: ReviewCommand | None = None
+
+
+# Each simple command of a command with why it is held (the preview's "parts"), and the
+# workspace paths it names that the secret patterns cover: called with the analysis, the
+# workspace and the secret patterns.
+ReviewCommand = Callable[
+    ["CommandAnalysis", Path, tuple[str, ...]], tuple[list[dict[str, Any]], set[str]]
+]
 
 
 # How a tool shows a reviewer what a call would do, before it runs: called with the

@@ -6,13 +6,8 @@ from typing import Annotated
 
 from pydantic import Field
 
-from tools_app.tools.base import (
-    MAX_COMMAND_CHARS,
-    MAX_PATH_CHARS,
-    ToolArgs,
-    ToolContext,
-    ToolError,
-)
+from tools_app.tools.base import MAX_COMMAND_CHARS, MAX_PATH_CHARS, ToolArgs, ToolContext
+from tools_app.tools.errors import ToolError
 
 
 class TaskDoneArgs(ToolArgs):

@@ -16,15 +16,10 @@ from typing import IO, Annotated, Any
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-# The module, not its names: sandbox imports tools.base, which loads this package.
-from tools_app.tools import lines, sandbox, secret_files
-from tools_app.tools.base import (
-    MAX_PATH_CHARS,
-    MAX_TEXT_CHARS,
-    ToolArgs,
-    ToolContext,
-    ToolError,
-)
+from tools_app.tools import lines, secret_files
+from tools_app.tools.base import MAX_PATH_CHARS, MAX_TEXT_CHARS, ToolArgs, ToolContext
+from tools_app.tools.errors import ToolError
+from tools_app.tools.paths import is_inside_git_dir, relative_to_workspace, resolve_path
 
 MAX_LINES = 2000
 MAX_OUTPUT_BYTES = 256 * 1024
@@ -163,7 +158,7 @@ def _binary_error(path: str, what: str) -> ToolError:
 
 
 def _existing_file(ctx: ToolContext, path: str, *, tool: str) -> Path:
-    resolved = sandbox.resolve_path(ctx.workspace, path)
+    resolved = resolve_path(ctx.workspace, path)
     if not resolved.exists():
         hint = (
             "use write_file to create it"
@@ -215,7 +210,7 @@ def plan_file_change(
     if not isinstance(parsed, model):
         raise ToolError(f"Arguments for {tool_name} must be {model.__name__}.")
     resolved = _writable_path(ctx, parsed.path)
-    rel = sandbox.relative_to_workspace(ctx.workspace, resolved)
+    rel = relative_to_workspace(ctx.workspace, resolved)
     if isinstance(parsed, EditFileArgs):
         before_bytes, before = _current_text(ctx, parsed.path, for_edit=True)
         after = _edited(before or "", parsed)
@@ -240,8 +235,8 @@ def _unencodable(text: str) -> bool:
 
 
 def _writable_path(ctx: ToolContext, path: str) -> Path:
-    resolved = sandbox.resolve_path(ctx.workspace, path)
-    if sandbox.is_inside_git_dir(ctx.workspace, resolved):
+    resolved = resolve_path(ctx.workspace, path)
+    if is_inside_git_dir(ctx.workspace, resolved):
         raise ToolError(
             f"{path} is inside a .git directory; file tools never write there. "
             "Use the git tools (git_commit, git_branch) instead."
@@ -255,7 +250,7 @@ def _current_text(
     ctx: ToolContext, path: str, *, for_edit: bool
 ) -> tuple[bytes | None, str | None]:
     """The file's bytes and text; (None, None) for a new file; text None when binary."""
-    resolved = sandbox.resolve_path(ctx.workspace, path)
+    resolved = resolve_path(ctx.workspace, path)
     if not resolved.exists() and not for_edit:
         return None, None
     resolved = _existing_file(ctx, path, tool="edit_file" if for_edit else "write_file")
@@ -317,8 +312,8 @@ def _split_lines(text: str) -> list[str]:
 
 def _missing(ctx: ToolContext, path: str) -> FileChange:
     """A stand-in change for a file whose edit no longer applies: only its hash counts."""
-    resolved = sandbox.resolve_path(ctx.workspace, path)
-    rel = sandbox.relative_to_workspace(ctx.workspace, resolved)
+    resolved = resolve_path(ctx.workspace, path)
+    rel = relative_to_workspace(ctx.workspace, resolved)
     data = resolved.read_bytes() if resolved.is_file() else None
     digest = None if data is None else hashlib.sha256(data).hexdigest()
     return FileChange(rel, None, "", "", 0, resolved, digest)

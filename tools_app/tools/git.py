@@ -22,8 +22,8 @@ from tools_app.tools.base import (
     MAX_PATH_CHARS,
     ToolArgs,
     ToolContext,
-    ToolError,
 )
+from tools_app.tools.errors import ToolError
 from tools_app.tools.files import drop_default
 
 MAX_LOG_COUNT = 500

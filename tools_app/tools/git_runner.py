@@ -36,10 +36,13 @@ from typing import Any
 
 import git as gitpython
 
-# The module, not its names: sandbox imports tools.base, which loads this package.
-from tools_app.tools import sandbox
-from tools_app.tools.base import ToolError
-from tools_app.tools.paths import protected_match
+from tools_app.tools.errors import ToolError
+from tools_app.tools.paths import (
+    is_inside_git_dir,
+    protected_match,
+    relative_to_workspace,
+    resolve_path,
+)
 
 GIT_TIMEOUT = 120.0
 MAX_PREVIEW_DIFF = 5 * 1024 * 1024
@@ -416,10 +419,10 @@ def repo_paths(workspace: Path, files: list[str] | None) -> list[str]:
     """Workspace-relative paths, each checked to be inside the workspace and not in .git."""
     paths: list[str] = []
     for name in files or []:
-        resolved = sandbox.resolve_path(workspace, name, argument="files")
-        if sandbox.is_inside_git_dir(workspace, resolved):
+        resolved = resolve_path(workspace, name, argument="files")
+        if is_inside_git_dir(workspace, resolved):
             raise ToolError(f"{name} is inside .git; commit files of the working tree.")
-        paths.append(sandbox.relative_to_workspace(workspace, resolved))
+        paths.append(relative_to_workspace(workspace, resolved))
     return paths
 
 

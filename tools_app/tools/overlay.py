@@ -38,12 +38,6 @@ from types import TracebackType
 from tools_app.tools import sandbox, sandbox_user
 from tools_app.tools.base import SandboxOptions
 from tools_app.tools.effect import Effect
-from tools_app.tools.effect_apply import (
-    apply_effect,
-    drop_held_effect,
-    hold_effect,
-    load_held_effect,
-)
 from tools_app.tools.effect_reader import read_effect
 from tools_app.tools.errors import ToolError
 from tools_app.tools.paths import is_within
@@ -51,13 +45,9 @@ from tools_app.tools.trees import remove_tree
 
 __all__ = [
     "CowRun",
-    "apply_effect",
     "build_cow_command",
     "cow_available",
-    "drop_held_effect",
     "hidden_paths",
-    "hold_effect",
-    "load_held_effect",
     "make_scratch",
     "readonly_paths",
     "remove_scratch",

@@ -92,11 +92,6 @@ def protected_match(patterns: Iterable[str], relative: str) -> str | None:
     return None
 
 
-def matches_protected(relative: str, patterns: Iterable[str]) -> bool:
-    """True when any pattern covers `relative` (argument order of the old sandbox API)."""
-    return protected_match(patterns, relative) is not None
-
-
 def _usable(pattern: str) -> bool:
     stripped = pattern.strip()
     return bool(stripped) and not stripped.startswith("#") and stripped.strip("/") != ""

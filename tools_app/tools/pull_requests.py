@@ -28,13 +28,8 @@ import git as gitpython
 from pydantic import Field, field_validator
 
 from tools_app.tools import forge, git_runner
-from tools_app.tools.base import (
-    MAX_COMMAND_CHARS,
-    MAX_NAME_CHARS,
-    ToolArgs,
-    ToolContext,
-    ToolError,
-)
+from tools_app.tools.base import MAX_COMMAND_CHARS, MAX_NAME_CHARS, ToolArgs, ToolContext
+from tools_app.tools.errors import ToolError
 from tools_app.tools.forge import ForgeSettings, GitHubRepo, Proposal, PullRequestRef
 
 PUSH_TIMEOUT = 300.0

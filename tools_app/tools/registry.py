@@ -13,12 +13,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from tools_app.policy import analyse_command, parts_for_preview, secret_targets
+from tools_app.shell.commands import analyse_command
 from tools_app.tools import files, git_runner, overlay, secret_files
 from tools_app.tools.agents import SpawnSubagentArgs, spawn_subagent
-from tools_app.tools.base import ToolArgs, ToolContext, ToolError, ToolSpec
+from tools_app.tools.base import ToolArgs, ToolContext, ToolSpec
 from tools_app.tools.catalogue import CATALOGUE
 from tools_app.tools.completion import TaskDoneArgs, task_done
+from tools_app.tools.errors import ToolError
 from tools_app.tools.files import (
     EditFileArgs,
     ReadFileArgs,
@@ -79,16 +80,18 @@ def _edit_preview(context: ToolContext, _: EditFileArgs, args: dict[str, Any]) -
 
 
 def _command_preview(context: ToolContext, _: RunCommandArgs, args: dict[str, Any]) -> _Result:
+    if context.review_command is None:
+        raise ToolError("run_command's preview needs the policy's review of the command")
     analysis = analyse_command(str(args["command"]))
+    patterns = context.sandbox.secret_paths
+    parts, named = context.review_command(analysis, context.workspace, patterns)
     preview = {
         "command": args["command"],
         "timeout": args.get("timeout", 120),
-        "parts": parts_for_preview(analysis),
+        "parts": parts,
         "opaque": list(analysis.opaque),
         "sandboxed": overlay.cow_available(),
     }
-    patterns = context.sandbox.secret_paths
-    named = {path for _, path, _ in secret_targets(analysis, context.workspace, patterns)}
     if named:  # what this command sees unmasked if a person approves it
         preview["secrets_visible"] = secret_files.covered(context.workspace, patterns, named)
     return preview, None

@@ -2,8 +2,7 @@
 
 `tools/overlay.py` wraps a command in its copy-on-write sandbox and runs it through
 `run_process`; where that sandbox cannot work, `run_plain` runs it as a plain process
-(the policy then asks a person first). The path helpers are re-exported from
-`tools/paths.py` for the callers that have always imported them from here.
+(the policy then asks a person first). The path helpers are in `tools/paths.py`.
 """
 
 from __future__ import annotations
@@ -20,24 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from tools_app.tools.paths import (
-    PathOutsideWorkspace,
-    is_inside_git_dir,
-    is_within,
-    matches_protected,
-    relative_to_workspace,
-    resolve_path,
-)
-
 __all__ = [
     "OUTPUT_LIMIT",
     "CommandResult",
-    "PathOutsideWorkspace",
-    "is_inside_git_dir",
-    "is_within",
-    "matches_protected",
-    "relative_to_workspace",
-    "resolve_path",
     "run_plain",
     "run_process",
     "scrubbed_env",

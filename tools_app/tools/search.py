@@ -14,16 +14,10 @@ from typing import Annotated
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-# The module, not its names: sandbox imports tools.base, which loads this package.
-from tools_app.tools import sandbox
-from tools_app.tools.base import (
-    MAX_COMMAND_CHARS,
-    MAX_PATH_CHARS,
-    ToolArgs,
-    ToolContext,
-    ToolError,
-)
+from tools_app.tools.base import MAX_COMMAND_CHARS, MAX_PATH_CHARS, ToolArgs, ToolContext
+from tools_app.tools.errors import ToolError
 from tools_app.tools.files import drop_default
+from tools_app.tools.paths import protected_match, relative_to_workspace, resolve_path
 
 SEARCH_TIMEOUT = 60.0
 COUNT_LIMIT = 100_000
@@ -79,10 +73,10 @@ def rg_binary() -> str:
 
 def search_codebase(ctx: ToolContext, args: SearchCodebaseArgs) -> str:
     """Matching lines as `path:line:text`, relative to the workspace, at most max_results."""
-    resolved = sandbox.resolve_path(ctx.workspace, args.path)
+    resolved = resolve_path(ctx.workspace, args.path)
     if not resolved.exists():
         raise ToolError(f"`path` {args.path} does not exist; use list_files to find a directory.")
-    rel = sandbox.relative_to_workspace(ctx.workspace, resolved)
+    rel = relative_to_workspace(ctx.workspace, resolved)
     cmd = [rg_binary(), "--no-config", "--line-number", "--with-filename", "--no-heading"]
     cmd += ["--color=never", "--no-follow", "--hidden", "--max-columns=500", "--null"]
     cmd += ["--max-columns-preview", "--glob=!.git", "--glob=!node_modules"]
@@ -119,9 +113,9 @@ class _ResultFilter:
         self.secrets = secrets
 
     def __call__(self, path: str) -> bool:
-        if self.secrets and sandbox.matches_protected(path, self.secrets):
+        if self.secrets and protected_match(self.secrets, path) is not None:
             return False
-        return not self.include or sandbox.matches_protected(path, self.include)
+        return not self.include or protected_match(self.include, path) is not None
 
 
 def _run_rg(
@@ -177,14 +171,14 @@ def _rg_error(stderr: str) -> ToolError:
 
 def list_files(ctx: ToolContext, args: ListFilesArgs) -> str:
     """A sorted listing (directories end in `/`) without node_modules/ and .git/."""
-    resolved = sandbox.resolve_path(ctx.workspace, args.path)
+    resolved = resolve_path(ctx.workspace, args.path)
     if not resolved.exists():
         raise ToolError(f"Directory not found: {args.path}; list '.' to see the workspace root.")
     if not resolved.is_dir():
         raise ToolError(f"{args.path} is a file, not a directory; use read_file to read it.")
     root = Path(os.path.realpath(ctx.workspace))
     entries, capped = _walk(resolved, root, args)
-    where = sandbox.relative_to_workspace(ctx.workspace, resolved)
+    where = relative_to_workspace(ctx.workspace, resolved)
     if not entries:
         suffix = f" matching {args.pattern!r}" if args.pattern else ""
         return f"No files{suffix} in {where}"

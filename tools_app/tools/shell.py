@@ -11,14 +11,9 @@ from pydantic import Field
 
 # The modules, not their names: sandbox imports tools.base, which loads this package.
 from tools_app.tools import overlay, sandbox, secret_files
-from tools_app.tools.base import (
-    MAX_COMMAND_CHARS,
-    SandboxOptions,
-    ToolArgs,
-    ToolContext,
-    ToolError,
-)
+from tools_app.tools.base import MAX_COMMAND_CHARS, SandboxOptions, ToolArgs, ToolContext
 from tools_app.tools.effect import Effect
+from tools_app.tools.errors import ToolError
 
 DEFAULT_TIMEOUT = 120.0
 MAX_TIMEOUT = 3600.0

@@ -26,20 +26,14 @@ from pydantic import Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from tools_app.tools import netguard
-from tools_app.tools.base import (
-    MAX_NAME_CHARS,
-    MAX_TEXT_CHARS,
-    ToolArgs,
-    ToolContext,
-    ToolError,
-)
+from tools_app.tools.base import MAX_NAME_CHARS, MAX_TEXT_CHARS, ToolArgs, ToolContext
+from tools_app.tools.errors import ToolError
 from tools_app.tools.files import drop_default
-from tools_app.tools.netguard import IPAddress, Target, check_target
+from tools_app.tools.netguard import IPAddress, Target
 
 __all__ = [
     "WEB_FETCH_DESCRIPTION",
     "WebFetchArgs",
-    "check_target",
     "web_fetch",
     "web_fetch_with",
 ]

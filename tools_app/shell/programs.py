@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from tools_app.policy.command_types import SimpleCommand
-from tools_app.policy.wrappers import (
+from tools_app.shell.command_types import SimpleCommand
+from tools_app.shell.wrappers import (
     SHELLS,
     WRAPPERS,
     awk_runs_commands,

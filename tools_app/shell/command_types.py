@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tools_app.policy.wrappers import program_name
+from tools_app.shell.wrappers import program_name
 
 
 @dataclass(frozen=True)

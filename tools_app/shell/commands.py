@@ -16,18 +16,16 @@ from typing import Any
 
 import bashlex  # type: ignore[import-untyped, unused-ignore]
 
-from tools_app.policy.command_types import Redirect, SimpleCommand
-from tools_app.policy.programs import (
+from tools_app.shell.command_types import Redirect, SimpleCommand
+from tools_app.shell.programs import (
     command_notes,
     reads_code_from_stdin,
     reads_only,
     unknown_wrapper_tail,
 )
-from tools_app.policy.wrappers import SHELLS, find_exec_commands, unwrap
+from tools_app.shell.wrappers import SHELLS, find_exec_commands, unwrap
 
-# Redirect and SimpleCommand are defined in command_types.py; they are named here too
-# because callers have always imported them from this module.
-__all__ = ["CommandAnalysis", "Redirect", "SimpleCommand", "analyse_command"]
+__all__ = ["CommandAnalysis", "analyse_command"]
 
 MAX_DEPTH = 8
 _QUOTED_HEREDOC = re.compile(r"(?<!<)<<(-?)[ \t]*(?:'([^'\n]+)'|\"([^\"\n]+)\"|\\(\w+))")
