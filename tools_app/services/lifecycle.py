@@ -11,7 +11,7 @@ waking its agent — and a held effect nobody will apply is dropped on every way
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,7 +48,7 @@ class Move:
     passes_through: tuple[str, ...] = ()  # statuses announced before the target
 
 
-def _move(sources: set[str], targets: set[str], **kwargs: Any) -> Move:
+def _move(sources: Iterable[str], targets: Iterable[str], **kwargs: Any) -> Move:
     return Move(frozenset(sources), frozenset(targets), **kwargs)
 
 

@@ -6,6 +6,7 @@ import logging
 import os
 import socket
 from datetime import timedelta
+from typing import Any
 
 from django.db.models import Q
 from django.utils import timezone
@@ -98,7 +99,7 @@ def _recover(call: ToolCall) -> int:
             f"The worker running this {call.tool} stopped before it finished. It may have "
             "partly run, so it was not run again: check the workspace before retrying."
         )  # final: the session's agent goes on from here
-        fields = {"result": note, "runner": "", "finished_at": timezone.now()}
+        fields: dict[str, Any] = {"result": note, "runner": "", "finished_at": timezone.now()}
         return int(tool_call_move(call, "recover_fail", where=same_runner, **fields))
     if not tool_call_move(
         call, "recover_rerun", where=same_runner, result="", runner="", finished_at=None

@@ -19,7 +19,7 @@ from tools_app.models import AgentSession, Policy, ToolCall
 from tools_app.policy import FILE_WRITE_TOOLS, Decision, PolicySpec, SessionCounters
 from tools_app.policy.paths import workspace_relative
 from tools_app.services import cache, effects, subagents
-from tools_app.services.lifecycle import approved_by_person, tool_call_move
+from tools_app.services.lifecycle import EFFECT_TOOL, approved_by_person, tool_call_move
 from tools_app.services.policies import load_policy_or_denial
 from tools_app.services.pull_request_store import PullRequestStore
 from tools_app.services.queueing import EVALUATE_TOOL_CALL, tool_call_enqueue
@@ -200,7 +200,7 @@ def _run_claimed(call: ToolCall) -> ToolCall:
     cached = cache.lookup(call)
     if cached is not None:
         return _tool_call_finish(call, Status.SUCCEEDED, cached, from_cache=True)
-    if call.tool == effects.EFFECT_TOOL:
+    if call.tool == EFFECT_TOOL:
         outcome = effects.effect_apply_held(call=call)
     elif is_skill_tool(call.tool):
         outcome = skill_call_run(call=call, context=tool_context(call.session, call))
@@ -279,7 +279,7 @@ def _tool_call_finish(
     now = timezone.now()
     result = _redacted(call, result)
     with transaction.atomic():
-        fields = {"result": result, "from_cache": from_cache, "finished_at": now}
+        fields: dict[str, Any] = {"result": result, "from_cache": from_cache, "finished_at": now}
         # A person's approval refreshes the session (healing one left `waiting` by racing
         # decisions) and wakes its agent; an agent's call run outside its turn wakes it.
         finished = tool_call_move(call, "finish", to=status, **fields)
