@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -394,3 +395,20 @@ def test_deleting_the_index_refuses_the_whole_effect(
     assert "commands never change .git" in ran.result
     assert not (workspace / "notes.txt").exists()
     assert (workspace / ".git" / "index").exists()
+
+
+def test_cancelling_the_session_drops_the_effect_it_held(
+    session: AgentSession, workspace: Path, settings: Any, tmp_path: Path
+) -> None:
+    """A held effect nobody will apply leaves no bytes under AGENTWEB_VAR/effects, whether
+    it was denied, expired or, as here, cancelled with its session."""
+    settings.AGENTWEB_VAR = tmp_path / "var"
+    store = tmp_path / "var" / "effects"
+    run_script(session, "echo TOKEN=1 > package.json")
+    [held] = held_calls(session)
+    assert [p for p in store.rglob("*") if p.is_file()]
+    services.session_cancel(session=session)
+    held.refresh_from_db()
+    assert held.status == "cancelled"
+    assert [p for p in store.rglob("*") if p.is_file()] == []
+    assert (workspace / "package.json").read_text() == '{"name": "demo"}\n'

@@ -9,10 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.contrib.auth.models import User
 
 from tests.unit.helpers import requires_cow
 from tools_app import services
-from tools_app.models import AgentSession, CachedResult, Policy, PolicyRule, ToolCall
+from tools_app.models import AgentSession, CachedResult, Decision, Policy, PolicyRule, ToolCall
+from tools_app.services.tool_calls import tool_context
 
 pytestmark = pytest.mark.django_db
 
@@ -125,9 +127,17 @@ def test_execution_refuses_arguments_that_changed_after_approval(
     assert (workspace / ".env").read_text() == "SECRET=shh\n"
 
 
-def test_an_approved_call_runs_exactly_once(session: AgentSession, workspace: Path) -> None:
-    call = submit(session, "write_file", path=".env", content="A=1\n")
+def approve_by_hand(call: ToolCall, reviewer: User) -> None:
+    """What a reviewer's approval leaves behind: the call approved and their Decision row."""
     ToolCall.objects.filter(pk=call.pk).update(status="approved")
+    Decision.objects.create(tool_call=call, user=reviewer, decision=Decision.Verdict.APPROVE)
+
+
+def test_an_approved_call_runs_exactly_once(
+    session: AgentSession, workspace: Path, reviewer: User
+) -> None:
+    call = submit(session, "write_file", path=".env", content="A=1\n")
+    approve_by_hand(call, reviewer)
     first = services.tool_call_execute(tool_call_id=call.pk)
     (workspace / ".env").write_text("changed by hand\n")
     second = services.tool_call_execute(tool_call_id=call.pk)
@@ -136,6 +146,24 @@ def test_an_approved_call_runs_exactly_once(session: AgentSession, workspace: Pa
     session.refresh_from_db()
     assert session.changed_since_approval == 0
     assert session.total_changed_lines == 2
+
+
+def test_only_a_persons_decision_row_counts_as_their_approval(
+    session: AgentSession, workspace: Path
+) -> None:
+    """A call the policy sent to a person, approved without any person's Decision row,
+    is not treated as approved by a person: its lines still count since the last real
+    approval, and its sandbox is not widened."""
+    call = submit(session, "write_file", path=".env", content="A=1\n")
+    assert call.decision == "require_approval"
+    ToolCall.objects.filter(pk=call.pk).update(status="approved")
+    call.refresh_from_db()
+    assert not tool_context(session, call).sandbox.approved
+    ran = services.tool_call_execute(tool_call_id=call.pk)
+    assert ran.status == "succeeded"
+    assert (workspace / ".env").read_text() == "A=1\n"
+    session.refresh_from_db()
+    assert session.changed_since_approval == 2
 
 
 def test_invalid_arguments_are_recorded_as_failed(session: AgentSession) -> None:

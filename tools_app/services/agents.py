@@ -4,7 +4,7 @@ A turn task (`agent_turn`) looks at where the conversation stands and takes the 
 step: ask the model (claimed once per turn), or settle the tool uses of its last reply
 in order, each through the engine and the policy exactly like an external agent's call.
 When a call waits for a person, the task ends and holds no worker; the call's final
-state wakes the session again (`sessions.session_wake_agent`). So a session resumes
+state wakes the session again (`lifecycle.session_wake_agent`). So a session resumes
 after an approval, a crash or a restart of everything from the database alone.
 """
 
@@ -29,9 +29,10 @@ from tools_app.runtime.conversation import (
 )
 from tools_app.services import agent_context
 from tools_app.services.agent_tools import session_tools, settle_tool_uses
+from tools_app.services.lifecycle import driving_session
 from tools_app.services.providers import provider_for
 from tools_app.services.queueing import agent_turn_enqueue
-from tools_app.services.sessions import LIVE_STATUSES, driving_session, session_finish
+from tools_app.services.sessions import LIVE_STATUSES, session_finish
 from tools_app.services.skill_calls import skill_instructions
 from tools_app.services.tool_calls import runner_id
 

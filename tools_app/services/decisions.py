@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from tools_app import access, engine, events
+from tools_app import access, engine
 from tools_app.errors import Conflict, Forbidden, Invalid
 from tools_app.models import Decision, ToolCall
 from tools_app.policy import PolicySpec
 from tools_app.policy.risky_commands import APPROVE
-from tools_app.services.effects import effect_discard
+from tools_app.services.lifecycle import tool_call_move
 from tools_app.services.policies import (
     load_policy_or_denial,
     policy_rule_remember,
@@ -22,7 +21,6 @@ from tools_app.services.policies import (
     widening_needs_admin,
 )
 from tools_app.services.queueing import EXECUTE_TOOL_CALL, tool_call_enqueue
-from tools_app.services.sessions import session_refresh_status
 from tools_app.services.skill_calls import skill_call_captured
 from tools_app.services.tool_calls import prepare_bound, session_counters, tool_context
 from tools_app.tools.catalogue import is_skill_tool
@@ -58,28 +56,22 @@ def tool_call_decide(
         raise Invalid("Rule patterns are only for approving with remember.")
     if rule_args is not None:
         rule_args = _widened(call, rule_args, user)
-    outcome = _outcome(call, approve=approve, reason=reason, args=args)
+    status, outcome = _outcome(call, approve=approve, reason=reason, args=args)
     now = timezone.now()
-    with transaction.atomic():
-        # Still waiting and not past its deadline (the sweep may not have expired it yet).
-        claimed = ToolCall.objects.filter(
-            Q(expires_at__isnull=True) | Q(expires_at__gt=now),
-            pk=call.pk,
-            status=Status.AWAITING_APPROVAL,
-        ).update(decided_at=now, **outcome)
-        if not claimed:
-            raise Conflict(_lost_claim(call.pk, now))
+
+    def record(call: ToolCall) -> None:
         Decision.objects.create(
             tool_call=call, user=user, decision=decision, reason=reason,
             edited_args=args, remember=remember and approve,
         )  # fmt: skip
-        call.refresh_from_db()
         if remember and call.status == Status.APPROVED:
             _remember(call, user, rule_args)
-        events.tool_call_event(call, f"tool_call.{call.status}")
-        session_refresh_status(session_id=call.session_id)
-    if call.status == Status.DENIED:
-        effect_discard(call=call)
+
+    move = "decide_approve" if status == Status.APPROVED else "decide_deny"
+    # Still waiting and not past its deadline (the sweep may not have expired it yet).
+    live = Q(expires_at__isnull=True) | Q(expires_at__gt=now)
+    if not tool_call_move(call, move, where=live, then=record, decided_at=now, **outcome):
+        raise Conflict(_lost_claim(call.pk, now))
     if call.status == Status.APPROVED:
         tool_call_enqueue(tool_call_id=call.pk, task=EXECUTE_TOOL_CALL, session=call.session)
     return call
@@ -135,21 +127,22 @@ def _lost_claim(call_id: int, now: Any) -> str:
 
 def _outcome(
     call: ToolCall, *, approve: bool, reason: str, args: dict[str, Any] | None
-) -> dict[str, Any]:
-    """The fields a decision sets. Edited arguments are validated and judged again."""
+) -> tuple[str, dict[str, Any]]:
+    """The status a decision moves to and the other fields it sets. Edited arguments
+    are validated and judged again."""
     if not approve:
         text = f"Denied by a reviewer: {reason}" if reason else "Denied by a reviewer."
-        return {"status": Status.DENIED, "result": text, "finished_at": timezone.now()}
+        return Status.DENIED, {"result": text, "finished_at": timezone.now()}
     if args is None:
-        return {"status": Status.APPROVED}
+        return Status.APPROVED, {}
     return _outcome_for_edit(call, args)
 
 
-def _outcome_for_edit(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
+def _outcome_for_edit(call: ToolCall, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     spec = load_policy_or_denial(call.session.policy)
     if not isinstance(spec, PolicySpec):
-        return {"status": Status.DENIED, "reason": spec.reason, "result": spec.reason,
-                "rule": spec.rule, "finished_at": timezone.now()}  # fmt: skip
+        return Status.DENIED, {"reason": spec.reason, "result": spec.reason,
+                               "rule": spec.rule, "finished_at": timezone.now()}  # fmt: skip
     prepared = _prepare_edit(spec, call, args)
     if prepared.decision is None:
         raise Invalid(f"The edited arguments are not valid: {prepared.error}")
@@ -164,8 +157,8 @@ def _outcome_for_edit(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
     }
     if prepared.decision.decision == "deny":
         reason = f"The edited arguments are denied by the policy: {prepared.decision.reason}"
-        return {**fields, "status": Status.DENIED, "result": reason, "finished_at": timezone.now()}
-    return {**fields, "status": Status.APPROVED}
+        return Status.DENIED, {**fields, "result": reason, "finished_at": timezone.now()}
+    return Status.APPROVED, fields
 
 
 def _prepare_edit(spec: PolicySpec, call: ToolCall, args: dict[str, Any]) -> engine.Prepared:

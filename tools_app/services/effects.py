@@ -9,20 +9,23 @@ still matches.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from tools_app import command_effects, engine, events
 from tools_app.models import AgentSession, ToolCall
 from tools_app.policy import PolicySpec, SessionCounters
+from tools_app.services.lifecycle import (
+    EFFECT_TOOL,
+    effect_store,
+    session_refresh_status,
+)
 from tools_app.services.policies import load_policy_or_denial
-from tools_app.services.sessions import session_count_lines, session_refresh_status
+from tools_app.services.sessions import session_count_lines
 from tools_app.tools import git_runner
 from tools_app.tools.effect import Effect
 from tools_app.tools.effect_apply import (
@@ -33,13 +36,8 @@ from tools_app.tools.effect_apply import (
 )
 from tools_app.tools.errors import ToolError
 
-EFFECT_TOOL = "apply_command_effect"
 NOTES_SHOWN = 20
 Status = ToolCall.Status
-
-
-def effect_store() -> Path:
-    return Path(settings.AGENTWEB_VAR) / "effects"
 
 
 def effect_handler(*, call: ToolCall, approved: bool) -> Callable[[Effect], str]:
@@ -165,10 +163,3 @@ def effect_apply_held(*, call: ToolCall) -> engine.Outcome:
             session_id=call.session_id, lines=call.changed_lines, approved_by_human=True
         )
     return engine.Outcome(status="succeeded", result="\n".join(notes) or "Nothing to apply.")
-
-
-def effect_discard(*, call: ToolCall) -> None:
-    """Forget a held effect nobody will apply (denied, expired, cancelled)."""
-    if call.tool == EFFECT_TOOL:
-        with contextlib.suppress(ToolError):
-            drop_held_effect(effect_store(), str(call.args.get("effect", "")))

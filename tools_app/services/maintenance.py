@@ -6,26 +6,22 @@ import logging
 import os
 import socket
 from datetime import timedelta
+from typing import Any
 
-from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from tools_app import events
 from tools_app.errors import Unavailable
 from tools_app.models import AgentSession, ToolCall
-from tools_app.services.effects import effect_discard
+from tools_app.services.lifecycle import tool_call_move
 from tools_app.services.queueing import (
     EVALUATE_TOOL_CALL,
     EXECUTE_TOOL_CALL,
     agent_turn_enqueue,
     tool_call_enqueue,
 )
-from tools_app.services.sessions import (
-    LIVE_STATUSES,
-    OPEN_CALL_STATUSES,
-    session_refresh_status,
-)
+from tools_app.services.sessions import LIVE_STATUSES, OPEN_CALL_STATUSES
 from tools_app.tools.catalogue import facts_for
 from tools_app.tools.overlay import sweep_stale_scratch
 
@@ -49,17 +45,10 @@ def tool_call_expire_overdue() -> int:
 
 def _expire(call_id: int, now: object) -> int:
     note = "No reviewer decided before the approval deadline; the call did not run."
-    with transaction.atomic():
-        expired = ToolCall.objects.filter(pk=call_id, status=Status.AWAITING_APPROVAL).update(
-            status=Status.EXPIRED, result=note, finished_at=now
-        )
-        if expired:
-            call = ToolCall.objects.get(pk=call_id)
-            events.tool_call_event(call, "tool_call.expired")
-            session_refresh_status(session_id=call.session_id)
-    if expired:
-        effect_discard(call=call)
-    return expired
+    call = ToolCall.objects.filter(pk=call_id).first()
+    if call is None:
+        return 0
+    return int(tool_call_move(call, "expire", result=note, finished_at=now))
 
 
 def tool_call_requeue_orphans() -> int:
@@ -104,31 +93,20 @@ def tool_call_recover_interrupted(*, host: str | None = None) -> int:
 
 
 def _recover(call: ToolCall) -> int:
+    same_runner = Q(runner=call.runner)
     if not facts_for(call.tool).rerunnable:  # may have partly changed something
         note = (
             f"The worker running this {call.tool} stopped before it finished. It may have "
             "partly run, so it was not run again: check the workspace before retrying."
-        )
-        status, result = Status.FAILED, note
-    else:
-        status, result = Status.APPROVED, ""
-    with transaction.atomic():
-        moved = ToolCall.objects.filter(
-            pk=call.pk, status=Status.RUNNING, runner=call.runner
-        ).update(
-            status=status,
-            result=result,
-            runner="",
-            finished_at=timezone.now() if status == Status.FAILED else None,
-        )
-        if moved:
-            call.refresh_from_db()
-            events.tool_call_event(call, f"tool_call.{status}")
-            if status == Status.FAILED:  # final: the session's agent goes on from here
-                session_refresh_status(session_id=call.session_id)
-    if moved and status == Status.APPROVED:
-        tool_call_enqueue(tool_call_id=call.pk, task=EXECUTE_TOOL_CALL, session=call.session)
-    return moved
+        )  # final: the session's agent goes on from here
+        fields: dict[str, Any] = {"result": note, "runner": "", "finished_at": timezone.now()}
+        return int(tool_call_move(call, "recover_fail", where=same_runner, **fields))
+    if not tool_call_move(
+        call, "recover_rerun", where=same_runner, result="", runner="", finished_at=None
+    ):
+        return 0
+    tool_call_enqueue(tool_call_id=call.pk, task=EXECUTE_TOOL_CALL, session=call.session)
+    return 1
 
 
 def runner_alive(runner: str) -> bool:

@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import logging
 import shutil
-from contextvars import ContextVar
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from tools_app import events, workspaces
 from tools_app.errors import ServiceError, Unavailable
 from tools_app.models import AgentSession, Policy, ToolCall
+from tools_app.services.lifecycle import (
+    session_move,
+    session_wake_agent,
+    tool_call_move,
+)
 from tools_app.services.providers import model_spec_resolve
 from tools_app.services.queueing import (
     EVALUATE_TOOL_CALL,
@@ -117,10 +121,8 @@ def session_prepare(*, session_id: int, queue: str) -> AgentSession:
         workspaces.clone(session.repo, workspace)
     except workspaces.WorkspaceError as exc:
         return session_finish(session_id=session.pk, status=SessionStatus.FAILED, summary=str(exc))
-    with transaction.atomic():
-        AgentSession.objects.filter(pk=session.pk).update(status=SessionStatus.RUNNING)
-        session.refresh_from_db()
-        events.event_append(session_id=session.pk, type="session.running", data=_payload(session))
+    session_move(session.pk, "start", event={**_payload(session), "status": SessionStatus.RUNNING})
+    session.refresh_from_db()
     for call_id in session.tool_calls.filter(status=ToolCall.Status.PENDING).values_list(
         "pk", flat=True
     ):
@@ -144,49 +146,9 @@ def session_open_for_workspace(*, workspace: Path, policy: Policy) -> AgentSessi
 
 def session_close_cli(*, session: AgentSession) -> None:
     """A command-line call's session is done once its one call was handled."""
-    AgentSession.objects.filter(pk=session.pk, kind=AgentSession.Kind.CLI).update(
-        status=SessionStatus.DONE, finished_at=timezone.now()
+    session_move(
+        session.pk, "close_cli", where=Q(kind=AgentSession.Kind.CLI), finished_at=timezone.now()
     )
-
-
-def session_refresh_status(*, session_id: int) -> None:
-    """`waiting` while a call awaits a person, `running` again once none does."""
-    awaiting = ToolCall.objects.filter(
-        session_id=session_id, status=ToolCall.Status.AWAITING_APPROVAL
-    ).exists()
-    old, new = (SessionStatus.RUNNING, SessionStatus.WAITING)
-    if not awaiting:
-        old, new = new, old
-    if AgentSession.objects.filter(pk=session_id, status=old).update(status=new):
-        events.event_append(session_id=session_id, type=f"session.{new}", data={"status": new})
-    session_wake_agent(session_id=session_id)
-
-
-# The session whose agent this thread is driving right now: its calls' changes need no
-# wake-up, since the driver goes on by itself.
-driving_session: ContextVar[int | None] = ContextVar("driving_session", default=None)
-
-
-def session_wake_agent(*, session_id: int, force: bool = False) -> None:
-    """Queue the next step of a session's agent once none of its calls is still open.
-
-    Called on every change of a call's state; a turn task that finds nothing to do ends
-    at once, so a spare wake-up costs one short task, never a second run of anything.
-    `force` wakes a parent whose sub-agent ended (its spawn call is open until then)."""
-    if driving_session.get() == session_id:
-        return
-    session = (
-        AgentSession.objects.filter(pk=session_id, status__in=LIVE_STATUSES)
-        .exclude(model="")
-        .first()
-    )
-    if session is None:
-        return
-    open_calls = ToolCall.objects.filter(
-        session_id=session_id, status__in=OPEN_CALL_STATUSES
-    ).exclude(agent_key="")
-    if force or not open_calls.exists():
-        agent_turn_enqueue(session=session)
 
 
 def session_count_lines(*, session_id: int, lines: int, approved_by_human: bool) -> None:
@@ -205,23 +167,13 @@ def session_finish(
     A sub-agent's end wakes its parent, whose spawn_subagent call receives the report."""
     files = files_changed or []
     with transaction.atomic():
-        finished = (
-            AgentSession.objects.filter(pk=session_id)
-            .exclude(status__in=FINISHED_STATUSES)
-            .update(
-                status=status,
-                summary=summary,
-                files_changed=files,
-                turn_runner="",
-                finished_at=timezone.now(),
-            )
-        )
+        finished = session_move(
+            session_id, "finish", to=status, event={"summary": summary, "files_changed": files},
+            summary=summary, files_changed=files, turn_runner="", finished_at=timezone.now(),
+        )  # fmt: skip
         session = AgentSession.objects.get(pk=session_id)
-        if finished:
-            data = {"summary": summary, "files_changed": files}
-            events.event_append(session_id=session_id, type=f"session.{status}", data=data)
-            if session.parent_id:
-                session_wake_agent(session_id=session.parent_id, force=True)
+        if finished and session.parent_id:
+            session_wake_agent(session_id=session.parent_id, force=True)
     return session
 
 
@@ -236,12 +188,9 @@ def session_cancel(*, session: AgentSession) -> AgentSession:
         for child in session.children.exclude(status__in=FINISHED_STATUSES):
             session_cancel(session=child)
         for call in ToolCall.objects.filter(session=session, status__in=OPEN_CALL_STATUSES):
-            cancelled = ToolCall.objects.filter(pk=call.pk, status=call.status).update(
-                status=ToolCall.Status.CANCELLED, finished_at=timezone.now(), result=note
+            tool_call_move(
+                call, "cancel", source=call.status, finished_at=timezone.now(), result=note
             )
-            if cancelled:
-                call.status = ToolCall.Status.CANCELLED
-                events.tool_call_event(call, "tool_call.cancelled")
         return session_finish(
             session_id=session.pk, status=SessionStatus.CANCELLED, summary="cancelled"
         )

@@ -19,14 +19,11 @@ from tools_app.models import AgentSession, Policy, ToolCall
 from tools_app.policy import Decision, PolicySpec, SessionCounters
 from tools_app.policy.paths import workspace_relative
 from tools_app.services import cache, effects, subagents
+from tools_app.services.lifecycle import EFFECT_TOOL, approved_by_person, tool_call_move
 from tools_app.services.policies import load_policy_or_denial
 from tools_app.services.pull_request_store import PullRequestStore
 from tools_app.services.queueing import EVALUATE_TOOL_CALL, tool_call_enqueue
-from tools_app.services.sessions import (
-    session_count_lines,
-    session_refresh_status,
-    session_wake_agent,
-)
+from tools_app.services.sessions import session_count_lines
 from tools_app.services.skill_calls import (
     skill_call_bind,
     skill_call_run,
@@ -147,22 +144,12 @@ def _tool_call_record_decision(
     """Store the policy's verdict, and claim an allowed call for this process in the same
     update; False when another process already did. `call` is updated in place."""
     fields = _decision_fields(call, prepared, spec)
-    statuses = [prepared.status]
-    if prepared.status == Status.APPROVED:  # runs here and now: claimed like an execution
-        fields |= {"status": Status.RUNNING, "started_at": timezone.now(), "runner": runner_id()}
-        statuses.append(Status.RUNNING)
-    with transaction.atomic():
-        updated = ToolCall.objects.filter(pk=call.pk, status=Status.PENDING).update(**fields)
-        if not updated:
-            return False
-        for name, value in fields.items():
-            setattr(call, name, value)
-        events.tool_call_events(call, statuses)
-        if call.status == Status.AWAITING_APPROVAL:
-            session_refresh_status(session_id=call.session_id)
-        elif call.agent_key and call.status in ToolCall.FINAL_STATUSES:
-            session_wake_agent(session_id=call.session_id)  # judged outside its agent's turn
-    return True
+    status = prepared.status
+    if status == Status.APPROVED:  # runs here and now: claimed like an execution
+        fields |= {"started_at": timezone.now(), "runner": runner_id()}
+        return tool_call_move(call, "judge_run", **fields)
+    move = "judge_wait" if status == Status.AWAITING_APPROVAL else "judge_end"
+    return tool_call_move(call, move, to=status, **fields)
 
 
 def _decision_fields(
@@ -175,7 +162,6 @@ def _decision_fields(
     return {
         "args": prepared.args,
         "args_hash": engine.args_hash(call.tool, prepared.args),
-        "status": prepared.status,
         "decision": decision.decision if decision else "",
         "reason": decision.reason if decision else prepared.error,
         "rule": decision.rule if decision else "validation",
@@ -199,13 +185,10 @@ def runner_id() -> str:
 
 def tool_call_execute(*, tool_call_id: int) -> ToolCall:
     """Run an approved call once: claim it, check what was approved, run, record."""
-    claimed = ToolCall.objects.filter(pk=tool_call_id, status=Status.APPROVED).update(
-        status=Status.RUNNING, started_at=timezone.now(), runner=runner_id()
-    )
     call = ToolCall.objects.select_related("session__policy").get(pk=tool_call_id)
-    if not claimed:
+    if not tool_call_move(call, "claim_run", started_at=timezone.now(), runner=runner_id()):
+        call.refresh_from_db()
         return call  # another worker has it, or it is no longer approved
-    events.tool_call_event(call, "tool_call.running")
     return _run_claimed(call)
 
 
@@ -217,7 +200,7 @@ def _run_claimed(call: ToolCall) -> ToolCall:
     cached = cache.lookup(call)
     if cached is not None:
         return _tool_call_finish(call, Status.SUCCEEDED, cached, from_cache=True)
-    if call.tool == effects.EFFECT_TOOL:
+    if call.tool == EFFECT_TOOL:
         outcome = effects.effect_apply_held(call=call)
     elif is_skill_tool(call.tool):
         outcome = skill_call_run(call=call, context=tool_context(call.session, call))
@@ -233,7 +216,7 @@ def _run_claimed(call: ToolCall) -> ToolCall:
 
 def tool_context(session: AgentSession, call: ToolCall | None = None) -> ToolContext:
     """Where and how a session's tools run; a person's approval widens the sandbox."""
-    human = call is not None and _approved_by_human(call)
+    human = call is not None and approved_by_person(call)
     policy = session.policy
     options = SandboxOptions(
         network=human or policy.command_network,
@@ -280,11 +263,6 @@ def _secrets_shown(call: ToolCall) -> tuple[str, ...]:
     return ()
 
 
-def _approved_by_human(call: ToolCall) -> bool:
-    """A call the policy sent to a person runs only if a person approved it."""
-    return call.decision == "require_approval"
-
-
 def tool_call_finish_subagent(*, call: ToolCall) -> ToolCall:
     """A spawn_subagent call whose child ended gets the child's report as its result."""
     outcome = subagents.subagent_report(call=call)
@@ -301,22 +279,14 @@ def _tool_call_finish(
     now = timezone.now()
     result = _redacted(call, result)
     with transaction.atomic():
-        finished = ToolCall.objects.filter(pk=call.pk, status=Status.RUNNING).update(
-            status=status, result=result, from_cache=from_cache, finished_at=now
-        )
+        fields: dict[str, Any] = {"result": result, "from_cache": from_cache, "finished_at": now}
+        # A person's approval refreshes the session (healing one left `waiting` by racing
+        # decisions) and wakes its agent; an agent's call run outside its turn wakes it.
+        finished = tool_call_move(call, "finish", to=status, **fields)
         if ran and status == Status.SUCCEEDED:
             _record_success(call, result)
         if not finished:
             call.refresh_from_db()
-            return call
-        call.status, call.result, call.from_cache, call.finished_at = (
-            status, result, from_cache, now
-        )  # fmt: skip
-        events.tool_call_event(call, f"tool_call.{status}")
-        if _approved_by_human(call):  # heals a session left `waiting` by racing decisions
-            session_refresh_status(session_id=call.session_id)  # and wakes its agent
-        elif call.agent_key:
-            session_wake_agent(session_id=call.session_id)  # run outside its agent's turn
     return call
 
 
@@ -329,7 +299,7 @@ def _redacted(call: ToolCall, result: str) -> str:
         return result
     workspace = Path(session.workspace)
     files = secret_files.secret_files(workspace, session.policy.secret_paths, strict=False)
-    shown = set(_secrets_shown(call)) if _approved_by_human(call) else set()
+    shown = set(_secrets_shown(call)) if approved_by_person(call) else set()
     values = redaction.secret_values(workspace, [f for f in files if f not in shown])
     return redaction.redact(result, values)
 
@@ -340,5 +310,5 @@ def _record_success(call: ToolCall, result: str) -> None:
         session_count_lines(
             session_id=call.session_id,
             lines=call.changed_lines,
-            approved_by_human=_approved_by_human(call),
+            approved_by_human=approved_by_person(call),
         )

@@ -1,0 +1,141 @@
+"""The lifecycle: every declared move goes from exactly its sources to its targets, and
+nothing outside `services/lifecycle.py` writes a tool call's or a session's status."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from tools_app.models import AgentSession, Event, Policy, ToolCall
+from tools_app.services.lifecycle import (
+    SESSION_MOVES,
+    TOOL_CALL_MOVES,
+    session_move,
+    tool_call_move,
+)
+
+pytestmark = pytest.mark.django_db
+
+ROOT = Path(__file__).resolve().parents[2] / "tools_app"
+LIFECYCLE = ROOT / "services" / "lifecycle.py"
+# Rows born with a status: the first status is part of creating them, not a move.
+CREATED_WITH = {
+    ("services/sessions.py", "SessionStatus.QUEUED"),
+    ("services/sessions.py", "SessionStatus.RUNNING"),
+    ("services/subagents.py", "AgentSession.Status.RUNNING"),
+    ("services/tool_calls.py", "Status.PENDING"),
+    ("services/effects.py", "Status.AWAITING_APPROVAL"),
+}
+
+
+def a_session(status: str = AgentSession.Status.RUNNING) -> AgentSession:
+    return AgentSession.objects.create(
+        task="t",
+        repo="/r",
+        workspace="/w",
+        status=status,
+        policy=Policy.objects.get(name="default"),
+    )
+
+
+def a_call(session: AgentSession, status: str) -> ToolCall:
+    return ToolCall.objects.create(session=session, tool="read_file", args={}, status=status)
+
+
+@pytest.mark.parametrize("move", sorted(TOOL_CALL_MOVES))
+def test_each_tool_call_move_starts_only_from_its_sources(move: str) -> None:
+    """A call in a source status moves (one event per status it passes through); a call
+    anywhere else is left as it was, with no event."""
+    spec = TOOL_CALL_MOVES[move]
+    target = sorted(spec.targets)[0]
+    session = a_session()
+    for status in ToolCall.Status.values:
+        call = a_call(session, status)
+        before = Event.objects.filter(data__tool_call=call.pk).count()
+        moved = tool_call_move(call, move, to=target)
+        call.refresh_from_db()
+        after = Event.objects.filter(data__tool_call=call.pk).count()
+        if status in spec.sources:
+            assert moved and call.status == target
+            assert after - before == 1 + len(spec.passes_through)
+        else:
+            assert not moved and call.status == status and after == before
+
+
+@pytest.mark.parametrize("move", sorted(SESSION_MOVES))
+def test_each_session_move_starts_only_from_its_sources(move: str) -> None:
+    spec = SESSION_MOVES[move]
+    target = sorted(spec.targets)[0]
+    for status in AgentSession.Status.values:
+        session = a_session(status)
+        moved = session_move(session.pk, move, to=target)
+        session.refresh_from_db()
+        if status in spec.sources:
+            assert moved and session.status == target
+        else:
+            assert not moved and session.status == status
+
+
+def test_a_move_refuses_a_target_it_does_not_declare() -> None:
+    call = a_call(a_session(), ToolCall.Status.RUNNING)
+    with pytest.raises(ValueError, match="cannot end in"):
+        tool_call_move(call, "finish", to=ToolCall.Status.APPROVED)
+    assert ToolCall.objects.get(pk=call.pk).status == ToolCall.Status.RUNNING
+
+
+def status_writes(path: Path) -> list[str]:
+    """Where a file writes a status: `x.status = ...` (also in tuples), `status=` in an
+    `.update(...)` or an unpacked `.update(**fields)`, `status=` in a `.create(...)`."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for item in ast.walk(target):
+                    if isinstance(item, ast.Attribute) and item.attr == "status":
+                        found.append(f"line {node.lineno}: .status =")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            found += _call_writes(node)
+    return found
+
+
+def _call_writes(node: ast.Call) -> list[str]:
+    method = node.func.attr if isinstance(node.func, ast.Attribute) else ""
+    found = []
+    for keyword in node.keywords:
+        if method == "update" and keyword.arg in {"status", None}:
+            found.append(f"line {node.lineno}: .update({keyword.arg or '**'})")
+        if method == "create" and keyword.arg == "status":
+            found.append(f"line {node.lineno}: .create(status={ast.unparse(keyword.value)})")
+    return found
+
+
+def test_no_code_but_the_lifecycle_writes_a_status() -> None:
+    """Only `services/lifecycle.py` moves a status; elsewhere a row may only be created
+    with its first status, at the places listed in CREATED_WITH."""
+    offending = []
+    for path in sorted(ROOT.rglob("*.py")):
+        if "migrations" in path.parts or path == LIFECYCLE:
+            continue
+        name = path.relative_to(ROOT).as_posix()
+        for write in status_writes(path):
+            created = write.split(".create(status=", 1)
+            if len(created) == 2 and (name, created[1].rstrip(")")) in CREATED_WITH:
+                continue
+            offending.append(f"{name} {write}")
+    assert offending == []
+
+
+def test_the_source_scan_sees_the_writes_it_forbids(tmp_path: Path) -> None:
+    """The scan is not blind: each way of writing a status is found."""
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "call.status = 'x'\n"
+        "call.status, call.result = 'x', ''\n"
+        "ToolCall.objects.filter(pk=1).update(status='x')\n"
+        "ToolCall.objects.filter(pk=1).update(**fields)\n"
+        "AgentSession.objects.create(status='x')\n"
+    )
+    assert len(status_writes(sample)) == 5

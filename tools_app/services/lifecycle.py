@@ -1,0 +1,208 @@
+"""Where a tool call's or a session's status changes: the one place that writes either.
+
+Each allowed move is declared below (from which statuses, to which, what follows it).
+A move claims by one conditional update: 0 rows means another process moved first and
+the caller answers as before (Conflict, or nothing). What belongs to a move happens in
+the same transaction — the events (published once it commits), the session's status,
+waking its agent — and a held effect nobody will apply is dropped on every way out of
+`awaiting_approval` that is not an approval.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable
+from contextvars import ContextVar
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+
+from tools_app import events
+from tools_app.models import AgentSession, Decision, ToolCall
+from tools_app.services.queueing import agent_turn_enqueue
+from tools_app.tools.effect_apply import drop_held_effect
+from tools_app.tools.errors import ToolError
+
+Status = ToolCall.Status
+SessionStatus = AgentSession.Status
+EFFECT_TOOL = "apply_command_effect"
+
+REFRESH = "refresh_session"  # `waiting` <-> `running`, then wake the agent
+WAKE = "wake_agent"  # an agent's call changed outside its turn
+AFTER_RUN = "after_run"  # a person's approval refreshes the session, else WAKE
+NOTHING = ""
+
+
+@dataclass(frozen=True)
+class Move:
+    """An allowed change of status: from any of `sources` to one of `targets`."""
+
+    sources: frozenset[str]
+    targets: frozenset[str]
+    after: str = NOTHING
+    drops_held_effect: bool = False  # a held effect nobody will apply is forgotten
+    passes_through: tuple[str, ...] = ()  # statuses announced before the target
+
+
+def _move(sources: Iterable[str], targets: Iterable[str], **kwargs: Any) -> Move:
+    return Move(frozenset(sources), frozenset(targets), **kwargs)
+
+
+OPEN = {Status.PENDING, Status.AWAITING_APPROVAL, Status.APPROVED, Status.RUNNING}
+
+TOOL_CALL_MOVES: dict[str, Move] = {
+    "judge_wait": _move({Status.PENDING}, {Status.AWAITING_APPROVAL}, after=REFRESH),
+    "judge_end": _move({Status.PENDING}, {Status.DENIED, Status.FAILED}, after=WAKE),
+    # allowed by the policy: claimed to run here and now, announced as approved first
+    "judge_run": _move({Status.PENDING}, {Status.RUNNING}, passes_through=(Status.APPROVED,)),
+    "decide_approve": _move({Status.AWAITING_APPROVAL}, {Status.APPROVED}, after=REFRESH),
+    "decide_deny": _move(
+        {Status.AWAITING_APPROVAL}, {Status.DENIED}, after=REFRESH, drops_held_effect=True
+    ),
+    "expire": _move(
+        {Status.AWAITING_APPROVAL}, {Status.EXPIRED}, after=REFRESH, drops_held_effect=True
+    ),
+    "cancel": _move(OPEN, {Status.CANCELLED}, drops_held_effect=True),
+    "claim_run": _move({Status.APPROVED}, {Status.RUNNING}),
+    "finish": _move({Status.RUNNING}, {Status.SUCCEEDED, Status.FAILED}, after=AFTER_RUN),
+    "recover_rerun": _move({Status.RUNNING}, {Status.APPROVED}),
+    "recover_fail": _move({Status.RUNNING}, {Status.FAILED}, after=REFRESH),
+}
+
+LIVE = {SessionStatus.QUEUED, SessionStatus.RUNNING, SessionStatus.WAITING}
+SESSION_MOVES: dict[str, Move] = {
+    "start": _move({SessionStatus.QUEUED}, {SessionStatus.RUNNING}),
+    "wait": _move({SessionStatus.RUNNING}, {SessionStatus.WAITING}),
+    "resume": _move({SessionStatus.WAITING}, {SessionStatus.RUNNING}),
+    "finish": _move(LIVE, {SessionStatus.DONE, SessionStatus.FAILED, SessionStatus.CANCELLED}),
+    "close_cli": _move(LIVE, {SessionStatus.DONE}),
+}
+
+
+def _target(table: dict[str, Move], move: str, to: str | None) -> tuple[Move, str]:
+    spec = table[move]
+    if to is None and len(spec.targets) == 1:
+        (to,) = spec.targets
+    if to not in spec.targets:
+        raise ValueError(f"Move {move!r} cannot end in {to!r}.")
+    return spec, to
+
+
+def tool_call_move(
+    call: ToolCall,
+    move: str,
+    *,
+    to: str | None = None,
+    source: str | None = None,
+    where: Q | None = None,
+    then: Callable[[ToolCall], None] | None = None,
+    **fields: Any,
+) -> bool:
+    """Move `call` once; False (nothing written) when it is no longer where the move
+    starts. `source` narrows the start to the status the caller read; `where` adds
+    conditions; `then` runs in the same transaction right after a successful claim.
+    `call` is updated in place."""
+    spec, target = _target(TOOL_CALL_MOVES, move, to)
+    sources = spec.sources if source is None else spec.sources & {source}
+    with transaction.atomic():
+        claimed = ToolCall.objects.filter(where or Q(), pk=call.pk, status__in=sources).update(
+            status=target, **fields
+        )
+        if not claimed:
+            return False
+        previous = call.status
+        for name, value in {**fields, "status": target}.items():
+            setattr(call, name, value)
+        if then is not None:
+            then(call)
+        events.tool_call_events(call, [*spec.passes_through, target])
+        _after(call, spec.after)
+    if spec.drops_held_effect and (source or previous) == Status.AWAITING_APPROVAL:
+        effect_discard(call=call)
+    return True
+
+
+def _after(call: ToolCall, after: str) -> None:
+    if after == AFTER_RUN:
+        after = REFRESH if approved_by_person(call) else WAKE
+    if after == REFRESH:
+        session_refresh_status(session_id=call.session_id)
+    elif after == WAKE and call.agent_key:
+        session_wake_agent(session_id=call.session_id)
+
+
+def approved_by_person(call: ToolCall) -> bool:
+    """A person approved this call: their `Decision` row says so, not the policy's verdict
+    (a call the policy sent to a person is not approved until one decides)."""
+    return Decision.objects.filter(tool_call_id=call.pk, decision=Decision.Verdict.APPROVE).exists()
+
+
+def effect_store() -> Path:
+    return Path(settings.AGENTWEB_VAR) / "effects"
+
+
+def effect_discard(*, call: ToolCall) -> None:
+    """Forget a held effect nobody will apply (denied, expired, cancelled)."""
+    if call.tool == EFFECT_TOOL:
+        with contextlib.suppress(ToolError):
+            drop_held_effect(effect_store(), str(call.args.get("effect", "")))
+
+
+def session_move(
+    session_id: int, move: str, *, to: str | None = None, event: dict[str, Any] | None = None,
+    where: Q | None = None, **fields: Any,
+) -> bool:  # fmt: skip
+    """Move a session once (one conditional update); False when it already moved on.
+    `event`: the data of the `session.<status>` event published on commit, if any."""
+    _, target = _target(SESSION_MOVES, move, to)
+    sources = SESSION_MOVES[move].sources
+    with transaction.atomic():
+        claimed = AgentSession.objects.filter(
+            where or Q(), pk=session_id, status__in=sources
+        ).update(status=target, **fields)
+        if claimed and event is not None:
+            events.event_append(session_id=session_id, type=f"session.{target}", data=event)
+    return bool(claimed)
+
+
+def session_refresh_status(*, session_id: int) -> None:
+    """`waiting` while a call awaits a person, `running` again once none does."""
+    awaiting = ToolCall.objects.filter(
+        session_id=session_id, status=Status.AWAITING_APPROVAL
+    ).exists()
+    move, new = ("wait", SessionStatus.WAITING) if awaiting else ("resume", SessionStatus.RUNNING)
+    session_move(session_id, move, event={"status": new})
+    session_wake_agent(session_id=session_id)
+
+
+# The session whose agent this thread is driving right now: its calls' changes need no
+# wake-up, since the driver goes on by itself.
+driving_session: ContextVar[int | None] = ContextVar("driving_session", default=None)
+
+
+def session_wake_agent(*, session_id: int, force: bool = False) -> None:
+    """Queue the next step of a session's agent once none of its calls is still open.
+
+    Called on every change of a call's state; a turn task that finds nothing to do ends
+    at once, so a spare wake-up costs one short task, never a second run of anything.
+    `force` wakes a parent whose sub-agent ended (its spawn call is open until then)."""
+    if driving_session.get() == session_id:
+        return
+    session = (
+        AgentSession.objects.filter(
+            pk=session_id, status__in=(SessionStatus.RUNNING, SessionStatus.WAITING)
+        )
+        .exclude(model="")
+        .first()
+    )
+    if session is None:
+        return
+    open_calls = ToolCall.objects.filter(session_id=session_id, status__in=OPEN).exclude(
+        agent_key=""
+    )
+    if force or not open_calls.exists():
+        agent_turn_enqueue(session=session)
