@@ -111,6 +111,7 @@ def test_a_policy_that_cannot_load_denies_everything(session: AgentSession) -> N
     assert "cannot be loaded" in call.reason
 
 
+@pytest.mark.postgres
 def test_execution_refuses_arguments_that_changed_after_approval(
     session: AgentSession, workspace: Path
 ) -> None:
@@ -125,6 +126,7 @@ def test_execution_refuses_arguments_that_changed_after_approval(
     assert (workspace / ".env").read_text() == "SECRET=shh\n"
 
 
+@pytest.mark.postgres
 def test_an_approved_call_runs_exactly_once(session: AgentSession, workspace: Path) -> None:
     call = submit(session, "write_file", path=".env", content="A=1\n")
     ToolCall.objects.filter(pk=call.pk).update(status="approved")
@@ -200,6 +202,7 @@ def test_the_system_check_says_which_host_uid_commands_run_as(tmp_path: Path) ->
         assert "agentweb.E001" in done.stderr and "AGENTWEB_SANDBOX_UID='0'" in done.stderr
 
 
+@pytest.mark.postgres
 def test_a_remembered_rule_matches_exactly_those_arguments_lists_and_numbers_too(
     session: AgentSession,
 ) -> None:
