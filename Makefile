@@ -4,10 +4,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PORT ?= 8000
-# The integration tests run a second time on PostgreSQL when it answers here.
+# The tests marked `postgres` (database semantics) run a second time on PostgreSQL when it answers.
 PG_URL ?= postgres://postgres@127.0.0.1:5432/test
 
-.PHONY: run test lint unit install system-deps format bench clean
+.PHONY: run test lint unit install system-deps format bench fuzz clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -41,8 +41,8 @@ lint: install
 test: install system-deps lint
 	$(BIN)/python -m pytest
 	@if $(BIN)/python -c "import psycopg; psycopg.connect('$(PG_URL)', connect_timeout=3).close()" 2>/dev/null; then \
-		echo "PostgreSQL answers at $(PG_URL): the integration tests again, on it"; \
-		DATABASE_URL=$(PG_URL) $(BIN)/python -m pytest tests/integration; \
+		echo "PostgreSQL answers at $(PG_URL): the tests marked postgres again, on it"; \
+		DATABASE_URL=$(PG_URL) $(BIN)/python -m pytest -m postgres tests/integration; \
 	else \
 		echo "PostgreSQL does not answer at $(PG_URL): the PostgreSQL run is skipped"; \
 	fi
@@ -51,7 +51,13 @@ format: install
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
+# The property tests with many examples each (the Hypothesis "deep" profile, tests/conftest.py).
+fuzz: install
+	HYPOTHESIS_PROFILE=deep $(BIN)/python -m pytest tests/unit/test_tool_args_fuzz.py tests/unit/test_commit_preview_property.py
+
+# The benchmarks' quick-mode smoke test (left out of `make test`), then the full benchmarks.
 bench: install
+	$(BIN)/python -m pytest -m bench tests/integration/test_benchmarks_smoke.py
 	$(BIN)/python benchmarks/run_all.py
 
 clean:

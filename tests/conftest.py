@@ -8,9 +8,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from tests.helpers import Worker, git
 from tools_app import redis_server
+
+# Hypothesis: few examples in `make test`, many in `make fuzz` (HYPOTHESIS_PROFILE=deep).
+# The tests pin no counts of their own, so both tiers run every property.
+settings.register_profile("default", max_examples=25)
+settings.register_profile("deep", max_examples=200)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
 @pytest.fixture

@@ -92,6 +92,7 @@ def test_a_worker_killed_while_the_model_thinks_is_replaced_and_the_session_ends
     assert session.iterations == 2
 
 
+@pytest.mark.postgres
 def test_a_worker_killed_during_a_command_does_not_run_it_again(
     alice: Api, workspace: Path, tmp_path: Path, stack: Worker
 ) -> None:

@@ -221,6 +221,7 @@ def test_cancel_during_a_model_turn_keeps_nothing_of_its_answer(
     assert len(openai.requests) == 1
 
 
+@pytest.mark.postgres
 def test_duplicated_turn_tasks_ask_the_model_once_per_turn(
     alice: Api, workspace: Path, openai: ProviderServer
 ) -> None:

@@ -26,7 +26,7 @@ from tools_app import services
 from tools_app.models import AgentSession, Policy, PolicyRule, ToolCall
 from tools_app.tools.jsonsafe import storable_json
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 ROOT = Path(__file__).resolve().parents[2]
 

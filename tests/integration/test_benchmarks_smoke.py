@@ -1,4 +1,7 @@
-"""The benchmark scripts still run (their quick mode); the figures live in BENCHMARKS.md."""
+"""The benchmark scripts still run (their quick mode); the figures live in BENCHMARKS.md.
+
+Marked `bench`: minutes long, so `make bench` runs it and `make test` leaves it out.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.bench
 @pytest.mark.timeout(600)
 @pytest.mark.skipif(
     os.environ.get("DATABASE_URL", "").startswith("postgres"),

@@ -21,6 +21,7 @@ def run(*args: str) -> dict[str, object]:
     return json.loads(out.getvalue().strip().splitlines()[-1])
 
 
+@pytest.mark.postgres
 def test_the_migration_creates_the_default_policy() -> None:
     policy = Policy.objects.get(name="default")
     assert policy.max_diff_lines == 500
@@ -256,6 +257,7 @@ def test_call_tool_denies_a_path_through_a_symlink_out_of_the_workspace(
     assert outside.read_text() == "keep\n"
 
 
+@pytest.mark.postgres
 def test_the_migrations_create_the_reviewers_group() -> None:
     from django.contrib.auth.models import Group
 

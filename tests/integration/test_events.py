@@ -18,7 +18,7 @@ from django.db import transaction
 from tools_app import events, services
 from tools_app.models import AgentSession, Event, Policy
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 @pytest.fixture(autouse=True)

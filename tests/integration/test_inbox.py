@@ -88,6 +88,7 @@ def test_only_reviewers_see_cards(
         assert 'href="/sessions/' in page and "rotate the key" in page and "alice" in page
 
 
+@pytest.mark.postgres
 def test_cards_come_newest_first_with_the_time_left(
     reviewer: User, waiting: ToolCall, session: AgentSession
 ) -> None:
@@ -122,6 +123,7 @@ def test_a_decision_by_fetch_answers_with_the_decided_card(
     assert waiting.status == "denied" and "use the vault" in waiting.result
 
 
+@pytest.mark.postgres
 def test_the_fragment_of_a_call_someone_else_decided_says_who(
     reviewer: User, superuser: User, waiting: ToolCall
 ) -> None:

@@ -113,6 +113,7 @@ def test_a_policy_that_cannot_load_denies_everything(session: AgentSession) -> N
     assert "cannot be loaded" in call.reason
 
 
+@pytest.mark.postgres
 def test_execution_refuses_arguments_that_changed_after_approval(
     session: AgentSession, workspace: Path
 ) -> None:
@@ -133,6 +134,7 @@ def approve_by_hand(call: ToolCall, reviewer: User) -> None:
     Decision.objects.create(tool_call=call, user=reviewer, decision=Decision.Verdict.APPROVE)
 
 
+@pytest.mark.postgres
 def test_an_approved_call_runs_exactly_once(
     session: AgentSession, workspace: Path, reviewer: User
 ) -> None:
@@ -228,6 +230,7 @@ def test_the_system_check_says_which_host_uid_commands_run_as(tmp_path: Path) ->
         assert "agentweb.E001" in done.stderr and "AGENTWEB_SANDBOX_UID='0'" in done.stderr
 
 
+@pytest.mark.postgres
 def test_a_remembered_rule_matches_exactly_those_arguments_lists_and_numbers_too(
     session: AgentSession,
 ) -> None:

@@ -149,7 +149,7 @@ def files_on_disk(repo: Path) -> dict[str, bytes | None]:
     return on_disk
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 50)), min_size=1, max_size=6))
 def test_the_previewed_diff_is_the_committed_diff(ops: list[tuple[Op, int]]) -> None:
     repo = make_repo()

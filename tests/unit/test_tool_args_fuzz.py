@@ -24,7 +24,8 @@ from tools_app.tools.base import MAX_COMMAND_CHARS, MAX_PATH_CHARS, MAX_TEXT_CHA
 from tools_app.tools.errors import ToolError
 from tools_app.tools.registry import REGISTRY, validate_args
 
-EXAMPLES = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Example counts come from the Hypothesis profile (tests/conftest.py): `make fuzz` runs many.
+EXAMPLES = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 TOOLS = sorted(REGISTRY)
 POLICY = policy_from_dict(DEFAULT_POLICY)
 
@@ -129,7 +130,7 @@ def test_hostile_values_for_known_arguments_validate_or_are_explained(
 
 
 @pytest.mark.parametrize("tool", TOOLS)
-@settings(max_examples=30, deadline=None)
+@settings(deadline=None)
 @given(args=values)
 def test_arguments_that_are_not_an_object_are_explained(tool: str, args: object) -> None:
     assert_validates_or_explains(tool, args)
@@ -256,7 +257,6 @@ def git_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("tool", TOOLS)
 @settings(
-    max_examples=60,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
@@ -284,13 +284,13 @@ def stores_anywhere(value: object) -> None:
     assert "\x00" not in text
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(value=values)
 def test_storable_json_makes_any_value_storable(value: object) -> None:
     stores_anywhere(jsonsafe.storable_json(value))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(value=values)
 def test_storable_json_leaves_valid_input_as_it_is(value: object) -> None:
     if jsonsafe.problem(value) is None:
