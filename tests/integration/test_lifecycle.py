@@ -16,7 +16,8 @@ from tools_app.services.lifecycle import (
     tool_call_move,
 )
 
-pytestmark = pytest.mark.django_db
+# The claims are conditional updates: database semantics, run on PostgreSQL too.
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 ROOT = Path(__file__).resolve().parents[2] / "tools_app"
 LIFECYCLE = ROOT / "services" / "lifecycle.py"

@@ -439,6 +439,7 @@ def test_an_admin_may_clear_the_bound_in_the_rules_inline(
     assert re.search(r'<input type="checkbox" name="rules-0-reviewer_bounded"[^>]* checked', html)
 
 
+@pytest.mark.postgres
 def test_the_migration_bounds_existing_remembered_rules_of_authors_who_are_not_admins(
     reviewer: User, superuser: User, policy: Policy
 ) -> None:
