@@ -20,6 +20,7 @@ from tools_app.policy import (
     Decision,
     PolicySpec,
     SessionCounters,
+    Verdict,
     command_review,
     evaluate,
 )
@@ -34,6 +35,14 @@ from tools_app.tools.paths import relative_to_workspace, resolve_path
 from tools_app.tools.registry import get_tool, validate_args
 
 logger = logging.getLogger(__name__)
+
+# The status a call takes once the policy has judged it: the one place this is spelled,
+# for core and skill tools alike.
+STATUS_OF_VERDICT: Mapping[Verdict, str] = {
+    "allow": "approved",
+    "deny": "denied",
+    "require_approval": "awaiting_approval",
+}
 
 
 @dataclass(frozen=True)
@@ -106,9 +115,8 @@ def prepare(
         # A call that cannot work (old_string not found …) fails; one the policy
         # refuses anyway (a path outside the workspace, into .git) is denied.
         return Prepared(status="failed", args=args, error=plan_error)
-    status = {"allow": "approved", "deny": "denied", "require_approval": "awaiting_approval"}
     return Prepared(
-        status=status[decision.decision],
+        status=STATUS_OF_VERDICT[decision.decision],
         args=args,
         decision=decision,
         preview=preview,
@@ -137,9 +145,10 @@ def prepare_skill(
     decision = evaluate(policy, facts, counters)
     if call.kind == "command":
         decision = _unsandboxed_needs_a_person("run_command", decision)
-    status = {"allow": "approved", "deny": "denied", "require_approval": "awaiting_approval"}
     preview = skill_executors.preview(call, args)
-    return Prepared(status=status[decision.decision], args=args, decision=decision, preview=preview)
+    return Prepared(
+        status=STATUS_OF_VERDICT[decision.decision], args=args, decision=decision, preview=preview
+    )
 
 
 def execute_skill(
