@@ -12,15 +12,12 @@ from tools_app import access, rendering
 from tools_app.models import Decision, ToolCall
 from tools_app.services.policies import remember_patterns
 from tools_app.skills.executors import unfilled_placeholders
-from tools_app.tools.catalogue import is_skill_tool
+from tools_app.tools.catalogue import facts_for, is_skill_tool
 
 # An escaped pair (`\\` and any character), or an invisible character on its own.
 _HIDDEN_CLASS = "[\x00-\x1f\x7f-\x9f\u00ad\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]"
 _HIDDEN_PAIR = re.compile(_HIDDEN_CLASS)
 _ESCAPED_OR_HIDDEN = re.compile(rf"\\(.)|({_HIDDEN_CLASS})", re.DOTALL)
-# The argument a reviewer edits in a text area for "Edit & approve"; other tools: JSON.
-EDIT_FIELDS = {"write_file": "content", "edit_file": "new_string"}
-DIFF_TOOLS = {"write_file", "edit_file", "git_commit", "apply_command_effect"}
 KINDS = {
     "run_command": "command",
     "create_pull_request": "pull",
@@ -41,14 +38,15 @@ def preview_kind(call: ToolCall) -> str:
         return KINDS[call.tool]
     if is_skill_tool(call.tool):
         return "skill"
-    if call.tool in DIFF_TOOLS or (call.preview or {}).get("diff"):
+    if facts_for(call.tool).shows_diff or (call.preview or {}).get("diff"):
         return "diff"
     return "json"
 
 
 def card_context(call: ToolCall, user: Any, **extra: Any) -> dict[str, Any]:
     """Everything `_card.html` needs; `extra` carries an error and the reviewer's text."""
-    field = EDIT_FIELDS.get(call.tool)
+    facts = facts_for(call.tool)
+    field = facts.edit_field
     awaiting = call.status == ToolCall.Status.AWAITING_APPROVAL
     context = {
         "call": call,
@@ -63,7 +61,7 @@ def card_context(call: ToolCall, user: Any, **extra: Any) -> dict[str, Any]:
         "remember": [(k, form_safe(v)) for k, v in sorted(remember_patterns(call.args).items())],
         "network": network_text(call),
         "args_hidden": rendering.hidden_count(json.dumps(call.args, ensure_ascii=False)),
-        "host": _host(call) if call.tool == "web_fetch" else None,
+        "host": _host(call) if facts.shows_host else None,
         "unfilled": _unfilled(call.preview or {}),
     }
     context.update(extra)

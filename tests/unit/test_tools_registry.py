@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tools_app.tools.base import ToolContext
-from tools_app.tools.catalogue import CATALOGUE, READ_ONLY_TOOLS
+from tools_app.tools.catalogue import CATALOGUE, EFFECT_TOOL, READ_ONLY_TOOLS, facts_for
 from tools_app.tools.errors import ToolError
 from tools_app.tools.files import ReadFileArgs
 from tools_app.tools.registry import REGISTRY, core_tool_schemas, get_tool, validate_args
@@ -157,6 +157,26 @@ def test_the_registry_and_the_catalogue_name_the_same_tools() -> None:
 def test_the_internal_effect_tool_is_not_registered() -> None:
     with pytest.raises(ToolError, match="Unknown tool"):
         get_tool("apply_command_effect")
+    assert EFFECT_TOOL == "apply_command_effect" and EFFECT_TOOL not in CATALOGUE
+
+
+def test_the_effect_tool_has_facts_yet_is_treated_like_an_unknown_tool() -> None:
+    """Its card shows a diff; otherwise it changes anything and must never run twice."""
+    facts = facts_for(EFFECT_TOOL)
+    assert facts.shows_diff
+    assert (facts.writes, facts.rerunnable, facts.cache) == ("anything", False, None)
+    assert not facts.reads_only({})
+
+
+def test_each_tool_owns_what_its_approvals_card_shows() -> None:
+    """Which argument a reviewer edits, which previews are diffs, which name a host."""
+    edit = {name: f.edit_field for name, f in CATALOGUE.items() if f.edit_field}
+    assert edit == {"write_file": "content", "edit_file": "new_string"}
+    diffs = {name for name, f in CATALOGUE.items() if f.shows_diff}
+    assert diffs == {"write_file", "edit_file", "git_commit"}
+    assert {name for name, f in CATALOGUE.items() if f.shows_host} == {"web_fetch"}
+    unknown = facts_for("deploy.ship")
+    assert (unknown.edit_field, unknown.shows_diff, unknown.shows_host) == (None, False, False)
 
 
 def test_git_defaults_follow_the_reference() -> None:

@@ -19,14 +19,11 @@ from django.utils import timezone
 from tools_app import command_effects, engine, events
 from tools_app.models import AgentSession, ToolCall
 from tools_app.policy import PolicySpec, SessionCounters
-from tools_app.services.lifecycle import (
-    EFFECT_TOOL,
-    effect_store,
-    session_refresh_status,
-)
+from tools_app.services.lifecycle import effect_store, session_refresh_status
 from tools_app.services.policies import load_policy_or_denial
 from tools_app.services.sessions import session_count_lines
 from tools_app.tools import git_runner
+from tools_app.tools.catalogue import EFFECT_TOOL
 from tools_app.tools.effect import Effect
 from tools_app.tools.effect_apply import (
     apply_effect,

@@ -24,12 +24,12 @@ from django.db.models import Q
 from tools_app import events
 from tools_app.models import AgentSession, Decision, ToolCall
 from tools_app.services.queueing import agent_turn_enqueue
+from tools_app.tools.catalogue import EFFECT_TOOL
 from tools_app.tools.effect_apply import drop_held_effect
 from tools_app.tools.errors import ToolError
 
 Status = ToolCall.Status
 SessionStatus = AgentSession.Status
-EFFECT_TOOL = "apply_command_effect"
 
 REFRESH = "refresh_session"  # `waiting` <-> `running`, then wake the agent
 WAKE = "wake_agent"  # an agent's call changed outside its turn

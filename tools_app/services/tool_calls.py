@@ -19,7 +19,7 @@ from tools_app.models import AgentSession, Policy, ToolCall
 from tools_app.policy import Decision, PolicySpec, SessionCounters
 from tools_app.policy.paths import workspace_relative
 from tools_app.services import cache, effects, subagents
-from tools_app.services.lifecycle import EFFECT_TOOL, approved_by_person, tool_call_move
+from tools_app.services.lifecycle import approved_by_person, tool_call_move
 from tools_app.services.policies import load_policy_or_denial
 from tools_app.services.pull_request_store import PullRequestStore
 from tools_app.services.queueing import EVALUATE_TOOL_CALL, tool_call_enqueue
@@ -32,7 +32,7 @@ from tools_app.services.skill_calls import (
 from tools_app.skills.executors import SkillCall
 from tools_app.tools import redaction, secret_files
 from tools_app.tools.base import SandboxOptions, ToolContext
-from tools_app.tools.catalogue import FILE_WRITE_TOOLS, is_skill_tool
+from tools_app.tools.catalogue import EFFECT_TOOL, FILE_WRITE_TOOLS, is_skill_tool
 from tools_app.tools.errors import ToolError
 from tools_app.tools.forge import ForgeSettings
 from tools_app.tools.jsonsafe import storable_args, storable_text

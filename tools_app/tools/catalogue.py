@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 __all__ = [
     "CATALOGUE",
+    "EFFECT_TOOL",
     "FILE_WRITE_TOOLS",
     "PATH_ARGS",
     "READ_ONLY_TOOLS",
@@ -48,6 +49,9 @@ class ToolFacts:
     only reads" when nothing else objects. It is a bool, or a predicate on the call's
     arguments for a tool that only sometimes reads (`git_branch` listing).
     `rerunnable`: a run interrupted by a crash may be run again (same result twice).
+    What the approvals card shows: `edit_field`, the argument a reviewer edits in a text
+    area for "Edit & approve" (other tools: the whole arguments as JSON); `shows_diff`,
+    the preview is a diff; `shows_host`, the card names the host the call reaches.
     """
 
     name: str
@@ -56,6 +60,9 @@ class ToolFacts:
     cache: CacheScope | None = None
     writes: Writes = "anything"
     rerunnable: bool = False
+    edit_field: str | None = None
+    shows_diff: bool = False
+    shows_host: bool = False
 
     def reads_only(self, args: Mapping[str, Any]) -> bool:
         return self.read_only(args) if callable(self.read_only) else self.read_only
@@ -76,8 +83,17 @@ CATALOGUE: Mapping[str, ToolFacts] = {
     facts.name: facts
     for facts in (
         _reader("read_file", "file", _PATH),
-        ToolFacts("write_file", path_args=_PATH, writes="path", rerunnable=True),
-        ToolFacts("edit_file", path_args=_PATH, writes="path"),
+        ToolFacts(
+            "write_file",
+            path_args=_PATH,
+            writes="path",
+            rerunnable=True,
+            edit_field="content",
+            shows_diff=True,
+        ),
+        ToolFacts(
+            "edit_file", path_args=_PATH, writes="path", edit_field="new_string", shows_diff=True
+        ),
         ToolFacts("run_command"),
         _reader("search_codebase", "tree", _PATH),
         _reader("list_files", "tree", _PATH),
@@ -85,14 +101,20 @@ CATALOGUE: Mapping[str, ToolFacts] = {
         ToolFacts("task_done", writes="nothing"),
         _reader("git_status", "worktree"),
         _reader("git_diff", "worktree"),
-        ToolFacts("git_commit", path_args=("files",)),
+        ToolFacts("git_commit", path_args=("files",), shows_diff=True),
         _reader("git_log", "history"),
         ToolFacts("git_branch", read_only=_lists_branches),
         ToolFacts("create_pull_request"),
         ToolFacts("spawn_subagent", writes="nothing"),
-        ToolFacts("web_fetch", writes="nothing"),
+        ToolFacts("web_fetch", writes="nothing", shows_host=True),
     )
 }
+
+# The tool call that applies a held command effect (`services/effects.py`): the
+# lifecycle creates it, agents are never offered it, so it is not in `CATALOGUE` (the
+# registry's tools); it changes anything and must not run twice, like an unknown tool.
+EFFECT_TOOL = "apply_command_effect"
+_INTERNAL: Mapping[str, ToolFacts] = {EFFECT_TOOL: ToolFacts(EFFECT_TOOL, shows_diff=True)}
 
 READ_ONLY_TOOLS = frozenset(name for name, f in CATALOGUE.items() if f.read_only is True)
 FILE_WRITE_TOOLS = frozenset(name for name, f in CATALOGUE.items() if f.writes == "path")
@@ -102,9 +124,10 @@ PATH_ARGS: Mapping[str, tuple[str, ...]] = {
 
 
 def facts_for(tool: str) -> ToolFacts:
-    """A tool's facts; an unknown tool (a skill's, the internal effect tool) is assumed
-    to change anything, never to only read, and never to be safe to run twice."""
-    return CATALOGUE.get(tool) or ToolFacts(tool)
+    """A tool's facts, the internal effect tool's included; an unknown tool (a skill's)
+    is assumed to change anything, never to only read, and never to be safe to run
+    twice."""
+    return CATALOGUE.get(tool) or _INTERNAL.get(tool) or ToolFacts(tool)
 
 
 def cached_with(scope: CacheScope) -> list[str]:
