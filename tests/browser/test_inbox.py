@@ -137,3 +137,18 @@ def test_the_inbox_follows_one_socket_and_counts_once_in_the_title(
     assert page.locator("#pending-count .count").text_content() == "2"
     approvals = [url for url in sockets if "/ws/approvals/" in url]
     assert len(approvals) == 1, sockets
+
+
+def test_keys_j_then_a_approve_the_first_card(
+    rita_page: Page, agent: Agent, session: dict[str, Any]
+) -> None:
+    """Keyboard navigation still works on the live inbox: j focuses the first card, a
+    approves it, and the write happens."""
+    waiting = ask_to_write_ci(agent, session)
+    expect(inbox.card(rita_page, CI_FILE)).to_be_visible()
+    rita_page.locator("body").click(position={"x": 5, "y": 5})
+    rita_page.keyboard.press("j")
+    rita_page.keyboard.press("a")
+    inbox.gone(rita_page, CI_FILE)
+    assert agent.final(waiting["id"])["status"] == "succeeded"
+    assert (Path(session["workspace"]) / CI_FILE).read_text() == CI_CONTENT
