@@ -1,16 +1,15 @@
 // The approvals inbox, live: cards are server-rendered fragments fetched when the
-// /ws/approvals/ socket announces a change, inserted or swapped in place. A card the
-// reviewer is working in (focus inside, or text typed) is never replaced: a banner is
-// added above it instead. Every form also works without this script.
+// /ws/approvals/ socket announces a change, inserted or swapped in place. The socket is
+// live.js's (one per page, which also owns the tab title): this script follows its
+// "agentweb:approvals" and "agentweb:live" events. A card the reviewer is working in
+// (focus inside, or text typed) is never replaced: a banner is added above it instead.
+// Every form also works without this script.
 (function () {
   "use strict";
   const inbox = document.getElementById("inbox");
   if (!inbox) return;
   const status = document.getElementById("live-status");
-  const baseTitle = document.title;
   const cardsBox = () => document.getElementById("cards");
-  let lastSeq = Number(cardsBox().dataset.lastSeq || 0);
-  let opened = 0;
   const queues = {};
 
   const cardUrl = (id) => inbox.dataset.cardUrl.replace(/0\/$/, id + "/");
@@ -93,12 +92,17 @@
       .forEach((card) => refresh(card.dataset.call));
   }
 
+  function reconcile(snapshot) {
+    // The snapshot is the truth when the socket opens: fetch the cards the page rendered
+    // before a change it then missed (a call that arrived, or was decided, meanwhile).
+    const waiting = new Set((snapshot.tool_calls || []).map((call) => String(call.id)));
+    waiting.forEach((id) => { if (!cardOf(id)) refresh(id); });
+    cards().filter((card) => isPending(card) && !waiting.has(card.dataset.call))
+      .forEach((card) => refresh(card.dataset.call));
+  }
+
   function onEvent(event) {
-    if (event.type === "snapshot") return;
-    if (typeof event.seq === "number") {
-      if (event.seq <= lastSeq) return;
-      lastSeq = event.seq;
-    }
+    if (event.type === "snapshot") { reconcile(event); return; }
     if (!String(event.type).startsWith("tool_call.")) return;
     const card = cardOf(event.tool_call);
     if (event.type === "tool_call.awaiting_approval" || (card && isPending(card))) {
@@ -106,18 +110,11 @@
     }
   }
 
-  function connect() {
-    const scheme = location.protocol === "https:" ? "wss" : "ws";
-    const socket = new WebSocket(`${scheme}://${location.host}/ws/approvals/?last_seq=${lastSeq}`);
-    socket.onopen = () => {
-      status.textContent = "Live: new calls appear here as they arrive.";
-      if (opened++ > 0) resync();
-    };
-    socket.onmessage = (message) => onEvent(JSON.parse(message.data));
-    socket.onclose = () => {
-      status.textContent = "Live updates paused; reconnecting…";
-      setTimeout(connect, 3000);
-    };
+  function onLive(state) {
+    status.textContent = state.open
+      ? "Live: new calls appear here as they arrive."
+      : "Live updates paused; reconnecting…";
+    if (state.reconnected) resync();
   }
 
   // --- deciding by fetch -------------------------------------------------------------
@@ -215,7 +212,6 @@
   function updateCount() {
     const pending = cards().filter(isPending).length;
     document.getElementById("inbox-count").textContent = pending ? `(${pending})` : "";
-    document.title = (pending ? `(${pending}) ` : "") + baseTitle;
   }
 
   function keys(event) {
@@ -251,5 +247,8 @@
   updateCount();
   tick();
   setInterval(tick, 1000);
-  if (inbox.dataset.live) connect();  // the socket refuses those who do not review
+  if (inbox.dataset.live) {  // live.js opens the socket for those who review, and only them
+    document.addEventListener("agentweb:approvals", (event) => onEvent(event.detail));
+    document.addEventListener("agentweb:live", (event) => onLive(event.detail));
+  }
 })();

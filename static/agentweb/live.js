@@ -1,10 +1,12 @@
 // Every page: the phone menu, the live pending-approvals counter (header and tab title),
 // and opt-in browser notifications when a call arrives while the tab is hidden.
 //
-// The counter follows /ws/approvals/: a snapshot of the calls awaiting a decision, then
-// every tool_call.* event with a `seq`; after a dropped connection it reconnects with
-// ?last_seq= and gets exactly what it missed. Each event is also dispatched on `document`
-// as "agentweb:approvals" (detail: the event), so a page can follow the same socket.
+// This is the page's one client of /ws/approvals/ and the one writer of the tab title: a
+// snapshot of the calls awaiting a decision, then every tool_call.* event with a `seq`;
+// after a dropped connection it reconnects (backoff with jitter) with ?last_seq= and gets
+// exactly what it missed, each `seq` once. Pages follow the same socket instead of opening
+// their own: each event is dispatched on `document` as "agentweb:approvals" (detail: the
+// event), and the connection's state as "agentweb:live" (detail: {open, reconnected}).
 (function () {
   "use strict";
 
@@ -27,6 +29,7 @@
   const waiting = new Set();
   let lastSeq = null;
   let retry = 1000;
+  let opened = 0;
 
   function render() {
     const count = waiting.size;
@@ -73,11 +76,16 @@
     document.dispatchEvent(new CustomEvent("agentweb:approvals", { detail: event }));
   }
 
+  function announce(open) {
+    const detail = { open: open, reconnected: open && opened > 1 };
+    document.dispatchEvent(new CustomEvent("agentweb:live", { detail: detail }));
+  }
+
   function connect() {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
     const query = lastSeq === null ? "" : "?last_seq=" + lastSeq;
     const socket = new WebSocket(scheme + "://" + location.host + socketPath + query);
-    socket.onopen = function () { retry = 1000; };
+    socket.onopen = function () { retry = 1000; opened += 1; announce(true); };
     socket.onmessage = function (message) {
       const event = JSON.parse(message.data);
       if (typeof event.seq === "number" && lastSeq !== null && event.seq <= lastSeq &&
@@ -86,7 +94,9 @@
       apply(event);
     };
     socket.onclose = function () {
-      setTimeout(connect, retry);
+      announce(false);
+      // Jitter, so that the tabs a server restart dropped do not all come back at once.
+      setTimeout(connect, retry * (0.5 + Math.random() / 2));
       retry = Math.min(retry * 2, 30000);
     };
   }

@@ -113,3 +113,42 @@ def test_an_outsider_sees_no_card(
     expect(page.get_by_role("heading", name="Approvals")).to_be_visible()
     expect(page.get_by_text(CI_FILE)).to_have_count(0)
     expect(page.get_by_role("button", name="Approve", exact=True)).to_have_count(0)
+
+
+def test_the_inbox_follows_one_socket_and_counts_once_in_the_title(
+    log_in: Any, reviewer: User, agent: Agent, session: dict[str, Any]
+) -> None:
+    """The header's counter and the inbox share live.js's one socket to /ws/approvals/,
+    and only live.js writes the tab title: "(1) Approvals", never "(1) (1) Approvals",
+    and "(2) …" once when a second call arrives while the page is open."""
+    ask_to_write_ci(agent, session)
+    # A fresh tab of the logged-in context: the login page's own socket is not counted.
+    page: Page = log_in(reviewer).context.new_page()
+    sockets: list[str] = []
+    page.on("websocket", lambda socket: sockets.append(socket.url))
+    page.goto("/approvals/")
+    expect(page.get_by_text("Live: new calls appear here")).to_be_visible()
+    expect(inbox.card(page, CI_FILE)).to_be_visible()
+    expect(page).to_have_title("(1) Approvals · agentweb")
+    waiting = agent.call(session, "run_command", command=COMMAND)
+    assert waiting["status"] == "awaiting_approval", waiting
+    expect(inbox.card(page, COMMAND)).to_be_visible()
+    expect(page).to_have_title("(2) Approvals · agentweb")
+    assert page.locator("#pending-count .count").text_content() == "2"
+    approvals = [url for url in sockets if "/ws/approvals/" in url]
+    assert len(approvals) == 1, sockets
+
+
+def test_keys_j_then_a_approve_the_first_card(
+    rita_page: Page, agent: Agent, session: dict[str, Any]
+) -> None:
+    """Keyboard navigation still works on the live inbox: j focuses the first card, a
+    approves it, and the write happens."""
+    waiting = ask_to_write_ci(agent, session)
+    expect(inbox.card(rita_page, CI_FILE)).to_be_visible()
+    rita_page.locator("body").click(position={"x": 5, "y": 5})
+    rita_page.keyboard.press("j")
+    rita_page.keyboard.press("a")
+    inbox.gone(rita_page, CI_FILE)
+    assert agent.final(waiting["id"])["status"] == "succeeded"
+    assert (Path(session["workspace"]) / CI_FILE).read_text() == CI_CONTENT
