@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from tools_app.tools.effect_reader import real_parents
 from tools_app.tools.errors import ToolError
 from tools_app.tools.paths import protected_match
 
@@ -179,21 +180,9 @@ def _secret_file(root: Path, rel: str, patterns: list[str]) -> bool:
 
 def _regular(root: Path, rel: str) -> bool:
     try:
-        return _real_parents(root, rel) and stat.S_ISREG(os.lstat(root / rel).st_mode)
+        return real_parents(root, rel) and stat.S_ISREG(os.lstat(root / rel).st_mode)
     except OSError:
         return False
-
-
-def _real_parents(root: Path, rel: str) -> bool:
-    current = root
-    for part in rel.split("/")[:-1]:
-        current = current / part
-        try:
-            if not stat.S_ISDIR(os.lstat(current).st_mode):
-                return False
-        except OSError:
-            return False
-    return True
 
 
 # --- where the index is kept -----------------------------------------------------------
