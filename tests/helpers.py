@@ -61,3 +61,14 @@ class Worker:
                 self.process.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+def files_holding(workspace: Path, text: str) -> list[str]:
+    """Every file outside .git whose bytes contain `text`."""
+    found = []
+    for path in workspace.rglob("*"):
+        if ".git" in path.relative_to(workspace).parts or not path.is_file():
+            continue
+        if text.encode() in path.read_bytes():
+            found.append(path.relative_to(workspace).as_posix())
+    return sorted(found)

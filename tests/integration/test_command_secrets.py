@@ -14,7 +14,7 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.test import Client
 
-from tests.helpers import git
+from tests.helpers import files_holding, git
 from tests.unit.helpers import requires_cow
 from tools_app import services
 from tools_app.models import AgentSession, Policy, ToolCall
@@ -62,16 +62,6 @@ def tool(session: AgentSession, name: str, **args: object) -> ToolCall:
 
 def command(session: AgentSession, text: str) -> ToolCall:
     return tool(session, "run_command", command=text)
-
-
-def files_holding(workspace: Path, text: str) -> list[str]:
-    found = []
-    for path in workspace.rglob("*"):
-        if ".git" in path.relative_to(workspace).parts or not path.is_file():
-            continue
-        if text.encode() in path.read_bytes():
-            found.append(path.relative_to(workspace).as_posix())
-    return sorted(found)
 
 
 def approve(call: ToolCall, user: User) -> ToolCall:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import git
+from tests.helpers import files_holding, git
 from tests.unit.helpers import make_ctx, requires_cow
 from tools_app.policy import (
     DEFAULT_POLICY,
@@ -53,17 +53,6 @@ def ctx_for(workspace: Path, **sandbox: object) -> ToolContext:
 
 def sh(ctx: ToolContext, command: str) -> str:
     return run_command(ctx, RunCommandArgs(command=command))
-
-
-def files_holding(workspace: Path, text: str) -> list[str]:
-    """Every file outside .git whose bytes contain `text`."""
-    found = []
-    for path in workspace.rglob("*"):
-        if ".git" in path.relative_to(workspace).parts or not path.is_file():
-            continue
-        if text.encode() in path.read_bytes():
-            found.append(path.relative_to(workspace).as_posix())
-    return sorted(found)
 
 
 def decide(command: str, workspace: Path) -> tuple[str, str, str]:
