@@ -12,18 +12,12 @@ from tools_app import access, rendering
 from tools_app.models import Decision, ToolCall
 from tools_app.services.policies import remember_patterns
 from tools_app.skills.executors import unfilled_placeholders
-from tools_app.tools.catalogue import facts_for, is_skill_tool
+from tools_app.tools.catalogue import facts_for
 
 # An escaped pair (`\\` and any character), or an invisible character on its own.
 _HIDDEN_CLASS = "[\x00-\x1f\x7f-\x9f\u00ad\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]"
 _HIDDEN_PAIR = re.compile(_HIDDEN_CLASS)
 _ESCAPED_OR_HIDDEN = re.compile(rf"\\(.)|({_HIDDEN_CLASS})", re.DOTALL)
-KINDS = {
-    "run_command": "command",
-    "create_pull_request": "pull",
-    "web_fetch": "fetch",
-    "spawn_subagent": "subagent",
-}
 FINAL_WORDS = {
     ToolCall.Status.EXPIRED: "expired",
     ToolCall.Status.CANCELLED: "cancelled",
@@ -32,13 +26,12 @@ FINAL_WORDS = {
 
 
 def preview_kind(call: ToolCall) -> str:
-    """Which preview partial shows the call: diff, command, pull, fetch, subagent, skill,
-    json."""
-    if call.tool in KINDS:
-        return KINDS[call.tool]
-    if is_skill_tool(call.tool):
-        return "skill"
-    if facts_for(call.tool).shows_diff or (call.preview or {}).get("diff"):
+    """Which preview partial shows the call: its tool's card kind (command, pull, fetch,
+    subagent, skill), else diff or json."""
+    facts = facts_for(call.tool)
+    if facts.card:
+        return facts.card
+    if facts.shows_diff or (call.preview or {}).get("diff"):
         return "diff"
     return "json"
 

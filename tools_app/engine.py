@@ -24,15 +24,13 @@ from tools_app.policy import (
     command_review,
     evaluate,
 )
-from tools_app.skills import executors as skill_executors
-from tools_app.skills.arguments import validate_arguments
 from tools_app.tools import overlay
-from tools_app.tools.base import ToolArgs, ToolContext
+from tools_app.tools.base import ToolContext, ToolSpec
 from tools_app.tools.catalogue import facts_for
-from tools_app.tools.errors import ToolError
+from tools_app.tools.errors import RunsElsewhere, ToolError
 from tools_app.tools.jsonsafe import storable_args, storable_text
 from tools_app.tools.paths import relative_to_workspace, resolve_path
-from tools_app.tools.registry import get_tool, validate_args
+from tools_app.tools.registry import get_tool
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +61,7 @@ class Prepared:
 
 @dataclass(frozen=True)
 class Outcome:
-    status: str  # "succeeded" or "failed"
+    status: str  # "succeeded", "failed", or "running" (it goes on elsewhere)
     result: str
 
 
@@ -90,26 +88,26 @@ def args_hash(tool: str, args: Mapping[str, Any]) -> str:
 
 def prepare(
     policy: PolicySpec,
-    tool: str,
+    spec: ToolSpec,
     raw_args: object,
     context: ToolContext | Path,
     counters: SessionCounters,
 ) -> Prepared:
-    """Validate the arguments, compute what the call would change, and ask the policy."""
+    """Validate the arguments, compute what the call would change, and ask the policy:
+    the one road of every tool, core or skill (`spec` says how each step is done)."""
     context = context if isinstance(context, ToolContext) else ToolContext(workspace=context)
-    workspace = context.workspace
     try:
-        validated = validate_args(tool, raw_args)
-        args = validated.model_dump(exclude_none=True)
+        validated, args = spec.validate(raw_args)
     except ToolError as exc:
         return Prepared(status="failed", args=storable_args(raw_args), error=str(exc))
     preview, changed_lines, plan_error = None, None, ""
     try:
-        preview, changed_lines = _preview(tool, validated, args, context)
+        preview, changed_lines = _preview(spec, validated, args, context)
     except ToolError as exc:
         plan_error = str(exc)
-    facts = CallFacts(tool, args, workspace, changed_lines)
-    decision = _unsandboxed_needs_a_person(tool, evaluate(policy, facts, counters))
+    facts = CallFacts(spec.name, args, context.workspace, changed_lines, executor=spec.executor)
+    decision = evaluate(policy, facts, counters)
+    decision = _unsandboxed_needs_a_person(spec.facts.runs_command, decision)
     decision = _secret_commit_needs_a_person(decision, preview)
     if plan_error and decision.decision != "deny":
         # A call that cannot work (old_string not found …) fails; one the policy
@@ -124,57 +122,10 @@ def prepare(
     )
 
 
-def prepare_skill(
-    policy: PolicySpec,
-    call: skill_executors.SkillCall,
-    raw_args: object,
-    context: ToolContext,
-    counters: SessionCounters,
-) -> Prepared:
-    """As `prepare`, for a skill tool bound to `call` (its captured definition): the
-    arguments are checked against its input schema, the preview shows the executor and
-    exactly what it would get, and the policy judges the call by its `skill.tool` name."""
-    try:
-        args = validate_arguments(call.name, call.input_schema, raw_args)
-    except ToolError as exc:
-        return Prepared(status="failed", args=storable_args(raw_args), error=str(exc))
-    if not call.kind:
-        error = f"{call.name} has no executor yet; its skill's author must add one."
-        return Prepared(status="failed", args=args, error=error)
-    facts = CallFacts(call.name, args, context.workspace, None, executor=call.executor)
-    decision = evaluate(policy, facts, counters)
-    if call.kind == "command":
-        decision = _unsandboxed_needs_a_person("run_command", decision)
-    preview = skill_executors.preview(call, args)
-    return Prepared(
-        status=STATUS_OF_VERDICT[decision.decision], args=args, decision=decision, preview=preview
-    )
-
-
-def execute_skill(
-    call: skill_executors.SkillCall,
-    args: Mapping[str, Any],
-    context: ToolContext,
-    secrets: skill_executors.Secrets,
-) -> Outcome:
-    """Run a skill tool's captured definition; errors are results, as for a core tool."""
-    try:
-        result = skill_executors.run(call, args, context, secrets)
-    except ToolError as exc:
-        return Outcome(status="failed", result=storable_text(str(exc)))
-    except Exception:
-        logger.exception("skill tool %s crashed", call.name)
-        return Outcome(
-            status="failed",
-            result=f"{call.name} failed with an internal error; the server log has the details.",
-        )
-    return Outcome(status="succeeded", result=storable_text(result))
-
-
-def _unsandboxed_needs_a_person(tool: str, decision: Decision) -> Decision:
+def _unsandboxed_needs_a_person(runs_command: bool, decision: Decision) -> Decision:
     """Without the copy-on-write sandbox a command writes the workspace directly: no
     rule may let one run without a person (a skill's command tool included)."""
-    if tool != "run_command" or decision.decision != "allow" or overlay.cow_available():
+    if not runs_command or decision.decision != "allow" or overlay.cow_available():
         return decision
     return Decision(
         "require_approval",
@@ -201,32 +152,33 @@ def _secret_commit_needs_a_person(decision: Decision, preview: dict[str, Any] | 
 
 
 def _preview(
-    tool: str, validated: ToolArgs, args: dict[str, Any], context: ToolContext
+    spec: ToolSpec, validated: object, args: dict[str, Any], context: ToolContext
 ) -> tuple[dict[str, Any] | None, int | None]:
     """The preview a reviewer would see and the lines the call would change.
 
     run_command's preview shows the policy's review of the command, passed in here so
     that the tools import no policy."""
-    preview = get_tool(tool).preview
-    if preview is None:
+    if spec.preview is None:
         return None, None
     if context.review_command is None:
         context = replace(context, review_command=command_review)
-    return preview(context, validated, args)
+    return spec.preview(context, validated, args)
 
 
-def execute(tool: str, args: Mapping[str, Any], context: ToolContext) -> Outcome:
-    """Run a validated, allowed call. Tool errors are results the agent reads."""
-    spec = get_tool(tool)
+def execute(spec: ToolSpec, args: Mapping[str, Any], context: ToolContext) -> Outcome:
+    """Run a validated, allowed call. Tool errors are results the agent reads; a call
+    that goes on elsewhere (a sub-agent) stays `running`."""
     try:
-        result = spec.run(context, spec.args_model.model_validate(dict(args)))
+        result = spec.run(context, spec.parsed(args))
+    except RunsElsewhere:
+        return Outcome(status="running", result="")
     except ToolError as exc:
         return Outcome(status="failed", result=storable_text(str(exc)))
     except Exception:
-        logger.exception("tool %s crashed", tool)
+        logger.exception("tool %s crashed", spec.name)
         return Outcome(
             status="failed",
-            result=f"{tool} failed with an internal error; the server log has the details.",
+            result=f"{spec.name} failed with an internal error; the server log has the details.",
         )
     # A file name that is not UTF-8 reaches Python as lone surrogates: store them safely.
     return Outcome(status="succeeded", result=storable_text(result))
@@ -274,8 +226,13 @@ def parent_dirs(path: str) -> list[str]:
 def dry_run(
     policy: PolicySpec, tool: str, raw_args: object, workspace: Path, counters: SessionCounters
 ) -> Decision:
-    """What the policy would decide, without running anything; bad arguments are denied."""
-    prepared = prepare(policy, tool, raw_args, workspace, counters)
+    """What the policy would decide about an agent's call of a core tool, without running
+    anything; bad arguments (an unknown tool's too) are denied."""
+    try:
+        spec = get_tool(tool)
+    except ToolError as exc:
+        return Decision("deny", str(exc), "invariant:invalid-arguments")
+    prepared = prepare(policy, spec, raw_args, workspace, counters)
     if prepared.decision is None:
         return Decision("deny", prepared.error, "invariant:invalid-arguments")
     return prepared.decision

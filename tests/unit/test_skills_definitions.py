@@ -8,12 +8,13 @@ from typing import Any
 
 import pytest
 
-from tools_app.engine import prepare_skill
+from tools_app.engine import prepare
 from tools_app.policy import PolicySpec, Rule, SessionCounters
 from tools_app.skills.arguments import validate_arguments
 from tools_app.skills.definitions import SkillInvalid, skill_from_dict, skill_to_dict
 from tools_app.skills.executors import SkillCall, argument_env, preview, render_prompt
 from tools_app.skills.skillmd import skill_dict_from_markdown
+from tools_app.skills.tool_spec import skill_tool_spec
 from tools_app.tools.base import ToolContext
 from tools_app.tools.errors import ToolError
 
@@ -187,7 +188,8 @@ def test_the_preview_shows_the_executor_and_exactly_what_it_gets() -> None:
 
 
 def judge(call: SkillCall, policy: PolicySpec, args: object) -> Any:
-    return prepare_skill(policy, call, args, ToolContext(workspace=Path("/tmp")), SessionCounters())
+    spec = skill_tool_spec(call)
+    return prepare(policy, spec, args, ToolContext(workspace=Path("/tmp")), SessionCounters())
 
 
 PROMPT = SkillCall("release", "changelog_entry", {"kind": "prompt", "template": "$v"}, SCHEMA)

@@ -21,9 +21,8 @@ from tools_app.services.policies import (
     widening_needs_admin,
 )
 from tools_app.services.queueing import EXECUTE_TOOL_CALL, tool_call_enqueue
-from tools_app.services.skill_calls import skill_call_captured
-from tools_app.services.tool_calls import prepare_bound, session_counters, tool_context
-from tools_app.tools.catalogue import is_skill_tool
+from tools_app.services.tool_calls import prepare_call
+from tools_app.services.tool_specs import tool_spec_edited
 
 Status = ToolCall.Status
 
@@ -162,15 +161,11 @@ def _outcome_for_edit(call: ToolCall, args: dict[str, Any]) -> tuple[str, dict[s
 
 
 def _prepare_edit(spec: PolicySpec, call: ToolCall, args: dict[str, Any]) -> engine.Prepared:
-    """Edited arguments judged again; a skill tool's with the definition captured when
-    the call was first judged, the one the reviewer saw."""
-    if is_skill_tool(call.tool):
-        captured = skill_call_captured(call)
-        if captured is None:
-            raise Invalid("This skill tool call has no captured definition to check against.")
-        return prepare_bound(spec, captured, args, call.session)
-    context = tool_context(call.session)
-    return engine.prepare(spec, call.tool, args, context, session_counters(call.session))
+    """Edited arguments judged again, with the spec the call was judged with."""
+    tool = tool_spec_edited(call=call)
+    if isinstance(tool, str):
+        raise Invalid(tool)
+    return prepare_call(spec, tool, args, call.session)
 
 
 def _forbidden_reason(user: Any, scope: str, call: ToolCall) -> str:

@@ -228,18 +228,23 @@ def preview(call: SkillCall, args: Mapping[str, Any]) -> dict[str, Any]:
 # --- running -----------------------------------------------------------------------------------
 
 
-def run(call: SkillCall, args: Mapping[str, Any], ctx: ToolContext, secrets: Secrets) -> str:
-    """Run the captured definition; a ToolError is a result the agent reads."""
+def run(call: SkillCall, args: Mapping[str, Any], ctx: ToolContext) -> str:
+    """Run the captured definition; a ToolError is a result the agent reads. An http
+    tool's header secrets come from `ctx.secrets`."""
     if call.kind == "command":
         return _run_command(call, args, ctx)
     if call.kind == "http":
-        return _run_http(call, args, ctx, secrets)
+        return _run_http(call, args, ctx, ctx.secrets or _no_secrets)
     if call.kind == "prompt":
         return render_prompt(str(call.executor["template"]), args, call.input_schema)
     raise ToolError(
         f"{call.name} has no executor: its skill's author must give it one "
         "(command, http or prompt) before it can run."
     )
+
+
+def _no_secrets(_: str) -> None:
+    return None
 
 
 def _run_command(call: SkillCall, args: Mapping[str, Any], ctx: ToolContext) -> str:
