@@ -24,7 +24,7 @@ from tools_app.tools.catalogue import FILE_WRITE_TOOLS, is_skill_tool
 from tools_app.tools.errors import ToolError
 from tools_app.tools.netguard import check_target, host_allowed, parse_target
 from tools_app.tools.paths import in_git_dir, protected_match
-from tools_app.tools.shell import DEFAULT_TIMEOUT as DEFAULT_COMMAND_TIMEOUT
+from tools_app.tools.sandbox import DEFAULT_TIMEOUT
 
 
 class Check:
@@ -296,7 +296,7 @@ class LongCommand(ApprovalCheck):
     def reason(self, context: CallContext) -> str | None:
         if context.tool != "run_command":
             return None
-        timeout = context.args.get("timeout", DEFAULT_COMMAND_TIMEOUT)
+        timeout = context.args.get("timeout", DEFAULT_TIMEOUT)
         limit = context.policy.command_timeout_limit
         if isinstance(timeout, int | float) and timeout > limit:
             return (

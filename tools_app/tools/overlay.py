@@ -56,8 +56,6 @@ __all__ = [
 ]
 
 READONLY_PATHS_ENV = "AGENTWEB_SANDBOX_READONLY_PATHS"
-# The CPU-time limit of a command line built without its own (a probe, a test's argv).
-DEFAULT_LIMIT_TIMEOUT = 120.0
 SANDBOX_UID = "65534"
 # The OS's program and library directories; symlinks (merged /usr) are recreated as such.
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
@@ -241,7 +239,8 @@ def build_cow_command(
     """
     root = os.path.realpath(workspace)
     unshare = shutil.which("unshare") or "/usr/bin/unshare"
-    bounds = bounds or sandbox_user.limits(DEFAULT_LIMIT_TIMEOUT)
+    # A command line built without its own limits (a probe, a test's argv): the default.
+    bounds = bounds or sandbox_user.limits(sandbox.DEFAULT_TIMEOUT)
     if lower_fd is None:
         cmd = [unshare, "--user", "--map-root-user", "--mount", "--pid", "--fork", "--kill-child"]
         cmd += ["sh", "-c", _MOUNT_SCRIPT, "agentweb-cow", str(scratch)]
@@ -263,7 +262,7 @@ def bwrap_args(
     multiplexer, bound from the host's nodes the sandbox uid does not own), the kernel
     knobs under /proc are read-only, and the private /tmp is a tmpfs of bounded size.
     """
-    bounds = bounds or sandbox_user.limits(DEFAULT_LIMIT_TIMEOUT)
+    bounds = bounds or sandbox_user.limits(sandbox.DEFAULT_TIMEOUT)
     cmd = [shutil.which("bwrap") or "/usr/bin/bwrap", "--unshare-user"]
     cmd += ["--uid", SANDBOX_UID, "--gid", SANDBOX_UID, "--cap-drop", "ALL", "--unshare-all"]
     if options.network or options.approved:

@@ -15,7 +15,6 @@ from tools_app.tools.base import MAX_COMMAND_CHARS, SandboxOptions, ToolArgs, To
 from tools_app.tools.effect import Effect
 from tools_app.tools.errors import ToolError
 
-DEFAULT_TIMEOUT = 120.0
 MAX_TIMEOUT = 3600.0
 NO_HANDLER_NOTE = "note: nothing the command changed was applied (no effect handler)."
 UNSANDBOXED_NOTE = "note: ran without the copy-on-write sandbox (unavailable on this host)."
@@ -28,10 +27,11 @@ class RunCommandArgs(ToolArgs):
         description="Shell command to execute (run with bash -c).",
     )
     timeout: float = Field(
-        default=DEFAULT_TIMEOUT,
+        default=sandbox.DEFAULT_TIMEOUT,
         gt=0,
         le=MAX_TIMEOUT,
-        description=f"Timeout in seconds (default: {DEFAULT_TIMEOUT:g}, at most {MAX_TIMEOUT:g}).",
+        description=f"Timeout in seconds (default: {sandbox.DEFAULT_TIMEOUT:g}, "
+        f"at most {MAX_TIMEOUT:g}).",
     )
 
 
