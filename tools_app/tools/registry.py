@@ -76,7 +76,9 @@ def _edit_preview(context: ToolContext, _: EditFileArgs, args: dict[str, Any]) -
     return _file_preview("edit_file", context, args)
 
 
-def _command_preview(context: ToolContext, _: RunCommandArgs, args: dict[str, Any]) -> _Result:
+def _command_preview(
+    context: ToolContext, validated: RunCommandArgs, args: dict[str, Any]
+) -> _Result:
     if context.review_command is None:
         raise ToolError("run_command's preview needs the policy's review of the command")
     analysis = analyse_command(str(args["command"]))
@@ -84,7 +86,7 @@ def _command_preview(context: ToolContext, _: RunCommandArgs, args: dict[str, An
     parts, named = context.review_command(analysis, context.workspace, patterns)
     preview = {
         "command": args["command"],
-        "timeout": args["timeout"],  # validated: RunCommandArgs gives the default
+        "timeout": validated.timeout,
         "parts": parts,
         "opaque": list(analysis.opaque),
         "sandboxed": overlay.cow_available(),
