@@ -104,7 +104,7 @@ def decisions(policy: PolicySpec, workspace: Path) -> dict[str, str]:
     found = {}
     for kind, tool, args, lines in CALLS:
         decision = evaluate(policy, CallFacts(tool, args, workspace, lines), counters)
-        found[kind] = f"{decision.decision} ({decision.rule})"
+        found[kind] = f"{decision.kind} ({decision.rule})"
     return found
 
 

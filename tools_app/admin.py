@@ -223,8 +223,8 @@ class ReadOnlyAdmin(admin.ModelAdmin[Any]):
 
 @admin.register(ToolCall)
 class ToolCallAdmin(ReadOnlyAdmin):
-    list_display = ("id", "session", "tool_shown", "status", "decision", "rule", "created_at")
-    list_filter = ("status", "decision", "tool")
+    list_display = ("id", "session", "tool_shown", "status", "verdict", "rule", "created_at")
+    list_filter = ("status", "verdict", "tool")
     search_fields = ("tool", "reason", "rule")
     agent_text = ("tool", "args", "reason", "rule", "preview", "result", "runner")
 

@@ -22,7 +22,6 @@ from pydantic import Field
 from tools_app import access, api_input, api_skills, selectors, services, tool_schemas, waiting
 from tools_app.api_schemas import (
     DecisionIn,
-    DecisionOut,
     ErrorOut,
     EvaluateIn,
     SessionIn,
@@ -31,6 +30,7 @@ from tools_app.api_schemas import (
     ToolCallIn,
     ToolCallOut,
     ToolCallPage,
+    VerdictOut,
 )
 from tools_app.models import AgentSession, ToolCall
 from tools_app.pagination import PageQuery, page
@@ -274,7 +274,7 @@ def policy_detail(request: HttpRequest, name: str) -> dict[str, Any]:
     return {**selectors.policy_as_dict(policy), "version": policy.version}
 
 
-@api.post("/policies/{name}/evaluate", response={200: DecisionOut, 404: ErrorOut})
+@api.post("/policies/{name}/evaluate", response={200: VerdictOut, 404: ErrorOut})
 def policy_evaluate(request: HttpRequest, name: str, body: EvaluateIn) -> dict[str, str]:
     """A dry run: what the policy would decide; nothing is stored or run."""
     policy = selectors.policy_by_name(name)
@@ -284,11 +284,11 @@ def policy_evaluate(request: HttpRequest, name: str, body: EvaluateIn) -> dict[s
     if body.session is not None:
         session = _session_for(request, body.session)
         workspace, counters = Path(session.workspace), services.session_counters(session)
-    decision = services.policy_evaluate(
+    verdict = services.policy_evaluate(
         policy=policy, tool=body.tool, args=body.args, workspace=workspace, counters=counters
     )
     note = selectors.tracked_secrets_note(policy, workspace) if body.session else ""
-    return {**decision.as_dict(), **({"note": note} if note else {})}
+    return {**verdict.as_dict(), **({"note": note} if note else {})}
 
 
 api_skills.register(api)  # /api/skills: its own module, mounted here

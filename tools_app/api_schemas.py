@@ -56,6 +56,7 @@ class ToolCallOut(Schema):
     tool: str
     args: dict[str, Any]
     status: str
+    # The policy's verdict (`ToolCall.verdict`), under the key the API has always used.
     decision: str
     reason: str
     rule: str
@@ -91,7 +92,9 @@ class EvaluateIn(StrictIn):
     )
 
 
-class DecisionOut(Schema):
+class VerdictOut(Schema):
+    """The policy's verdict on a dry run; `decision` is its kind (the API's key)."""
+
     decision: str
     reason: str
     rule: str

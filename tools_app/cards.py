@@ -74,7 +74,7 @@ def network_text(call: ToolCall) -> str:
         human: Decision | None = call.human
     except Decision.DoesNotExist:
         human = None
-    if human is not None and human.decision == Decision.Verdict.APPROVE:
+    if human is not None and human.decision == Decision.Choice.APPROVE:
         return "on: a person approved this command"
     return "off"
 
@@ -133,7 +133,7 @@ def decided_text(call: ToolCall) -> str:
         word = FINAL_WORDS.get(ToolCall.Status(call.status), call.status)
         return f"No longer waiting: {word}."
     who = human.user.get_username() if human.user else "a deleted user"
-    how = "approved" if human.decision == Decision.Verdict.APPROVE else "denied"
+    how = "approved" if human.decision == Decision.Choice.APPROVE else "denied"
     if human.edited_args is not None and how == "approved":
         how = "approved with edited arguments"
     if human.remember and how == "approved":

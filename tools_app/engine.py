@@ -17,10 +17,10 @@ from typing import Any
 
 from tools_app.policy import (
     CallFacts,
-    Decision,
     PolicySpec,
     SessionCounters,
     Verdict,
+    VerdictKind,
     command_review,
     evaluate,
 )
@@ -36,7 +36,7 @@ logger = logging.getLogger(__name__)
 
 # The status a call takes once the policy has judged it: the one place this is spelled,
 # for core and skill tools alike.
-STATUS_OF_VERDICT: Mapping[Verdict, str] = {
+STATUS_OF_VERDICT: Mapping[VerdictKind, str] = {
     "allow": "approved",
     "deny": "denied",
     "require_approval": "awaiting_approval",
@@ -53,7 +53,7 @@ class Prepared:
 
     status: str
     args: dict[str, Any]
-    decision: Decision | None = None
+    verdict: Verdict | None = None
     preview: dict[str, Any] | None = None
     changed_lines: int | None = None
     error: str = ""
@@ -106,28 +106,28 @@ def prepare(
     except ToolError as exc:
         plan_error = str(exc)
     facts = CallFacts(spec.name, args, context.workspace, changed_lines, executor=spec.executor)
-    decision = evaluate(policy, facts, counters)
-    decision = _unsandboxed_needs_a_person(spec.facts.runs_command, decision)
-    decision = _secret_commit_needs_a_person(decision, preview)
-    if plan_error and decision.decision != "deny":
+    verdict = evaluate(policy, facts, counters)
+    verdict = _unsandboxed_needs_a_person(spec.facts.runs_command, verdict)
+    verdict = _secret_commit_needs_a_person(verdict, preview)
+    if plan_error and verdict.kind != "deny":
         # A call that cannot work (old_string not found …) fails; one the policy
         # refuses anyway (a path outside the workspace, into .git) is denied.
         return Prepared(status="failed", args=args, error=plan_error)
     return Prepared(
-        status=STATUS_OF_VERDICT[decision.decision],
+        status=STATUS_OF_VERDICT[verdict.kind],
         args=args,
-        decision=decision,
+        verdict=verdict,
         preview=preview,
         changed_lines=changed_lines,
     )
 
 
-def _unsandboxed_needs_a_person(runs_command: bool, decision: Decision) -> Decision:
+def _unsandboxed_needs_a_person(runs_command: bool, verdict: Verdict) -> Verdict:
     """Without the copy-on-write sandbox a command writes the workspace directly: no
     rule may let one run without a person (a skill's command tool included)."""
-    if not runs_command or decision.decision != "allow" or overlay.cow_available():
-        return decision
-    return Decision(
+    if not runs_command or verdict.kind != "allow" or overlay.cow_available():
+        return verdict
+    return Verdict(
         "require_approval",
         "this host has no copy-on-write sandbox (user namespaces, overlayfs or bubblewrap "
         "missing): the command would run unsandboxed, with the worker's rights; a person "
@@ -136,13 +136,13 @@ def _unsandboxed_needs_a_person(runs_command: bool, decision: Decision) -> Decis
     )
 
 
-def _secret_commit_needs_a_person(decision: Decision, preview: dict[str, Any] | None) -> Decision:
+def _secret_commit_needs_a_person(verdict: Verdict, preview: dict[str, Any] | None) -> Verdict:
     """A commit that records secret files puts them in git's objects, where every command
     reads them and a pull request pushes them: no rule may let one pass without a person."""
     left_out = (preview or {}).get("secrets_left_out")
-    if decision.decision != "allow" or not left_out:
-        return decision
-    return Decision(
+    if verdict.kind != "allow" or not left_out:
+        return verdict
+    return Verdict(
         "require_approval",
         f"this commit records secret files ({', '.join(left_out)}): once committed they are "
         "in git's objects, readable to every command and pushed with a pull request; a "
@@ -225,14 +225,14 @@ def parent_dirs(path: str) -> list[str]:
 
 def dry_run(
     policy: PolicySpec, tool: str, raw_args: object, workspace: Path, counters: SessionCounters
-) -> Decision:
-    """What the policy would decide about an agent's call of a core tool, without running
+) -> Verdict:
+    """What the policy would answer about an agent's call of a core tool, without running
     anything; bad arguments (an unknown tool's too) are denied."""
     try:
         spec = get_tool(tool)
     except ToolError as exc:
-        return Decision("deny", str(exc), "invariant:invalid-arguments")
+        return Verdict("deny", str(exc), "invariant:invalid-arguments")
     prepared = prepare(policy, spec, raw_args, workspace, counters)
-    if prepared.decision is None:
-        return Decision("deny", prepared.error, "invariant:invalid-arguments")
-    return prepared.decision
+    if prepared.verdict is None:
+        return Verdict("deny", prepared.error, "invariant:invalid-arguments")
+    return prepared.verdict

@@ -77,7 +77,7 @@ def tool_call_payload(call: ToolCall) -> dict[str, Any]:
         "tool_call": call.pk,
         "tool": call.tool,
         "status": call.status,
-        "decision": call.decision,
+        "decision": call.verdict,
         "reason": call.reason,
         "rule": call.rule,
     }

@@ -121,7 +121,7 @@ def tool_call_as_dict(call: ToolCall) -> dict[str, Any]:
         "tool": call.tool,
         "args": call.args,
         "status": ToolCall.Status.EXPIRED if tool_call_overdue(call) else call.status,
-        "decision": call.decision,
+        "decision": call.verdict,
         "reason": call.reason,
         "rule": call.rule,
         "result": call.result,

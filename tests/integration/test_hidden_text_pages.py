@@ -46,7 +46,7 @@ def session(workspace: Path, creator: User, reviewer: User) -> AgentSession:
     )  # fmt: skip
     call = ToolCall.objects.create(
         session=session, tool="run_command", args={"command": f"echo {HOSTILE}"},
-        status=ToolCall.Status.SUCCEEDED, decision="require_approval",
+        status=ToolCall.Status.SUCCEEDED, verdict="require_approval",
         reason=f"Reason {HOSTILE}", rule="test", result=f"Result {HOSTILE}",
         preview={"command": f"echo {HOSTILE}"},
     )  # fmt: skip

@@ -12,9 +12,9 @@ import pytest
 from tools_app.policy import (
     DEFAULT_POLICY,
     CallFacts,
-    Decision,
     PolicySpec,
     SessionCounters,
+    Verdict,
     evaluate,
     policy_from_dict,
     policy_to_dict,
@@ -28,7 +28,7 @@ LOCAL = replace(DEFAULT, web_allow_hosts=("127.0.0.1",))
 
 def decide(
     tool: str, args: dict[str, Any], workspace: Path, policy: PolicySpec = DEFAULT
-) -> Decision:
+) -> Verdict:
     return evaluate(policy, CallFacts(tool, args, workspace), SessionCounters())
 
 
@@ -37,12 +37,12 @@ def decide(
 )
 def test_reading_a_secret_path_needs_a_person(path: str, tmp_path: Path) -> None:
     decision = decide("read_file", {"path": path}, tmp_path)
-    assert (decision.decision, decision.rule) == ("require_approval", "builtin:secret-path")
+    assert (decision.kind, decision.rule) == ("require_approval", "builtin:secret-path")
     assert path in decision.reason
 
 
 def test_reading_an_ordinary_file_is_allowed(tmp_path: Path) -> None:
-    assert decide("read_file", {"path": "src/env.py"}, tmp_path).decision == "allow"
+    assert decide("read_file", {"path": "src/env.py"}, tmp_path).kind == "allow"
 
 
 def test_an_old_policy_file_imports_with_the_default_secret_paths() -> None:
@@ -70,15 +70,15 @@ def test_a_bad_secret_pattern_is_refused_naming_the_field() -> None:
 )
 def test_a_web_write_needs_a_person(args: dict[str, Any], tmp_path: Path) -> None:
     decision = decide("web_fetch", args, tmp_path, LOCAL)
-    assert (decision.decision, decision.rule) == ("require_approval", "builtin:web-write")
+    assert (decision.kind, decision.rule) == ("require_approval", "builtin:web-write")
     assert "127.0.0.1" in decision.reason
 
 
 def test_a_plain_get_and_a_write_to_a_write_host_are_allowed(tmp_path: Path) -> None:
-    assert decide("web_fetch", {"url": "http://127.0.0.1:9/x"}, tmp_path, LOCAL).decision == "allow"
+    assert decide("web_fetch", {"url": "http://127.0.0.1:9/x"}, tmp_path, LOCAL).kind == "allow"
     trusted = replace(LOCAL, web_write_hosts=("127.0.0.1",))
     post = {"url": "http://127.0.0.1:9/x", "method": "POST", "body": "{}"}
-    assert decide("web_fetch", post, tmp_path, trusted).decision == "allow"
+    assert decide("web_fetch", post, tmp_path, trusted).kind == "allow"
 
 
 # --- search never shows a secret's contents ---------------------------------------------

@@ -58,7 +58,7 @@ def sh(ctx: ToolContext, command: str) -> str:
 def decide(command: str, workspace: Path) -> tuple[str, str, str]:
     facts = CallFacts("run_command", {"command": command}, workspace)
     decision = evaluate(DEFAULT, facts, SessionCounters())
-    return decision.decision, decision.rule, decision.reason
+    return decision.kind, decision.rule, decision.reason
 
 
 # --- the policy: naming a secret path needs a person --------------------------------------

@@ -198,8 +198,8 @@ PROMPT = SkillCall("release", "changelog_entry", {"kind": "prompt", "template": 
 def test_a_skill_tool_needs_a_person_unless_a_rule_allows_it_by_name() -> None:
     prepared = judge(PROMPT, PolicySpec(), {"version": "1"})
     assert prepared.status == "awaiting_approval"
-    assert prepared.decision.reason.startswith("skill tool")
-    assert prepared.decision.rule == "builtin:skill-tool"
+    assert prepared.verdict.reason.startswith("skill tool")
+    assert prepared.verdict.rule == "builtin:skill-tool"
     for pattern in ("release.changelog_entry", "release.*", "*.changelog_entry"):
         rules = (Rule("1", pattern, {}, "allow"),)
         assert judge(PROMPT, PolicySpec(rules=rules), {"version": "1"}).status == "approved"
@@ -213,10 +213,10 @@ def test_an_http_tool_reaches_only_allow_listed_public_hosts() -> None:
         return SkillCall("hook", "notify", {"kind": "http", "url": url}, {"type": "object"})
 
     refused = judge(http("http://10.1.2.3/hook"), PolicySpec(), {})
-    assert refused.status == "denied" and "does not allow-list" in refused.decision.reason
+    assert refused.status == "denied" and "does not allow-list" in refused.verdict.reason
     private = PolicySpec(web_write_hosts=("10.1.2.3",))
     refused = judge(http("http://10.1.2.3/hook"), private, {})
-    assert refused.status == "denied" and refused.decision.rule == "builtin:skill-http-target"
+    assert refused.status == "denied" and refused.verdict.rule == "builtin:skill-http-target"
     allowed = PolicySpec(web_allow_hosts=("127.0.0.1",))
     assert judge(http("http://127.0.0.1:9/hook"), allowed, {}).status == "awaiting_approval"
 

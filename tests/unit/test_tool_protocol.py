@@ -33,7 +33,7 @@ def test_a_skill_tool_takes_the_core_tools_road(tmp_path: Path) -> None:
     spec = skill_tool_spec(PROMPT)
     allow = PolicySpec(rules=(Rule("1", "release.note", {}, "allow"),))
     prepared = engine.prepare(allow, spec, {"v": "2"}, tmp_path, SessionCounters())
-    assert (prepared.status, prepared.decision and prepared.decision.rule) == ("approved", "rule 1")
+    assert (prepared.status, prepared.verdict and prepared.verdict.rule) == ("approved", "rule 1")
     assert prepared.preview == preview(PROMPT, {"v": "2"})
     outcome = engine.execute(spec, prepared.args, ToolContext(workspace=tmp_path))
     assert (outcome.status, outcome.result) == ("succeeded", "v2")
@@ -59,7 +59,7 @@ def test_a_skill_without_an_executor_fails_before_the_policy(tmp_path: Path) -> 
     prepared = engine.prepare(
         PolicySpec(), skill_tool_spec(empty), {"v": "1"}, tmp_path, SessionCounters()
     )
-    assert (prepared.status, prepared.decision) == ("failed", None)
+    assert (prepared.status, prepared.verdict) == ("failed", None)
     assert prepared.error == "release.note has no executor yet; its skill's author must add one."
     assert prepared.args == {"v": "1"}
 

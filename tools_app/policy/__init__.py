@@ -21,11 +21,11 @@ from tools_app.policy.targets import secret_targets
 from tools_app.policy.types import (
     VERDICTS,
     CallFacts,
-    Decision,
     PolicySpec,
     Rule,
     SessionCounters,
     Verdict,
+    VerdictKind,
 )
 
 __all__ = [
@@ -33,13 +33,13 @@ __all__ = [
     "DEFAULT_PROTECTED_PATHS",
     "VERDICTS",
     "CallFacts",
-    "Decision",
     "PolicyInvalid",
     "PolicyProblem",
     "PolicySpec",
     "Rule",
     "SessionCounters",
     "Verdict",
+    "VerdictKind",
     "argument_strings",
     "command_review",
     "evaluate",

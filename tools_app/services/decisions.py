@@ -44,9 +44,9 @@ def tool_call_decide(
     finds nothing to update and gets Conflict (409). `rule_args`: widened patterns,
     checked (and maybe refused) before anything is decided.
     """
-    if decision not in Decision.Verdict.values:
+    if decision not in Decision.Choice.values:
         raise Invalid("`decision` must be 'approve' or 'deny'.")
-    approve = decision == Decision.Verdict.APPROVE
+    approve = decision == Decision.Choice.APPROVE
     if not access.may_decide(user, scope, call, approve=approve):
         raise Forbidden(_forbidden_reason(user, scope, call))
     if call.status != Status.AWAITING_APPROVAL:
@@ -143,19 +143,19 @@ def _outcome_for_edit(call: ToolCall, args: dict[str, Any]) -> tuple[str, dict[s
         return Status.DENIED, {"reason": spec.reason, "result": spec.reason,
                                "rule": spec.rule, "finished_at": timezone.now()}  # fmt: skip
     prepared = _prepare_edit(spec, call, args)
-    if prepared.decision is None:
+    if prepared.verdict is None:
         raise Invalid(f"The edited arguments are not valid: {prepared.error}")
     fields: dict[str, Any] = {
         "args": prepared.args,
         "args_hash": engine.args_hash(call.tool, prepared.args),
         "preview": prepared.preview,
         "changed_lines": prepared.changed_lines,
-        "reason": prepared.decision.reason,
-        "rule": prepared.decision.rule,
+        "reason": prepared.verdict.reason,
+        "rule": prepared.verdict.rule,
         "policy_version": spec.version,
     }
-    if prepared.decision.decision == "deny":
-        reason = f"The edited arguments are denied by the policy: {prepared.decision.reason}"
+    if prepared.verdict.kind == "deny":
+        reason = f"The edited arguments are denied by the policy: {prepared.verdict.reason}"
         return Status.DENIED, {**fields, "result": reason, "finished_at": timezone.now()}
     return Status.APPROVED, fields
 

@@ -130,7 +130,7 @@ def effect_hold(
         held_call = ToolCall.objects.create(
             session=session, tool=EFFECT_TOOL, args=args,
             args_hash=engine.args_hash(EFFECT_TOOL, args),
-            status=Status.AWAITING_APPROVAL, decision="require_approval", reason=reason,
+            status=Status.AWAITING_APPROVAL, verdict="require_approval", reason=reason,
             rule="builtin:command-effect", preview=preview, changed_lines=changed,
             policy_version=session.policy.version,
             expires_at=timezone.now()

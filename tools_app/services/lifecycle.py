@@ -138,7 +138,7 @@ def _after(call: ToolCall, after: str) -> None:
 def approved_by_person(call: ToolCall) -> bool:
     """A person approved this call: their `Decision` row says so, not the policy's verdict
     (a call the policy sent to a person is not approved until one decides)."""
-    return Decision.objects.filter(tool_call_id=call.pk, decision=Decision.Verdict.APPROVE).exists()
+    return Decision.objects.filter(tool_call_id=call.pk, decision=Decision.Choice.APPROVE).exists()
 
 
 def effect_store() -> Path:

@@ -15,10 +15,10 @@ from tools_app import engine, selectors
 from tools_app.errors import Invalid, ServiceError
 from tools_app.models import Policy, PolicyRule
 from tools_app.policy import (
-    Decision,
     PolicyInvalid,
     PolicySpec,
     SessionCounters,
+    Verdict,
     argument_strings,
     exact_pattern,
     policy_from_dict,
@@ -88,7 +88,7 @@ def policy_rule_remember(
         position=(last or 0) + 1,
         tool=tool,
         args=patterns,
-        decision=PolicyRule.Verdict.ALLOW,
+        decision="allow",
         reason=f"remembered by {user.get_username()}",
         created_by=user,
         remembered=True,
@@ -157,21 +157,21 @@ def _exact_pattern(value: Any) -> str:
     return exact_pattern(strings[0])
 
 
-def load_policy_or_denial(policy: Policy) -> PolicySpec | Decision:
+def load_policy_or_denial(policy: Policy) -> PolicySpec | Verdict:
     """The policy's spec, or a deny when it cannot load: fail closed, loudly."""
     try:
         return selectors.policy_spec(policy)
     except PolicyInvalid as exc:
         logger.error("policy %r cannot be loaded, denying every call: %s", policy.name, exc)
         reason = f"Policy {policy.name!r} cannot be loaded ({exc}); an admin must fix it."
-        return Decision("deny", reason, "policy-error")
+        return Verdict("deny", reason, "policy-error")
 
 
 def policy_evaluate(
     *, policy: Policy, tool: str, args: object, workspace: Path, counters: SessionCounters
-) -> Decision:
+) -> Verdict:
     """A dry run: what the policy would decide for this call; nothing is stored or run."""
     spec = load_policy_or_denial(policy)
-    if isinstance(spec, Decision):
+    if isinstance(spec, Verdict):
         return spec
     return engine.dry_run(spec, tool, args, workspace, counters)

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from tools_app import engine, events
 from tools_app.models import AgentSession, Policy, ToolCall
-from tools_app.policy import Decision, PolicySpec, SessionCounters
+from tools_app.policy import PolicySpec, SessionCounters, Verdict
 from tools_app.policy.paths import workspace_relative
 from tools_app.services import cache, effects, subagents
 from tools_app.services.lifecycle import approved_by_person, effect_store, tool_call_move
@@ -96,7 +96,7 @@ def tool_call_evaluate(*, tool_call_id: int, raw_args: object = None) -> ToolCal
     spec = load_policy_or_denial(session.policy)
     args = call.args if raw_args is None else raw_args
     prepared = _prepare(spec, call.tool, args, session)
-    if not _tool_call_record_decision(call, prepared, spec):
+    if not _tool_call_record_verdict(call, prepared, spec):
         return ToolCall.objects.get(pk=call.pk)
     if call.status == Status.RUNNING:
         return _run_claimed(call)
@@ -104,10 +104,10 @@ def tool_call_evaluate(*, tool_call_id: int, raw_args: object = None) -> ToolCal
 
 
 def _prepare(
-    spec: PolicySpec | Decision, tool: str, args: object, session: AgentSession
+    spec: PolicySpec | Verdict, tool: str, args: object, session: AgentSession
 ) -> engine.Prepared:
-    if isinstance(spec, Decision):
-        return engine.Prepared(status=Status.DENIED, args=storable_args(args), decision=spec)
+    if isinstance(spec, Verdict):
+        return engine.Prepared(status=Status.DENIED, args=storable_args(args), verdict=spec)
     tool_spec = tool_spec_judged(session=session, tool=tool)
     if isinstance(tool_spec, str):
         return engine.Prepared(status=Status.FAILED, args=storable_args(args), error=tool_spec)
@@ -133,12 +133,12 @@ def session_counters(session: AgentSession) -> SessionCounters:
     )
 
 
-def _tool_call_record_decision(
-    call: ToolCall, prepared: engine.Prepared, spec: PolicySpec | Decision
+def _tool_call_record_verdict(
+    call: ToolCall, prepared: engine.Prepared, spec: PolicySpec | Verdict
 ) -> bool:
     """Store the policy's verdict, and claim an allowed call for this process in the same
     update; False when another process already did. `call` is updated in place."""
-    fields = _decision_fields(call, prepared, spec)
+    fields = _verdict_fields(call, prepared, spec)
     status = prepared.status
     if status == Status.APPROVED:  # runs here and now: claimed like an execution
         fields |= {"started_at": timezone.now(), "runner": runner_id()}
@@ -147,23 +147,23 @@ def _tool_call_record_decision(
     return tool_call_move(call, move, to=status, **fields)
 
 
-def _decision_fields(
-    call: ToolCall, prepared: engine.Prepared, spec: PolicySpec | Decision
+def _verdict_fields(
+    call: ToolCall, prepared: engine.Prepared, spec: PolicySpec | Verdict
 ) -> dict[str, Any]:
     now = timezone.now()
-    decision = prepared.decision
+    verdict = prepared.verdict
     awaiting = prepared.status == Status.AWAITING_APPROVAL
     final = prepared.status in {Status.FAILED, Status.DENIED}
     return {
         "args": prepared.args,
         "args_hash": engine.args_hash(call.tool, prepared.args),
-        "decision": decision.decision if decision else "",
-        "reason": decision.reason if decision else prepared.error,
-        "rule": decision.rule if decision else "validation",
+        "verdict": verdict.kind if verdict else "",
+        "reason": verdict.reason if verdict else prepared.error,
+        "rule": verdict.rule if verdict else "validation",
         "policy_version": spec.version if isinstance(spec, PolicySpec) else None,
         "preview": prepared.preview,
         "changed_lines": prepared.changed_lines,
-        "result": prepared.error or (decision.reason if final and decision else ""),
+        "result": prepared.error or (verdict.reason if final and verdict else ""),
         "decided_at": None if awaiting else now,
         "finished_at": now if final else None,
         "expires_at": _expiry(call.session.policy) if awaiting else None,
