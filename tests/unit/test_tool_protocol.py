@@ -9,18 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from tools_app import engine
-from tools_app.policy import CallFacts, PolicySpec, Rule, SessionCounters, evaluate
-from tools_app.policy.types import VERDICTS
-from tools_app.skills.executors import SkillCall, preview
-from tools_app.skills.tool_spec import skill_tool_spec
-from tools_app.tools import sandbox
-from tools_app.tools.base import ToolContext
-from tools_app.tools.catalogue import CATALOGUE, EFFECT_TOOL, INTERNAL, facts_for
-from tools_app.tools.effect_apply import hold_effect
-from tools_app.tools.effect_reader import read_effect
-from tools_app.tools.registry import REGISTRY, core_tool_schemas, get_tool, internal_tool
-from tools_app.tools.shell import RunCommandArgs
+from tools_app.core import engine
+from tools_app.core.policy import CallFacts, PolicySpec, Rule, SessionCounters, evaluate
+from tools_app.core.policy.types import VERDICTS
+from tools_app.core.skills.executors import SkillCall, preview
+from tools_app.core.skills.tool_spec import skill_tool_spec
+from tools_app.core.tools import sandbox
+from tools_app.core.tools.base import ToolContext
+from tools_app.core.tools.catalogue import CATALOGUE, EFFECT_TOOL, INTERNAL, facts_for
+from tools_app.core.tools.effect_apply import hold_effect
+from tools_app.core.tools.effect_reader import read_effect
+from tools_app.core.tools.registry import REGISTRY, core_tool_schemas, get_tool, internal_tool
+from tools_app.core.tools.shell import RunCommandArgs
 
 APP = Path(__file__).resolve().parents[2] / "tools_app"
 SCHEMA = {"type": "object", "properties": {"v": {"type": "string"}}}
@@ -136,7 +136,7 @@ def string_constants(value: str) -> list[str]:
 
 
 def test_the_effect_tools_name_is_written_once() -> None:
-    assert string_constants(EFFECT_TOOL) == ["tools/catalogue.py"]
+    assert string_constants(EFFECT_TOOL) == ["core/tools/catalogue.py"]
 
 
 def test_every_reader_of_the_default_command_timeout_reads_the_one_value(

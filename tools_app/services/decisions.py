@@ -7,11 +7,12 @@ from typing import Any
 from django.db.models import Q
 from django.utils import timezone
 
-from tools_app import access, engine
+from tools_app import access
+from tools_app.core import engine
+from tools_app.core.policy import PolicySpec
+from tools_app.core.policy.risky_commands import APPROVE
 from tools_app.errors import Conflict, Forbidden, Invalid
 from tools_app.models import Decision, ToolCall
-from tools_app.policy import PolicySpec
-from tools_app.policy.risky_commands import APPROVE
 from tools_app.services.lifecycle import tool_call_move
 from tools_app.services.policies import (
     load_policy_or_denial,

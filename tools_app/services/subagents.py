@@ -12,13 +12,14 @@ from collections.abc import Callable
 from django.conf import settings
 from django.db import transaction
 
-from tools_app import engine, events
+from tools_app.core import engine
+from tools_app.core.tools.errors import ToolError
 from tools_app.errors import ServiceError
+from tools_app.live import events
 from tools_app.models import AgentSession, ToolCall
 from tools_app.services.providers import model_spec_resolve
 from tools_app.services.queueing import agent_turn_enqueue
 from tools_app.services.sessions import FINISHED_STATUSES
-from tools_app.tools.errors import ToolError
 
 SUBAGENT_RUNNER = "subagent:"
 

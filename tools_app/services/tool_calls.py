@@ -14,10 +14,17 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from tools_app import engine, events
+from tools_app.core import engine
+from tools_app.core.policy import PolicySpec, SessionCounters, Verdict
+from tools_app.core.policy.paths import workspace_relative
+from tools_app.core.tools import redaction, secret_files
+from tools_app.core.tools.base import SandboxOptions, ToolContext, ToolSpec
+from tools_app.core.tools.catalogue import facts_for
+from tools_app.core.tools.errors import ToolError
+from tools_app.core.tools.forge import ForgeSettings
+from tools_app.core.tools.jsonsafe import storable_args, storable_text
+from tools_app.live import events
 from tools_app.models import AgentSession, Policy, ToolCall
-from tools_app.policy import PolicySpec, SessionCounters, Verdict
-from tools_app.policy.paths import workspace_relative
 from tools_app.services import cache, effects, subagents
 from tools_app.services.lifecycle import approved_by_person, effect_store, tool_call_move
 from tools_app.services.policies import load_policy_or_denial
@@ -26,12 +33,6 @@ from tools_app.services.queueing import EVALUATE_TOOL_CALL, tool_call_enqueue
 from tools_app.services.sessions import session_count_lines
 from tools_app.services.skill_calls import secret_value, skill_tool_canonical
 from tools_app.services.tool_specs import tool_spec_approved, tool_spec_judged
-from tools_app.tools import redaction, secret_files
-from tools_app.tools.base import SandboxOptions, ToolContext, ToolSpec
-from tools_app.tools.catalogue import facts_for
-from tools_app.tools.errors import ToolError
-from tools_app.tools.forge import ForgeSettings
-from tools_app.tools.jsonsafe import storable_args, storable_text
 
 logger = logging.getLogger(__name__)
 

@@ -8,17 +8,17 @@ run or its arguments are edited, so that what a reviewer approved is what runs.
 
 from __future__ import annotations
 
+from tools_app.core.skills.tool_spec import skill_tool_spec
+from tools_app.core.tools.base import ToolSpec
+from tools_app.core.tools.catalogue import is_skill_tool
+from tools_app.core.tools.errors import ToolError
+from tools_app.core.tools.registry import get_tool, internal_tool
 from tools_app.models import AgentSession, ToolCall
 from tools_app.services.skill_calls import (
     skill_call_bind,
     skill_call_captured,
     skill_call_withdrawn,
 )
-from tools_app.skills.tool_spec import skill_tool_spec
-from tools_app.tools.base import ToolSpec
-from tools_app.tools.catalogue import is_skill_tool
-from tools_app.tools.errors import ToolError
-from tools_app.tools.registry import get_tool, internal_tool
 
 
 def tool_spec_judged(*, session: AgentSession, tool: str) -> ToolSpec | str:
