@@ -24,7 +24,9 @@ import django
 from _common import emit, markdown_table, parser, summary
 
 from tools_app.core import engine
-from tools_app.core.policy import DEFAULT_POLICY, SessionCounters, policy_from_dict
+from tools_app.core.policy.defaults import DEFAULT_POLICY
+from tools_app.core.policy.loader import policy_from_dict
+from tools_app.core.policy.types import SessionCounters
 from tools_app.core.tools.base import SandboxOptions, ToolContext
 from tools_app.core.tools.registry import get_tool
 from tools_app.core.tools.search import rg_binary

@@ -20,7 +20,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from tools_app import access, services
 from tools_app.core import rendering
-from tools_app.core.policy import SessionCounters
+from tools_app.core.policy.types import SessionCounters
 from tools_app.models import (
     AgentSession,
     ApiToken,

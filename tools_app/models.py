@@ -7,7 +7,7 @@ import json
 from django.conf import settings
 from django.db import models
 
-from tools_app.core.policy import DEFAULT_POLICY
+from tools_app.core.policy.defaults import DEFAULT_POLICY
 from tools_app.core.rendering import spelled
 
 

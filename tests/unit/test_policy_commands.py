@@ -6,15 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from tools_app.core.policy import (
-    DEFAULT_POLICY,
-    CallFacts,
-    PolicySpec,
-    SessionCounters,
-    Verdict,
-    evaluate,
-    policy_from_dict,
-)
+from tools_app.core.policy.defaults import DEFAULT_POLICY
+from tools_app.core.policy.engine import evaluate
+from tools_app.core.policy.loader import policy_from_dict
+from tools_app.core.policy.types import CallFacts, PolicySpec, SessionCounters, Verdict
 
 DEFAULT = policy_from_dict(DEFAULT_POLICY)
 

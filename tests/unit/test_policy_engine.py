@@ -8,16 +8,10 @@ from typing import Any
 
 import pytest
 
-from tools_app.core.policy import (
-    DEFAULT_POLICY,
-    CallFacts,
-    PolicySpec,
-    Rule,
-    SessionCounters,
-    Verdict,
-    evaluate,
-    policy_from_dict,
-)
+from tools_app.core.policy.defaults import DEFAULT_POLICY
+from tools_app.core.policy.engine import evaluate
+from tools_app.core.policy.loader import policy_from_dict
+from tools_app.core.policy.types import CallFacts, PolicySpec, Rule, SessionCounters, Verdict
 from tools_app.core.tools.catalogue import FILE_WRITE_TOOLS, READ_ONLY_TOOLS
 
 DEFAULT = policy_from_dict(DEFAULT_POLICY)

@@ -11,17 +11,10 @@ from typing import Any
 
 import pytest
 
-from tools_app.core.policy import (
-    DEFAULT_PROTECTED_PATHS,
-    CallFacts,
-    PolicySpec,
-    Rule,
-    SessionCounters,
-    Verdict,
-    evaluate,
-)
 from tools_app.core.policy.checks import BUILTIN_APPROVALS
-from tools_app.core.policy.engine import RISKY_APPROVALS, WIDENABLE_APPROVALS
+from tools_app.core.policy.defaults import DEFAULT_PROTECTED_PATHS
+from tools_app.core.policy.engine import RISKY_APPROVALS, WIDENABLE_APPROVALS, evaluate
+from tools_app.core.policy.types import CallFacts, PolicySpec, Rule, SessionCounters, Verdict
 
 RITA, ALICE = "7", "3"
 

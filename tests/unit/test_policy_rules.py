@@ -8,15 +8,9 @@ from typing import Any
 
 import pytest
 
-from tools_app.core.policy import (
-    CallFacts,
-    PolicySpec,
-    Rule,
-    SessionCounters,
-    Verdict,
-    evaluate,
-    exact_pattern,
-)
+from tools_app.core.policy.engine import evaluate
+from tools_app.core.policy.rules import exact_pattern
+from tools_app.core.policy.types import CallFacts, PolicySpec, Rule, SessionCounters, Verdict
 
 
 def decide(rules: list[Rule], tool: str, args: dict[str, Any], workspace: Path) -> Verdict:

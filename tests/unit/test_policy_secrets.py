@@ -9,16 +9,10 @@ from typing import Any
 
 import pytest
 
-from tools_app.core.policy import (
-    DEFAULT_POLICY,
-    CallFacts,
-    PolicySpec,
-    SessionCounters,
-    Verdict,
-    evaluate,
-    policy_from_dict,
-    policy_to_dict,
-)
+from tools_app.core.policy.defaults import DEFAULT_POLICY
+from tools_app.core.policy.engine import evaluate
+from tools_app.core.policy.loader import policy_from_dict, policy_to_dict
+from tools_app.core.policy.types import CallFacts, PolicySpec, SessionCounters, Verdict
 from tools_app.core.tools.base import SandboxOptions, ToolContext
 from tools_app.core.tools.search import SearchCodebaseArgs, search_codebase
 
@@ -53,7 +47,7 @@ def test_an_old_policy_file_imports_with_the_default_secret_paths() -> None:
 
 
 def test_a_bad_secret_pattern_is_refused_naming_the_field() -> None:
-    from tools_app.core.policy import PolicyInvalid
+    from tools_app.core.policy.loader import PolicyInvalid
 
     with pytest.raises(PolicyInvalid, match=r"secret_paths\[0\]"):
         policy_from_dict({"name": "bad", "secret_paths": ["!.env"]})

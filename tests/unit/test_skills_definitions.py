@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tools_app.core.engine import prepare
-from tools_app.core.policy import PolicySpec, Rule, SessionCounters
+from tools_app.core.policy.types import PolicySpec, Rule, SessionCounters
 from tools_app.core.skills.arguments import validate_arguments
 from tools_app.core.skills.definitions import SkillInvalid, skill_from_dict, skill_to_dict
 from tools_app.core.skills.executors import SkillCall, argument_env, preview, render_prompt

@@ -18,7 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tools_app.core import engine
-from tools_app.core.policy import DEFAULT_POLICY, SessionCounters, policy_from_dict
+from tools_app.core.policy.defaults import DEFAULT_POLICY
+from tools_app.core.policy.loader import policy_from_dict
+from tools_app.core.policy.types import SessionCounters
 from tools_app.core.tools import jsonsafe
 from tools_app.core.tools.base import MAX_COMMAND_CHARS, MAX_PATH_CHARS, MAX_TEXT_CHARS, ToolArgs
 from tools_app.core.tools.errors import ToolError

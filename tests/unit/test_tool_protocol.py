@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from tools_app.core import engine
-from tools_app.core.policy import CallFacts, PolicySpec, Rule, SessionCounters, evaluate
-from tools_app.core.policy.types import VERDICTS
+from tools_app.core.policy.engine import evaluate
+from tools_app.core.policy.types import VERDICTS, CallFacts, PolicySpec, Rule, SessionCounters
 from tools_app.core.skills.executors import SkillCall, preview
 from tools_app.core.skills.tool_spec import skill_tool_spec
-from tools_app.core.tools import sandbox
+from tools_app.core.tools import processes
 from tools_app.core.tools.base import ToolContext
 from tools_app.core.tools.catalogue import CATALOGUE, EFFECT_TOOL, INTERNAL, facts_for
 from tools_app.core.tools.effect_apply import hold_effect
@@ -143,8 +143,8 @@ def test_every_reader_of_the_default_command_timeout_reads_the_one_value(
     tmp_path: Path,
 ) -> None:
     """run_command's schema and preview, a skill's command tool and the policy's
-    timeout limit all mean `sandbox.DEFAULT_TIMEOUT` when a call names no timeout."""
-    default = sandbox.DEFAULT_TIMEOUT
+    timeout limit all mean `processes.DEFAULT_TIMEOUT` when a call names no timeout."""
+    default = processes.DEFAULT_TIMEOUT
     assert RunCommandArgs.model_fields["timeout"].default == default
     schema = get_tool("run_command").json_schema()["properties"]["timeout"]
     assert schema["default"] == default and f"default: {default:g}" in schema["description"]

@@ -13,7 +13,7 @@ from tools_app.core.tools.base import SandboxOptions, ToolContext
 from tools_app.core.tools.effect import Effect
 from tools_app.core.tools.errors import ToolError
 from tools_app.core.tools.overlay import run_copy_on_write
-from tools_app.core.tools.sandbox import OUTPUT_LIMIT, run_plain
+from tools_app.core.tools.processes import OUTPUT_LIMIT, run_plain
 from tools_app.core.tools.shell import NO_HANDLER_NOTE, format_result
 
 MODES = [

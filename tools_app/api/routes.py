@@ -34,7 +34,7 @@ from tools_app.api.schemas import (
     VerdictOut,
 )
 from tools_app.core import tool_schemas
-from tools_app.core.policy import SessionCounters
+from tools_app.core.policy.types import SessionCounters
 from tools_app.live import waiting
 from tools_app.models import AgentSession, ToolCall
 from tools_app.selectors import records

@@ -15,15 +15,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tools_app.core.policy import (
-    CallFacts,
-    PolicySpec,
-    SessionCounters,
-    Verdict,
-    VerdictKind,
-    command_review,
-    evaluate,
-)
+from tools_app.core.policy.engine import evaluate
+from tools_app.core.policy.preview import command_review
+from tools_app.core.policy.types import CallFacts, PolicySpec, SessionCounters, Verdict, VerdictKind
 from tools_app.core.tools import overlay
 from tools_app.core.tools.base import ToolContext, ToolSpec
 from tools_app.core.tools.catalogue import facts_for

@@ -10,10 +10,16 @@ from typing import Any
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from tools_app.core.policy import PolicyInvalid, PolicySpec, policy_from_dict
 from tools_app.core.policy.context import CallContext
+from tools_app.core.policy.loader import PolicyInvalid, policy_from_dict
 from tools_app.core.policy.rules import rule_matches
-from tools_app.core.policy.types import POLICY_SETTINGS, CallFacts, SessionCounters, field_values
+from tools_app.core.policy.types import (
+    POLICY_SETTINGS,
+    CallFacts,
+    PolicySpec,
+    SessionCounters,
+    field_values,
+)
 from tools_app.core.skills.definitions import SkillData, ToolData, skill_to_dict
 from tools_app.core.skills.matching import activations
 from tools_app.core.tools import git_runner

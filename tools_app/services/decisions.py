@@ -9,8 +9,8 @@ from django.utils import timezone
 
 from tools_app import access
 from tools_app.core import engine
-from tools_app.core.policy import PolicySpec
 from tools_app.core.policy.risky_commands import APPROVE
+from tools_app.core.policy.types import PolicySpec
 from tools_app.errors import Conflict, Forbidden, Invalid
 from tools_app.models import Decision, ToolCall
 from tools_app.services.lifecycle import tool_call_move

@@ -17,7 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from tools_app.core import command_effects, engine
-from tools_app.core.policy import PolicySpec, SessionCounters
+from tools_app.core.policy.types import PolicySpec, SessionCounters
 from tools_app.core.tools import git_runner
 from tools_app.core.tools.catalogue import EFFECT_TOOL
 from tools_app.core.tools.effect import Effect

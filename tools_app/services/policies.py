@@ -12,18 +12,17 @@ from django.db import transaction
 from django.db.models import F, Max
 
 from tools_app.core import engine
-from tools_app.core.policy import (
-    PolicyInvalid,
+from tools_app.core.policy.context import argument_strings
+from tools_app.core.policy.engine import WIDENABLE_APPROVALS
+from tools_app.core.policy.loader import PolicyInvalid, policy_from_dict, validate_policy_dict
+from tools_app.core.policy.rules import exact_pattern
+from tools_app.core.policy.types import (
+    POLICY_SETTINGS,
     PolicySpec,
     SessionCounters,
     Verdict,
-    argument_strings,
-    exact_pattern,
-    policy_from_dict,
-    validate_policy_dict,
+    field_values,
 )
-from tools_app.core.policy.engine import WIDENABLE_APPROVALS
-from tools_app.core.policy.types import POLICY_SETTINGS, field_values
 from tools_app.errors import Invalid, ServiceError
 from tools_app.models import Policy, PolicyRule
 from tools_app.selectors import records

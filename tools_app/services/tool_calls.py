@@ -15,8 +15,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from tools_app.core import engine
-from tools_app.core.policy import PolicySpec, SessionCounters, Verdict
 from tools_app.core.policy.paths import workspace_relative
+from tools_app.core.policy.types import PolicySpec, SessionCounters, Verdict
 from tools_app.core.tools import redaction, secret_files
 from tools_app.core.tools.base import SandboxOptions, ToolContext, ToolSpec
 from tools_app.core.tools.catalogue import facts_for

@@ -17,7 +17,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
 from tools_app import access, services
-from tools_app.core.policy import PolicyInvalid
+from tools_app.core.policy.loader import PolicyInvalid
 from tools_app.core.tools.catalogue import facts_for
 from tools_app.models import ToolCall
 from tools_app.selectors import records

@@ -24,7 +24,7 @@ from tools_app.core.tools.catalogue import FILE_WRITE_TOOLS, is_skill_tool
 from tools_app.core.tools.errors import ToolError
 from tools_app.core.tools.netguard import check_target, host_allowed, parse_target
 from tools_app.core.tools.paths import in_git_dir, protected_match
-from tools_app.core.tools.sandbox import DEFAULT_TIMEOUT
+from tools_app.core.tools.processes import DEFAULT_TIMEOUT
 
 
 class Check:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from tools_app.core.tools import sandbox, shell
+from tools_app.core.tools import processes, shell
 from tools_app.core.tools.base import ToolContext
 from tools_app.core.tools.catalogue import qualified_skill_tool
 from tools_app.core.tools.errors import ToolError
@@ -99,7 +99,7 @@ def _command_problem(executor: Mapping[str, Any]) -> str | None:
     command = executor.get("command")
     if not isinstance(command, str) or not command.strip():
         return "`command` must be a non-empty string"
-    timeout = executor.get("timeout", sandbox.DEFAULT_TIMEOUT)
+    timeout = executor.get("timeout", processes.DEFAULT_TIMEOUT)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float):
         return "`timeout` must be a number of seconds"
     if not 0 < timeout <= MAX_TIMEOUT:
@@ -211,7 +211,7 @@ def preview(call: SkillCall, args: Mapping[str, Any]) -> dict[str, Any]:
             "command": executor["command"],
             "stdin": arguments_json(args),
             "env": argument_env(args),
-            "timeout": executor.get("timeout", sandbox.DEFAULT_TIMEOUT),
+            "timeout": executor.get("timeout", processes.DEFAULT_TIMEOUT),
         }
     elif call.kind == "http":
         shown |= {
@@ -248,7 +248,7 @@ def _no_secrets(_: str) -> None:
 
 
 def _run_command(call: SkillCall, args: Mapping[str, Any], ctx: ToolContext) -> str:
-    timeout = float(call.executor.get("timeout", sandbox.DEFAULT_TIMEOUT))
+    timeout = float(call.executor.get("timeout", processes.DEFAULT_TIMEOUT))
     return shell.run_argv(
         ctx,
         ["bash", "-c", str(call.executor["command"])],
