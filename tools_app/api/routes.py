@@ -137,7 +137,7 @@ def session_detail(request: HttpRequest, session_id: int) -> dict[str, Any]:
 
 
 @api.post("/sessions/{session_id}/cancel", response={200: SessionOut, 403: ErrorOut, 404: ErrorOut})
-def session_cancel(request: HttpRequest, session_id: int) -> dict[str, Any]:
+def session_cancel_endpoint(request: HttpRequest, session_id: int) -> dict[str, Any]:
     session = services.session_cancel(session=_session_to_act_on(request, session_id))
     return records.session_as_dict(session)
 

@@ -89,7 +89,7 @@ def session_timeline(request: HttpRequest, session_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def session_cancel(request: HttpRequest, session_id: int) -> HttpResponse:
+def session_cancel_form(request: HttpRequest, session_id: int) -> HttpResponse:
     session = access.session_to_act_on(request.user, session_id)
     if session.status in FINISHED_STATUSES:
         messages.error(request, f"Session {session.pk} is already {session.status}.")
