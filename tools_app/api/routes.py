@@ -136,7 +136,11 @@ def session_detail(request: HttpRequest, session_id: int) -> dict[str, Any]:
     return records.session_as_dict(_session_for(request, session_id))
 
 
-@api.post("/sessions/{session_id}/cancel", response={200: SessionOut, 403: ErrorOut, 404: ErrorOut})
+@api.post(
+    "/sessions/{session_id}/cancel",
+    response={200: SessionOut, 403: ErrorOut, 404: ErrorOut},
+    operation_id="tools_app_api_routes_session_cancel",  # the schema's name, kept
+)
 def session_cancel_endpoint(request: HttpRequest, session_id: int) -> dict[str, Any]:
     session = services.session_cancel(session=_session_to_act_on(request, session_id))
     return records.session_as_dict(session)
