@@ -162,13 +162,6 @@ def _try_where(request: HttpRequest, form: TryCallForm) -> tuple[Path, SessionCo
     return Path(session.workspace), services.session_counters(session)
 
 
-FINISHED = (
-    AgentSession.Status.DONE,
-    AgentSession.Status.FAILED,
-    AgentSession.Status.CANCELLED,
-)
-
-
 def revealed(name: str) -> Callable[[Any, Any], SafeString]:
     """An admin column or field showing `name` as the inbox does: escaped, each hidden
     character (bidi override, zero-width, ANSI) a visible marker; JSON indented."""
@@ -271,7 +264,7 @@ class AgentSessionAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Cancel the selected sessions")
     def cancel_sessions(self, request: HttpRequest, queryset: QuerySet[AgentSession]) -> None:
-        open_sessions = queryset.exclude(status__in=FINISHED)
+        open_sessions = queryset.exclude(status__in=AgentSession.FINISHED_STATUSES)
         allowed = [s for s in open_sessions if access.may_act_on_session(request.user, s)]
         for session in allowed:
             services.session_cancel(session=session)

@@ -118,6 +118,9 @@ class AgentSession(models.Model):
         AGENT = "agent", "agent session"
         CLI = "cli", "command line call"
 
+    # The statuses a session ends in: the one place they are written.
+    FINISHED_STATUSES = frozenset({Status.DONE, Status.FAILED, Status.CANCELLED})
+
     task = models.TextField()
     repo = models.CharField(max_length=1000)
     workspace = models.CharField(max_length=1000)

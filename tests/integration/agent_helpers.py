@@ -14,7 +14,7 @@ from tests.helpers import Worker
 from tests.integration.helpers import Api
 from tools_app.models import AgentMessage, AgentSession
 
-FINISHED = {"done", "failed", "cancelled"}
+FINISHED = AgentSession.FINISHED_STATUSES
 
 
 def script(folder: Path, steps: list[dict[str, Any]], name: str = "plan.json") -> str:

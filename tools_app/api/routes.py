@@ -182,11 +182,7 @@ class WaitQuery(Schema):
 def _receive(request: HttpRequest, session_id: int, body: ToolCallIn) -> int:
     """Store the call (and queue its evaluation); its id."""
     session = _session_to_act_on(request, session_id)
-    if session.status in {
-        AgentSession.Status.DONE,
-        AgentSession.Status.FAILED,
-        AgentSession.Status.CANCELLED,
-    }:
+    if session.status in AgentSession.FINISHED_STATUSES:
         raise services.Conflict(
             f"Session {session_id} is {session.status}; it takes no more calls."
         )

@@ -78,7 +78,7 @@ SESSION_MOVES: dict[str, Move] = {
     "start": _move({SessionStatus.QUEUED}, {SessionStatus.RUNNING}),
     "wait": _move({SessionStatus.RUNNING}, {SessionStatus.WAITING}),
     "resume": _move({SessionStatus.WAITING}, {SessionStatus.RUNNING}),
-    "finish": _move(LIVE, {SessionStatus.DONE, SessionStatus.FAILED, SessionStatus.CANCELLED}),
+    "finish": _move(LIVE, AgentSession.FINISHED_STATUSES),
     "close_cli": _move(LIVE, {SessionStatus.DONE}),
 }
 

@@ -19,7 +19,6 @@ from tools_app.live import events
 from tools_app.models import AgentSession, ToolCall
 from tools_app.services.providers import model_spec_resolve
 from tools_app.services.queueing import agent_turn_enqueue
-from tools_app.services.sessions import FINISHED_STATUSES
 
 SUBAGENT_RUNNER = "subagent:"
 
@@ -88,7 +87,7 @@ def _create_child(call: ToolCall, parent: AgentSession, spec: str, role: str) ->
 def subagent_report(*, call: ToolCall) -> engine.Outcome | None:
     """The result of a spawn_subagent call whose child has ended; None while it works."""
     child = AgentSession.objects.filter(parent_call=call).first()
-    if child is None or child.status not in FINISHED_STATUSES:
+    if child is None or child.status not in AgentSession.FINISHED_STATUSES:
         return None
     lines = [f"Sub-agent session {child.pk} ended: {child.status}."]
     lines.append(f"Summary: {child.summary or '(none)'}")
