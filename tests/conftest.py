@@ -81,13 +81,14 @@ def database_url() -> str:
 
 
 @pytest.fixture(scope="session")
-def stack(
+def services_env(
     redis_url: str,
     django_db_setup: None,
     django_db_blocker: Any,
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[Worker]:
-    """Point this process at the test Redis and start one worker; yields the worker."""
+) -> dict[str, str]:
+    """Point this process at the test Redis (broker and channel layer), its own queues and
+    a workspaces folder; returns the environment a worker or daphne needs for the same."""
     from channels.layers import channel_layers
     from django.conf import settings
 
@@ -111,7 +112,7 @@ def stack(
     app.conf.task_default_queue = queue
     with django_db_blocker.unblock():
         url = database_url()
-    env = {
+    return {
         **os.environ,
         "DATABASE_URL": url,
         "REDIS_URL": redis_url,
@@ -119,7 +120,34 @@ def stack(
         "AGENTWEB_WORKER_QUEUE": host_queue,
         "AGENTWEB_WORKSPACES": str(workspaces),
     }
-    worker = Worker(env, f"{queue},{host_queue}", tmp_path_factory.mktemp("logs") / "worker.log")
+
+
+@pytest.fixture(scope="session")
+def stack(
+    services_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Worker]:
+    """One real Celery worker on the test database and Redis, for the session; yields it."""
+    queues = f"{services_env['AGENTWEB_QUEUE']},{services_env['AGENTWEB_WORKER_QUEUE']}"
+    worker = Worker(services_env, queues, tmp_path_factory.mktemp("logs") / "worker.log")
     worker.start()
     yield worker
     worker.stop()
+
+
+@pytest.fixture
+def eager(services_env: dict[str, str], settings: Any) -> None:
+    """Tasks run in this process, at the commit that sends them (CELERY_TASK_ALWAYS_EAGER:
+    `services/queueing.task_send` applies the task instead of sending it). Events still go
+    through the test Redis's channel layer, so `?wait` wakes as it does in production."""
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+
+
+@pytest.fixture(autouse=True)
+def task_runner(request: pytest.FixtureRequest) -> None:
+    """`@pytest.mark.worker`: the session's real Celery worker runs the tasks (the queue,
+    crashes, concurrency); `@pytest.mark.eager`: they run in this process. A test marked
+    both (a worker test in an eager module) gets the worker."""
+    if request.node.get_closest_marker("worker"):
+        request.getfixturevalue("stack")
+    elif request.node.get_closest_marker("eager"):
+        request.getfixturevalue("eager")
