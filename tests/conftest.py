@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,10 +21,11 @@ settings.register_profile("deep", max_examples=200)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    """A git repository with one commit: a README, a module, a .env and a manifest."""
-    root = tmp_path / "ws"
+@pytest.fixture(scope="session")
+def workspace_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A git repository with one commit: a README, a module, a .env and a manifest; made
+    once a run, copied for each test that wants one."""
+    root = tmp_path_factory.mktemp("template") / "ws"
     root.mkdir()
     (root / "README.md").write_text("# Title\n\nA small project.\n")
     (root / "src").mkdir()
@@ -34,6 +36,14 @@ def workspace(tmp_path: Path) -> Path:
     git(root, "-c", "user.email=t@example.com", "-c", "user.name=T", "add", "-A")
     git(root, "-c", "user.email=t@example.com", "-c", "user.name=T", "commit", "-q", "-m", "init")
     return root
+
+
+@pytest.fixture
+def workspace(workspace_template: Path, tmp_path: Path) -> Path:
+    """This test's own copy of the template repository (a copy costs less than the four
+    git commands that make one)."""
+    hook_samples = shutil.ignore_patterns("*.sample")  # what `git init` writes as examples
+    return Path(shutil.copytree(workspace_template, tmp_path / "ws", ignore=hook_samples))
 
 
 # --- real services: Redis and a Celery worker ---------------------------------------------
