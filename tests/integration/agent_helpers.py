@@ -91,17 +91,6 @@ def assert_paired(conversation: list[dict[str, Any]]) -> None:
         assert [result["id"] for result in following["results"]] == ids
 
 
-def processes_running(text: str) -> bool:
-    """Whether any process on this machine has `text` in its command line."""
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            if text.encode() in cmdline.read_bytes().replace(b"\0", b" "):
-                return True
-        except OSError:
-            continue
-    return False
-
-
 @contextmanager
 def dedicated_worker(stack: Worker, settings: Any, logs: Path, **env: str) -> Iterator[Worker]:
     """A worker of its own (own queues, extra environment) that gets this test's sessions."""
