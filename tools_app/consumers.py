@@ -30,11 +30,27 @@ def _last_seq(scope: dict[str, Any]) -> int | None:
 
 
 class JsonConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
-    """Sends JSON the way the API does (dates as ISO 8601)."""
+    """Sends JSON the way the API does (dates as ISO 8601), and notes the last `seq` sent:
+    when the channel layer says messages may have been lost (`layer.reset`, its Redis
+    connection came back), the consumer catches up from there, as a reconnecting
+    client would."""
+
+    sent_seq: int | None = None
 
     @classmethod
     async def encode_json(cls, content: Any) -> str:
         return json.dumps(content, cls=DjangoJSONEncoder)
+
+    async def send_json(self, content: Any, close: bool = False) -> None:
+        if isinstance(content.get("seq"), int):
+            self.sent_seq = content["seq"]
+        await super().send_json(content, close)
+
+    async def layer_reset(self, message: dict[str, Any]) -> None:
+        await self._catch_up(self.sent_seq)
+
+    async def _catch_up(self, last_seq: int | None) -> None:
+        raise NotImplementedError
 
 
 class SessionConsumer(JsonConsumer):
