@@ -164,7 +164,9 @@ def main() -> None:
     options.steps = options.steps or (20 if options.quick else 60)
     tmp = Path(tempfile.mkdtemp(prefix="bench-cost-"))
     targets: list[Target] = []
-    results: dict[str, Any] = {key: getattr(options, key) for key in ("rounds", "sessions", "steps")}
+    results: dict[str, Any] = {
+        key: getattr(options, key) for key in ("rounds", "sessions", "steps")
+    }
     try:
         with worktree(options.before, tmp) as before:
             repo = make_repo(tmp, (options.rounds + 1) * BLOCK + options.steps)

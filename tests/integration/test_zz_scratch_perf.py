@@ -16,6 +16,6 @@ def test_count(workspace, creator):
     with CaptureQueriesContext(connection) as q:
         services.tool_call_evaluate(tool_call_id=call.pk)
     for x in q.captured_queries:
-        print(x["sql"][:200])
+        print(x["sql"][:150])
     print("N", len(q))
     assert 0
