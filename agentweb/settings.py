@@ -230,6 +230,10 @@ CELERY_TASK_TIME_LIMIT = 2 * 3600 + 60
 CELERY_TASK_PUBLISH_RETRY = True
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0.2, "interval_step": 0.3}
 CELERY_TASK_ALWAYS_EAGER = envbool("AGENTWEB_TASKS_EAGER", False)
+# Celery closes the database connection before and after every task; a pool process keeps
+# its SQLite connection for this many tasks instead (opening one, with its PRAGMAs, was
+# about 5% of the worker's CPU per call: BENCHMARKS.md §9). PostgreSQL keeps closing.
+CELERY_DB_REUSE_MAX = 1000 if str(DATABASES["default"]["ENGINE"]).endswith("sqlite3") else None
 CELERY_BEAT_SCHEDULE = {
     "sweep": {"task": "tools_app.tasks.sweep", "schedule": 5.0},
 }

@@ -209,7 +209,8 @@ def tables(results: dict[str, Any]) -> list[str]:
         ["the same, median of the first ten turns / of the last ten",
          *[f"{got[n]['first_ten_turns_ms']:.1f} / {got[n]['last_ten_turns_ms']:.1f}"
            for n in names]],
-        ["CPU per turn, Celery processes, ms", *[got[n]["cpu_ms_per_turn"]["celery"] for n in names]],
+        ["CPU per turn, Celery processes, ms",
+         *[got[n]["cpu_ms_per_turn"]["celery"] for n in names]],
         ["CPU per turn, all processes, ms", *[got[n]["cpu_ms_per_turn"]["all"] for n in names]],
         ["GET floor median ms", *[got[n]["samples"]["floor"]["median"] for n in names]],
         ["read_file ?wait median ms", *[got[n]["samples"]["read_file"]["median"] for n in names]],

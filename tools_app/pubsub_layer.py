@@ -27,6 +27,7 @@ from channels_redis.pubsub import (
     RedisPubSubLoopLayer,
     RedisSingleShardConnection,
 )
+from channels_redis.utils import _wrap_close
 from redis.asyncio.client import PubSub
 
 logger = logging.getLogger(__name__)
@@ -40,12 +41,10 @@ class PubSubChannelLayer(RedisPubSubChannelLayer):  # type: ignore[misc]
 
     def _get_layer(self) -> _LoopLayer:
         loop = asyncio.get_running_loop()
-        layer = self._layers.get(loop)
+        layer: _LoopLayer | None = self._layers.get(loop)
         if layer is None:
             layer = _LoopLayer(*self._args, **self._kwargs, channel_layer=self)
             self._layers[loop] = layer
-            from channels_redis.utils import _wrap_close
-
             _wrap_close(self, loop)
         return layer
 
@@ -53,7 +52,8 @@ class PubSubChannelLayer(RedisPubSubChannelLayer):  # type: ignore[misc]
 class _LoopLayer(RedisPubSubLoopLayer):  # type: ignore[misc]
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._shards = [_Shard(shard.host, self) for shard in self._shards]
+        hosts = [shard.host for shard in vars(self)["_shards"]]
+        self._shards = [_Shard(host, self) for host in hosts]
 
     def reset_all(self) -> None:
         """Tell every local channel that messages may have been lost."""
@@ -73,7 +73,8 @@ class _Shard(RedisSingleShardConnection):  # type: ignore[misc]
     def _ensure_redis(self) -> None:
         if self._redis is None:
             super()._ensure_redis()
-            self._pubsub = _PubSub(self._redis.connection_pool, shard=self)
+            redis: Any = self._redis
+            self._pubsub = _PubSub(redis.connection_pool, shard=self)
 
     async def subscribe(self, channel: str) -> None:
         async with self._lock:
@@ -132,7 +133,7 @@ class _Shard(RedisSingleShardConnection):  # type: ignore[misc]
                     self.channel_layer.reset_all()
 
 
-class _PubSub(PubSub):  # type: ignore[misc]
+class _PubSub(PubSub):
     """redis-py's PubSub, telling its shard when it subscribes again after a reconnect."""
 
     def __init__(self, pool: Any, *, shard: _Shard) -> None:
