@@ -248,8 +248,8 @@ def channel_layer_host(redis_url: str) -> dict[str, Any]:
 
 
 CHANNEL_LAYER_BACKENDS = {
-    # One PUBLISH per group, joins confirmed, lost connections said (tools_app/pubsub_layer.py).
-    "pubsub": "tools_app.pubsub_layer.PubSubChannelLayer",
+    # One PUBLISH per group, joins confirmed, lost connections said (tools_app/live/layer.py).
+    "pubsub": "tools_app.live.layer.PubSubChannelLayer",
     # channels_redis's per-channel layer, the default until issue 23 (BENCHMARKS.md §8).
     "redis": "channels_redis.core.RedisChannelLayer",
     # One process only (no Redis): events never leave the process that publishes them.

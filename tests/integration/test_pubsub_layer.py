@@ -26,9 +26,9 @@ from django.db.models import F
 from agentweb.settings import channel_layer_host
 from agentweb.settings import channel_layers as layers_setting
 from tests.integration.test_websockets import connect, cookie_for
-from tools_app import events
+from tools_app.live import events
+from tools_app.live.layer import PubSubChannelLayer
 from tools_app.models import AgentSession, Event, Policy
-from tools_app.pubsub_layer import PubSubChannelLayer
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
@@ -46,7 +46,7 @@ def layer_config(redis_url: str, name: str) -> dict[str, Any]:
 @pytest.fixture
 def pubsub(settings: Any, redis_url: str, name: str) -> Iterator[None]:
     """This process (consumers and the publisher alike) on the pub/sub layer."""
-    backend = "tools_app.pubsub_layer.PubSubChannelLayer"
+    backend = "tools_app.live.layer.PubSubChannelLayer"
     settings.CHANNEL_LAYERS = {
         "default": {"BACKEND": backend, "CONFIG": layer_config(redis_url, name)}
     }
