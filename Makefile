@@ -56,7 +56,7 @@ fuzz: install
 	HYPOTHESIS_PROFILE=deep $(BIN)/python -m pytest tests/unit/test_tool_args_fuzz.py tests/unit/test_commit_preview_property.py
 
 # The benchmarks' quick-mode smoke test (left out of `make test`), then the full benchmarks;
-# issue 23's fan-out and cost figures side by side with COST_BEFORE (BENCHMARKS.md §8–§9).
+# issue 23's fan-out and cost figures side by side with COST_BEFORE (BENCHMARKS.md, issue 23).
 COST_BEFORE ?= faec57f
 bench: install
 	$(BIN)/python -m pytest -m bench tests/integration/test_benchmarks_smoke.py

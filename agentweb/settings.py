@@ -232,7 +232,8 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0.2, "in
 CELERY_TASK_ALWAYS_EAGER = envbool("AGENTWEB_TASKS_EAGER", False)
 # Celery closes the database connection before and after every task; a pool process keeps
 # its SQLite connection for this many tasks instead (opening one, with its PRAGMAs, was
-# about 5% of the worker's CPU per call: BENCHMARKS.md §9). PostgreSQL keeps closing.
+# about 5% of the worker's CPU per call: BENCHMARKS.md, "Per call and per turn").
+# PostgreSQL keeps closing.
 CELERY_DB_REUSE_MAX = 1000 if str(DATABASES["default"]["ENGINE"]).endswith("sqlite3") else None
 CELERY_BEAT_SCHEDULE = {
     "sweep": {"task": "tools_app.tasks.sweep", "schedule": 5.0},
@@ -250,7 +251,8 @@ def channel_layer_host(redis_url: str) -> dict[str, Any]:
 CHANNEL_LAYER_BACKENDS = {
     # One PUBLISH per group, joins confirmed, lost connections said (tools_app/live/layer.py).
     "pubsub": "tools_app.live.layer.PubSubChannelLayer",
-    # channels_redis's per-channel layer, the default until issue 23 (BENCHMARKS.md §8).
+    # channels_redis's per-channel layer, the default until issue 23 (BENCHMARKS.md,
+    # "One push to many").
     "redis": "channels_redis.core.RedisChannelLayer",
     # One process only (no Redis): events never leave the process that publishes them.
     "memory": "channels.layers.InMemoryChannelLayer",

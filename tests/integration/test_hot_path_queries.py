@@ -1,6 +1,7 @@
 """The database work on the hot paths is pinned: an allowed call in the worker, and an
-agent turn, which must not grow with the conversation (BENCHMARKS.md §9). A change that
-adds a query here should say why in its commit, and update the count."""
+agent turn, which must not grow with the conversation (BENCHMARKS.md, "Per call and per
+turn"). A change that adds a query here should say why in its commit, and update the
+count."""
 
 from __future__ import annotations
 

@@ -52,7 +52,7 @@ class JsonConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         """An event is forwarded without the database, so without channels' per-message
         `close_old_connections` hop through the one database thread: with 200 reviewers
         connected, that hop per socket was most of daphne's time per event
-        (BENCHMARKS.md §8)."""
+        (BENCHMARKS.md, "One push to many")."""
         if message["type"] == "session.event":
             await self.session_event(message)
         else:

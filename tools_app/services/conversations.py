@@ -3,9 +3,10 @@
 Messages are append-only (one row per `index`, 0, 1, 2 …, never changed or removed), so
 a turn task reads only the rows stored since this process last read the session — the
 previous turn's reply and tool results — and takes the rest from memory. Re-reading the
-whole conversation made every turn cost more the longer the session ran (BENCHMARKS.md
-§9). Another process's turns are no problem: their rows have higher indexes and are read
-like any new ones. A few sessions are kept per process (the most recently used).
+whole conversation made every turn cost more the longer the session ran (BENCHMARKS.md,
+"Per call and per turn"). Another process's turns are no problem: their rows have higher
+indexes and are read like any new ones. A few sessions are kept per process (the most
+recently used).
 """
 
 from __future__ import annotations
