@@ -99,11 +99,11 @@ def services_env(
 ) -> dict[str, str]:
     """Point this process at the test Redis (broker and channel layer), its own queues and
     a workspaces folder; returns the environment a worker or daphne needs for the same."""
-    from channels.layers import channel_layers
+    from channels.layers import channel_layers as layers
     from django.conf import settings
 
     from agentweb.celery import app
-    from agentweb.settings import channel_layer_host, kombu_url
+    from agentweb.settings import channel_layers, kombu_url
 
     queue = f"agentweb-test-{os.getpid()}"
     host_queue = f"host.test-{os.getpid()}"
@@ -111,13 +111,8 @@ def services_env(
     settings.REDIS_URL = redis_url
     settings.CELERY_TASK_DEFAULT_QUEUE = queue
     settings.AGENTWEB_WORKSPACES = workspaces
-    settings.CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [channel_layer_host(redis_url)]},
-        }
-    }
-    channel_layers.backends = {}
+    settings.CHANNEL_LAYERS = channel_layers(redis_url)  # the worker's layer: the same
+    layers.backends = {}
     app.conf.broker_url = kombu_url(redis_url)
     app.conf.task_default_queue = queue
     with django_db_blocker.unblock():
@@ -126,6 +121,7 @@ def services_env(
         **os.environ,
         "DATABASE_URL": url,
         "REDIS_URL": redis_url,
+        "AGENTWEB_CHANNEL_LAYER": "pubsub",
         "AGENTWEB_QUEUE": queue,
         "AGENTWEB_WORKER_QUEUE": host_queue,
         "AGENTWEB_WORKSPACES": str(workspaces),

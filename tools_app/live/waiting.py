@@ -92,7 +92,10 @@ class Listener:
                 logger.debug("?wait: channel layer failed (%r)", received.exception())
                 self.layer = None  # from now on the clock alone
                 continue
-            event = received.result().get("event") or {}
+            message = received.result()
+            if message.get("type") == "layer.reset":  # events may be lost: read again
+                return
+            event = message.get("event") or {}
             if event.get("tool_call") == call_id and event.get("status") in ToolCall.FINAL_STATUSES:
                 return
 

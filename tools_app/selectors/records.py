@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import Q, QuerySet, prefetch_related_objects
 from django.utils import timezone
 
 from tools_app.core.policy.context import CallContext
@@ -58,6 +58,7 @@ def rule_as_dict(rule: PolicyRule) -> dict[str, Any]:
 
 def policy_spec(policy: Policy) -> PolicySpec:
     """The engine's view of a stored policy; raises PolicyInvalid if it cannot load."""
+    prefetch_related_objects([policy], "rules")  # read once, for the dict and the ids
     data = policy_as_dict(policy)
     data.pop("description")
     spec = policy_from_dict(data)
