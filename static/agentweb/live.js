@@ -6,7 +6,8 @@
 // after a dropped connection it reconnects (backoff with jitter) with ?last_seq= and gets
 // exactly what it missed, each `seq` once. Pages follow the same socket instead of opening
 // their own: each event is dispatched on `document` as "agentweb:approvals" (detail: the
-// event), and the connection's state as "agentweb:live" (detail: {open, reconnected}).
+// event), the connection's state as "agentweb:live" (detail: {open, reconnected}) and
+// the number of calls awaiting a decision as "agentweb:pending" (detail: {count}).
 (function () {
   "use strict";
 
@@ -34,6 +35,7 @@
   function render() {
     const count = waiting.size;
     document.title = (count ? "(" + count + ") " : "") + baseTitle;
+    document.dispatchEvent(new CustomEvent("agentweb:pending", { detail: { count: count } }));
     if (!badge) return;
     badge.dataset.count = String(count);
     badge.querySelector(".count").textContent = String(count);
