@@ -9,11 +9,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
-from tools_app import access
+from tools_app import access, cards
 
 
 @login_required
 @require_safe
 def pull_request(request: HttpRequest, pull_id: int) -> HttpResponse:
     pull = access.pull_request_for(request.user, pull_id)
-    return render(request, "tools_app/pull_request.html", {"pull": pull})
+    context = {"pull": pull, "call": cards.pull_request_call(pull)}
+    return render(request, "tools_app/pull_request.html", context)
