@@ -18,8 +18,8 @@ from playwright.sync_api import Page, expect
 from tests.browser import inbox
 from tests.browser.server import Agent
 from tools_app import services
-from tools_app.inbox_selectors import PAGE_SIZE
 from tools_app.models import ToolCall
+from tools_app.selectors.inbox import PAGE_SIZE
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),

@@ -14,8 +14,8 @@ from django.test import Client
 from django.utils import timezone
 
 from tools_app import services
-from tools_app.inbox_selectors import PAGE_SIZE
 from tools_app.models import AgentSession, Policy, ToolCall
+from tools_app.selectors.inbox import PAGE_SIZE
 
 pytestmark = pytest.mark.django_db
 WAITING = 2 * PAGE_SIZE + 5

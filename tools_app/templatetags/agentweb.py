@@ -21,8 +21,9 @@ from typing import Any
 from django import template
 from django.utils.safestring import SafeString, mark_safe
 
-from tools_app import cards, rendering
+from tools_app.core import rendering
 from tools_app.models import ToolCall
+from tools_app.web import cards
 
 register = template.Library()
 
