@@ -195,7 +195,7 @@ def main() -> None:
     arguments = parser(__doc__.splitlines()[0])
     arguments.add_argument("--before", metavar="REF", help="also serve this commit's tree")
     options = arguments.parse_args()
-    calls, rounds = (500, 3) if options.quick else (5_000, 7)
+    calls, rounds = (500, 3) if options.quick else (5_000, 5)
     tmp = Path(tempfile.mkdtemp(prefix="bench-inbox-"))
     env = stack_env(tmp / "var") | {"AGENTWEB_CHANNEL_LAYER": "memory"}
     (tmp / "var").mkdir()

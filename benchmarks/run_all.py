@@ -3,7 +3,7 @@
 Each script runs in its own process, so that one's imports, caches and threads do not
 colour the next. `make bench` runs this. `--quick` runs them in their smoke mode;
 `--json FILE` writes every script's results into one file; `--before REF` makes
-`bench_latency.py` measure that commit's stack too, side by side with this one.
+`bench_latency.py` and `bench_inbox.py` measure that commit too, side by side with this one.
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ SCRIPTS = (
     "bench_runtime.py",
     "bench_latency.py",
     "bench_dashboard.py",
+    "bench_inbox.py",
 )
+TAKE_BEFORE = {"bench_latency.py", "bench_inbox.py"}  # the scripts that take --before REF
 
 
 def run(script: str, quick: bool, folder: Path, before: str | None) -> dict[str, object]:
@@ -34,7 +36,7 @@ def run(script: str, quick: bool, folder: Path, before: str | None) -> dict[str,
     command = [sys.executable, str(HERE / script), "--json", str(out)]
     if quick:
         command.append("--quick")
-    if before and script == "bench_latency.py":
+    if before and script in TAKE_BEFORE:
         command += ["--before", before]
     start = time.monotonic()
     done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -47,7 +49,9 @@ def run(script: str, quick: bool, folder: Path, before: str | None) -> dict[str,
 
 def main() -> None:
     arguments = parser(__doc__.splitlines()[0])
-    arguments.add_argument("--before", metavar="REF", help="bench_latency.py: also this commit")
+    arguments.add_argument(
+        "--before", metavar="REF", help="bench_latency.py, bench_inbox.py: also this commit"
+    )
     options = arguments.parse_args()
     info = machine()
     print(f"Machine: {info['nproc']} CPUs, Python {info['python']}, {info['platform']}\n")
