@@ -3,9 +3,9 @@
 Each script runs in its own process, so that one's imports, caches and threads do not
 colour the next. `make bench` runs this. `--quick` runs them in their smoke mode;
 `--json FILE` writes every script's results into one file; `--before REF` makes
-`bench_latency.py` measure that commit's stack too, side by side with this one, and
-`--cost-before REF` does the same for issue 23's `bench_fanout.py` and `bench_cost.py`
-(without it they measure this checkout alone).
+`bench_latency.py` and `bench_inbox.py` measure that commit too, side by side with this
+one, and `--cost-before REF` does the same for issue 23's `bench_fanout.py` and
+`bench_cost.py` (without it they measure this checkout alone).
 """
 
 from __future__ import annotations
@@ -30,8 +30,10 @@ SCRIPTS = (
     "bench_dashboard.py",
     "bench_fanout.py",
     "bench_cost.py",
+    "bench_inbox.py",
 )
 COST_SCRIPTS = ("bench_fanout.py", "bench_cost.py")
+TAKE_BEFORE = {"bench_latency.py", "bench_inbox.py"}  # the scripts that take --before REF
 
 
 def run(
@@ -41,7 +43,7 @@ def run(
     command = [sys.executable, str(HERE / script), "--json", str(out)]
     if quick:
         command.append("--quick")
-    if before and script == "bench_latency.py":
+    if before and script in TAKE_BEFORE:
         command += ["--before", before]
     if cost_before and script in COST_SCRIPTS:
         command += ["--before", cost_before]
@@ -56,7 +58,9 @@ def run(
 
 def main() -> None:
     arguments = parser(__doc__.splitlines()[0])
-    arguments.add_argument("--before", metavar="REF", help="bench_latency.py: also this commit")
+    arguments.add_argument(
+        "--before", metavar="REF", help="bench_latency.py, bench_inbox.py: also this commit"
+    )
     arguments.add_argument(
         "--cost-before", metavar="REF", help="bench_fanout.py, bench_cost.py: also this commit"
     )

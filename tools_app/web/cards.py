@@ -12,7 +12,8 @@ from tools_app import access
 from tools_app.core import rendering
 from tools_app.core.skills.executors import unfilled_placeholders
 from tools_app.core.tools.catalogue import facts_for
-from tools_app.models import Decision, ToolCall
+from tools_app.models import Decision, PullRequest, ToolCall
+from tools_app.selectors.sessions import long_text
 from tools_app.services.policies import remember_patterns
 
 # An escaped pair (`\\` and any character), or an invisible character on its own.
@@ -37,15 +38,36 @@ def preview_kind(call: ToolCall) -> str:
     return "json"
 
 
+def call_view(call: ToolCall) -> dict[str, Any]:
+    """What `{% tool_call %}` shows of a call on every page (the inbox card, the session
+    timeline, the pull request page): which preview, and the facts the previews show."""
+    kind = preview_kind(call)
+    return {
+        "kind": kind,
+        "preview": call.preview or {},
+        "network": network_text(call) if kind in {"command", "skill"} else "",
+        "args_hidden": rendering.hidden_count(json.dumps(call.args, ensure_ascii=False)),
+        "host": _host(call) if facts_for(call.tool).shows_host else None,
+        "unfilled": _unfilled(call.preview or {}),
+        "fold_result": long_text(call.result or ""),
+    }
+
+
+def pull_request_call(pull: PullRequest) -> ToolCall:
+    """A recorded pull request as the `create_pull_request` call that proposes it (not
+    saved): its page shows it through `{% tool_call %}`, as the card that approved it."""
+    fields = {"title": pull.title, "body": pull.body, "base": pull.base, "head": pull.head}
+    preview = {**fields, "draft": pull.draft, "commits": pull.commits, "diff": pull.diff}
+    return ToolCall(tool="create_pull_request", args=fields, preview=preview)
+
+
 def card_context(call: ToolCall, user: Any, **extra: Any) -> dict[str, Any]:
     """Everything `_card.html` needs; `extra` carries an error and the reviewer's text."""
-    facts = facts_for(call.tool)
-    field = facts.edit_field
+    field = facts_for(call.tool).edit_field
     awaiting = call.status == ToolCall.Status.AWAITING_APPROVAL
     context = {
+        **call_view(call),
         "call": call,
-        "kind": preview_kind(call),
-        "preview": call.preview or {},
         "awaiting": awaiting,
         "decided": None if awaiting else decided_text(call),
         "may_approve": access.may_decide(user, access.BROWSER, call, approve=True),
@@ -53,10 +75,6 @@ def card_context(call: ToolCall, user: Any, **extra: Any) -> dict[str, Any]:
         "edit_value": _edit_value(call, field),
         "args_json": json.dumps(call.args, indent=2, ensure_ascii=False),
         "remember": [(k, form_safe(v)) for k, v in sorted(remember_patterns(call.args).items())],
-        "network": network_text(call),
-        "args_hidden": rendering.hidden_count(json.dumps(call.args, ensure_ascii=False)),
-        "host": _host(call) if facts.shows_host else None,
-        "unfilled": _unfilled(call.preview or {}),
     }
     context.update(extra)
     return context
