@@ -231,7 +231,8 @@ def prepare_native(
     args = mapped.args
     if mapped.kind == "core":
         try:
-            args = validate_args(mapped.tool, mapped.args).model_dump(exclude_none=True)
+            validated = validate_args(mapped.tool, mapped.args)
+            args = validated.model_dump(exclude_none=True, exclude_unset=True)
         except ToolError as exc:
             return mapped, Prepared(status="failed", args=mapped.args, error=str(exc))
     workspace = Path(cwd or "/nonexistent-agent-cwd")
