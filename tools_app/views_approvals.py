@@ -20,7 +20,6 @@ from tools_app import access, cards, selectors, services
 from tools_app.models import ToolCall
 from tools_app.policy import PolicyInvalid
 from tools_app.services.policies import remember_patterns, widening_needs_admin
-from tools_app.tools.catalogue import facts_for
 
 # action → (decision, remember, edited arguments)
 ACTIONS = {
@@ -158,9 +157,9 @@ def _typed(request: HttpRequest) -> dict[str, Any]:
 
 def _edited_args(request: HttpRequest, call: ToolCall) -> dict[str, object]:
     """The edited field of a write or edit, or the whole arguments as JSON."""
-    field = facts_for(call.tool).edit_field
+    field, edited = cards.edit_target(call)
     if field and "edit_value" in request.POST:
-        return {**call.args, field: request.POST["edit_value"]}
+        return {**edited, field: request.POST["edit_value"]}
     try:
         args = json.loads(request.POST.get("args", ""))
     except json.JSONDecodeError as exc:

@@ -12,16 +12,13 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client
 
+from tests.integration.gateway_helpers import CWD, URL, Hook, denial
 from tests.integration.helpers import Api
 from tools_app import services
 from tools_app.models import AgentSession, ToolCall
 
 pytestmark = pytest.mark.django_db
-
-URL = "/api/hooks/claude-code"
-CWD = "/home/alice/project"
 
 
 @pytest.fixture(autouse=True)
@@ -29,50 +26,9 @@ def no_wait(settings: Any) -> None:
     settings.AGENTWEB_HOOK_WAIT_SECONDS = 0
 
 
-class Hook:
-    """Alice's Claude Code: posts hook events as its http hook does."""
-
-    def __init__(self, token: str, session_id: str = "cc-session-1") -> None:
-        self.client = Client()
-        self.token = token
-        self.session_id = session_id
-        self.uses = 0
-
-    def send(self, body: object, token: str | None = None) -> dict[str, Any]:
-        data = body if isinstance(body, str | bytes) else json.dumps(body)
-        headers = {"Authorization": f"Bearer {self.token if token is None else token}"}
-        answer = self.client.post(URL, data, content_type="application/json", headers=headers)
-        assert answer.status_code == 200, answer.content
-        return answer.json()  # type: ignore[no-any-return]
-
-    def event(self, name: str, tool: str, tool_input: dict[str, Any], **extra: Any) -> Any:
-        if "tool_use_id" not in extra:
-            self.uses += 1
-            extra["tool_use_id"] = f"toolu_{self.uses}"
-        body = {
-            "session_id": self.session_id,
-            "cwd": CWD,
-            "hook_event_name": name,
-            "tool_name": tool,
-            "tool_input": tool_input,
-            "permission_mode": "default",
-            **extra,
-        }
-        return self.send(body)
-
-    def pre(self, tool: str, tool_input: dict[str, Any], **extra: Any) -> dict[str, Any]:
-        return self.event("PreToolUse", tool, tool_input, **extra)["hookSpecificOutput"]  # type: ignore[no-any-return]
-
-
 @pytest.fixture
 def claude(creator: User) -> Hook:
     return Hook(services.api_token_create(user=creator, scope="agent"))
-
-
-def denial(answer: dict[str, Any]) -> str:
-    output = answer["hookSpecificOutput"]
-    assert output["permissionDecision"] == "deny", output
-    return str(output["permissionDecisionReason"])
 
 
 # --- bad input: always a deny that names the problem -----------------------------------
