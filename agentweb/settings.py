@@ -101,7 +101,7 @@ MIDDLEWARE = [
     # Static files from STATIC_ROOT once `collectstatic` ran; before, agentweb/asgi.py
     # serves them from the source folders.
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "tools_app.middleware.body_size_limit",
+    "tools_app.web.middleware.body_size_limit",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -121,7 +121,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "tools_app.context_processors.pending_approvals",
+                "tools_app.web.context_processors.pending_approvals",
             ],
         },
     },

@@ -3,7 +3,7 @@
 A gateway session is one per (token user, the agent's session id), with no clone and no
 agent loop: the agent's machine runs the tools and asks first through a hook. Each tool
 use is one ToolCall, found again by its `tool_use_id`; the policy judges it from its
-input (`gateway_mapping.prepare_native`). An allowed call is `approved` until the hook
+input (`core.gateway.prepare_native`). An allowed call is `approved` until the hook
 answers (then `running`: the agent runs it) and its PostToolUse makes it `succeeded`
 or `failed`. Nothing here runs a tool.
 """
@@ -19,14 +19,15 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from tools_app import engine, events
-from tools_app.gateway_mapping import prepare_native
+from tools_app.core import engine
+from tools_app.core.gateway import prepare_native
+from tools_app.core.policy import Decision, PolicySpec
+from tools_app.core.tools.jsonsafe import storable_args, storable_text
+from tools_app.live import events
 from tools_app.models import AgentSession, Policy, ToolCall
-from tools_app.policy import Decision, PolicySpec
 from tools_app.services.lifecycle import tool_call_move
 from tools_app.services.policies import load_policy_or_denial
 from tools_app.services.tool_calls import session_counters
-from tools_app.tools.jsonsafe import storable_args, storable_text
 
 Status = ToolCall.Status
 Kind = AgentSession.Kind
