@@ -190,6 +190,8 @@ REDIS_SOCKET = AGENTWEB_VAR / "redis.sock"
 REDIS_URL = os.environ.get("REDIS_URL") or f"unix://{REDIS_SOCKET}"
 
 DATA_UPLOAD_MAX_MEMORY_SIZE = envint("AGENTWEB_MAX_BODY_BYTES", 10 * 1024 * 1024)
+# How long a gateway hook (Claude Code's PreToolUse) is held for a person's decision.
+AGENTWEB_HOOK_WAIT_SECONDS = envint("AGENTWEB_HOOK_WAIT_SECONDS", 3300)
 
 LOGGING = {
     "version": 1,

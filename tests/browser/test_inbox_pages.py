@@ -39,7 +39,7 @@ def hold(session: dict[str, Any], count: int) -> list[int]:
         ToolCall.objects.create(
             session_id=session["id"], tool="write_file",
             args={"path": f"notes/page-{n}.txt", "content": f"note {n}\n"},
-            status=ToolCall.Status.AWAITING_APPROVAL, decision="require_approval",
+            status=ToolCall.Status.AWAITING_APPROVAL, verdict="require_approval",
             reason="a person decides", rule="test", expires_at=expires,
         )  # fmt: skip
     return list(ToolCall.objects.order_by("-id").values_list("id", flat=True))

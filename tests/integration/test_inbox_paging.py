@@ -48,7 +48,7 @@ def waiting(session: AgentSession) -> list[int]:
             tool="write_file",
             args={"path": f"f{n}.txt", "content": "x\n"},
             status=ToolCall.Status.AWAITING_APPROVAL,
-            decision="require_approval",
+            verdict="require_approval",
             reason="a person decides",
             rule="test",
             expires_at=expires,

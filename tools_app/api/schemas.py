@@ -29,6 +29,8 @@ class SessionOut(Schema):
     policy: str
     model: str
     kind: str
+    cwd: str = Field(default="", description="A gateway session: the agent's directory.")
+    external_id: str = Field(default="", description="A gateway session: the agent's id.")
     parent: int | None
     children: list[int]
     tokens: dict[str, Any]
@@ -69,6 +71,11 @@ class ToolCallOut(Schema):
     decided_at: datetime | None
     expires_at: datetime | None
     finished_at: datetime | None
+    native_tool: str = Field(default="", description="A gateway call: the agent's tool.")
+    native_input: dict[str, Any] | None = Field(
+        default=None, description="A gateway call: the agent's input, what will run."
+    )
+    tool_use_id: str = Field(default="", description="A gateway call: the agent's tool use.")
 
 
 class DecisionIn(StrictIn):

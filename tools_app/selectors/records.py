@@ -93,6 +93,8 @@ def session_as_dict(session: AgentSession) -> dict[str, Any]:
         "policy": session.policy.name,
         "model": session.model,
         "kind": session.kind,
+        "cwd": session.cwd,
+        "external_id": session.external_id,
         "parent": session.parent_id,
         "children": [child.pk for child in session.children.all()],
         "tokens": {
@@ -140,6 +142,9 @@ def tool_call_as_dict(call: ToolCall) -> dict[str, Any]:
         "decided_at": call.decided_at,
         "expires_at": call.expires_at,
         "finished_at": call.finished_at,
+        "native_tool": call.native_tool,
+        "native_input": call.native_input,
+        "tool_use_id": call.tool_use_id,
     }
 
 

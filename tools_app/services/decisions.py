@@ -11,8 +11,10 @@ from tools_app import access
 from tools_app.core import engine
 from tools_app.core.policy.risky_commands import APPROVE
 from tools_app.core.policy.types import PolicySpec
+from tools_app.core.tools.jsonsafe import storable_args
 from tools_app.errors import Conflict, Forbidden, Invalid
 from tools_app.models import Decision, ToolCall
+from tools_app.services.gateway import gateway_prepare_edit
 from tools_app.services.lifecycle import tool_call_move
 from tools_app.services.policies import (
     load_policy_or_denial,
@@ -72,7 +74,7 @@ def tool_call_decide(
     live = Q(expires_at__isnull=True) | Q(expires_at__gt=now)
     if not tool_call_move(call, move, where=live, then=record, decided_at=now, **outcome):
         raise Conflict(_lost_claim(call.pk, now))
-    if call.status == Status.APPROVED:
+    if call.status == Status.APPROVED and not call.native_tool:  # a gateway's runs elsewhere
         tool_call_enqueue(tool_call_id=call.pk, task=EXECUTE_TOOL_CALL, session=call.session)
     return call
 
@@ -146,7 +148,8 @@ def _outcome_for_edit(call: ToolCall, args: dict[str, Any]) -> tuple[str, dict[s
     prepared = _prepare_edit(spec, call, args)
     if prepared.verdict is None:
         raise Invalid(f"The edited arguments are not valid: {prepared.error}")
-    fields: dict[str, Any] = {
+    fields: dict[str, Any] = {"native_input": storable_args(args)} if call.native_tool else {}
+    fields |= {
         "args": prepared.args,
         "args_hash": engine.args_hash(call.tool, prepared.args),
         "preview": prepared.preview,
@@ -162,7 +165,10 @@ def _outcome_for_edit(call: ToolCall, args: dict[str, Any]) -> tuple[str, dict[s
 
 
 def _prepare_edit(spec: PolicySpec, call: ToolCall, args: dict[str, Any]) -> engine.Prepared:
-    """Edited arguments judged again, with the spec the call was judged with."""
+    """Edited arguments judged again, with the spec the call was judged with. A gateway
+    call is edited in the agent's own shape (its native input) and mapped again."""
+    if call.native_tool:
+        return gateway_prepare_edit(call=call, native_input=args)
     tool = tool_spec_edited(call=call)
     if isinstance(tool, str):
         raise Invalid(tool)

@@ -59,6 +59,8 @@ TOOL_CALL_MOVES: dict[str, Move] = {
     "judge_end": _move({Status.PENDING}, {Status.DENIED, Status.FAILED}, after=WAKE),
     # allowed by the policy: claimed to run here and now, announced as approved first
     "judge_run": _move({Status.PENDING}, {Status.RUNNING}, passes_through=(Status.APPROVED,)),
+    # a gateway call the policy allowed: the agent runs it once the hook has answered
+    "gateway_allow": _move({Status.PENDING}, {Status.APPROVED}),
     "decide_approve": _move({Status.AWAITING_APPROVAL}, {Status.APPROVED}, after=REFRESH),
     "decide_deny": _move(
         {Status.AWAITING_APPROVAL}, {Status.DENIED}, after=REFRESH, drops_held_effect=True

@@ -182,6 +182,8 @@ def runner_id() -> str:
 def tool_call_execute(*, tool_call_id: int) -> ToolCall:
     """Run an approved call once: claim it, check what was approved, run, record."""
     call = ToolCall.objects.select_related("session__policy").get(pk=tool_call_id)
+    if call.native_tool:
+        return call  # a gateway call runs on the agent's machine, never here
     if not tool_call_move(call, "claim_run", started_at=timezone.now(), runner=runner_id()):
         call.refresh_from_db()
         return call  # another worker has it, or it is no longer approved

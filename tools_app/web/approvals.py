@@ -18,7 +18,6 @@ from django.views.decorators.http import require_POST, require_safe
 
 from tools_app import access, services
 from tools_app.core.policy.loader import PolicyInvalid
-from tools_app.core.tools.catalogue import facts_for
 from tools_app.models import ToolCall
 from tools_app.selectors import records
 from tools_app.selectors.inbox import MAX_PAGE_SIZE, PAGE_SIZE, inbox_page
@@ -183,9 +182,9 @@ def _typed(request: HttpRequest) -> dict[str, Any]:
 
 def _edited_args(request: HttpRequest, call: ToolCall) -> dict[str, object]:
     """The edited field of a write or edit, or the whole arguments as JSON."""
-    field = facts_for(call.tool).edit_field
+    field, edited = cards.edit_target(call)
     if field and "edit_value" in request.POST:
-        return {**call.args, field: request.POST["edit_value"]}
+        return {**edited, field: request.POST["edit_value"]}
     try:
         args = json.loads(request.POST.get("args", ""))
     except json.JSONDecodeError as exc:

@@ -61,9 +61,22 @@ def pull_request_call(pull: PullRequest) -> ToolCall:
     return ToolCall(tool="create_pull_request", args=fields, preview=preview)
 
 
+# A gateway call is edited in the agent's own shape: the field of its native input that
+# a reviewer edits in a text area (other tools: the whole native input as JSON).
+NATIVE_EDIT_FIELDS = {"Write": "content", "Edit": "new_string", "Bash": "command"}
+
+
+def edit_target(call: ToolCall) -> tuple[str | None, dict[str, Any]]:
+    """The field "Edit & approve" edits and the arguments it edits: a gateway call's
+    native input (what will run on the agent's machine), else agentweb's arguments."""
+    if call.native_tool:
+        return NATIVE_EDIT_FIELDS.get(call.native_tool), dict(call.native_input or {})
+    return facts_for(call.tool).edit_field, dict(call.args)
+
+
 def card_context(call: ToolCall, user: Any, **extra: Any) -> dict[str, Any]:
     """Everything `_card.html` needs; `extra` carries an error and the reviewer's text."""
-    field = facts_for(call.tool).edit_field
+    field, edited = edit_target(call)
     awaiting = call.status == ToolCall.Status.AWAITING_APPROVAL
     context = {
         **call_view(call),
@@ -72,8 +85,8 @@ def card_context(call: ToolCall, user: Any, **extra: Any) -> dict[str, Any]:
         "decided": None if awaiting else decided_text(call),
         "may_approve": access.may_decide(user, access.BROWSER, call, approve=True),
         "edit_field": field,
-        "edit_value": _edit_value(call, field),
-        "args_json": json.dumps(call.args, indent=2, ensure_ascii=False),
+        "edit_value": _edit_value(edited, field),
+        "args_json": json.dumps(edited, indent=2, ensure_ascii=False),
         "remember": [(k, form_safe(v)) for k, v in sorted(remember_patterns(call.args).items())],
     }
     context.update(extra)
@@ -126,8 +139,8 @@ def _unfilled(preview: dict[str, Any]) -> list[str]:
     return unfilled_placeholders(str(executor.get("template", "")), schema)
 
 
-def _edit_value(call: ToolCall, field: str | None) -> str:
-    value = call.args.get(field) if field else None
+def _edit_value(args: dict[str, Any], field: str | None) -> str:
+    value = args.get(field) if field else None
     return value if isinstance(value, str) else ""
 
 
