@@ -77,6 +77,15 @@ class Listener:
 
     async def until_final(self, call_id: int, timeout: float) -> None:
         """Return when an event says the call is final, or after `timeout` seconds."""
+
+        def final(event: dict[str, Any]) -> bool:
+            status = event.get("status")
+            return event.get("tool_call") == call_id and status in ToolCall.FINAL_STATUSES
+
+        await self.until(final, timeout)
+
+    async def until(self, matches: Callable[[dict[str, Any]], bool], timeout: float) -> None:
+        """Return when an event of the session `matches`, or after `timeout` seconds."""
         end = time.monotonic() + timeout
         while (left := end - time.monotonic()) > 0:
             if self.layer is None:
@@ -92,8 +101,7 @@ class Listener:
                 logger.debug("?wait: channel layer failed (%r)", received.exception())
                 self.layer = None  # from now on the clock alone
                 continue
-            event = received.result().get("event") or {}
-            if event.get("tool_call") == call_id and event.get("status") in ToolCall.FINAL_STATUSES:
+            if matches(received.result().get("event") or {}):
                 return
 
     def close(self) -> None:

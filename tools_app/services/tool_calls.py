@@ -15,6 +15,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from tools_app import engine, events
+from tools_app.errors import Conflict
 from tools_app.models import AgentSession, Policy, ToolCall
 from tools_app.policy import Decision, PolicySpec, SessionCounters
 from tools_app.policy.paths import workspace_relative
@@ -49,6 +50,23 @@ def tool_call_receive(*, session: AgentSession, tool: str, args: object) -> Tool
     if session.worker_queue:
         tool_call_enqueue(tool_call_id=call.pk, task=EVALUATE_TOOL_CALL, session=session)
     return call
+
+
+def tool_call_receive_external(*, session: AgentSession, tool: str, args: object) -> ToolCall:
+    """A call sent by an external agent (REST, MCP): refused when the session has ended or
+    when agentweb's own agent loop makes its calls."""
+    if session.status in {
+        AgentSession.Status.DONE,
+        AgentSession.Status.FAILED,
+        AgentSession.Status.CANCELLED,
+    }:
+        raise Conflict(f"Session {session.pk} is {session.status}; it takes no more calls.")
+    if session.model:
+        raise Conflict(
+            f"Session {session.pk} is run by agentweb's agent loop ({session.model}); its "
+            "tool calls come from its model. Start a session without `model` to send calls."
+        )
+    return tool_call_receive(session=session, tool=tool, args=args)
 
 
 def tool_call_run_in_process(*, session: AgentSession, tool: str, args: object) -> ToolCall:
