@@ -31,7 +31,7 @@ PATHS = {"/mcp", "/mcp/"}
 SESSION_HEADER = "mcp-session-id"
 USER_KEY = "agentweb.user"
 SCOPE_KEY = "agentweb.scope"
-NO_TOKEN = "Authentication required: send `Authorization: Bearer TOKEN` with an API token."
+NO_TOKEN = "Authentication required: send `Authorization: Bearer TOKEN` with an API token."  # noqa: S105
 BAD_TOKEN = "The bearer token is unknown or revoked."  # noqa: S105  (a message)
 
 

@@ -314,7 +314,6 @@ async def _tool_call(
     """Store the call and answer once it is final, or when the wait runs out."""
     async with waiting.listening(session_id) as listener:  # before the call exists
         call_id = await _db(_receive)(who, session_id, tool, args)
-        await listener.until_final(call_id, min(wait_seconds(), waiting.CHECK_EVERY_SECONDS))
         return await _answer(who, call_id, listener, report)
 
 
@@ -327,13 +326,22 @@ async def _await_call(who: Principal, call_id: int, report: Report) -> types.Cal
 async def _answer(
     who: Principal, call_id: int, listener: waiting.Listener, report: Report
 ) -> types.CallToolResult:
-    started = time.monotonic()
+    """Read the call after each of its events (or a second without one); tell the client
+    each new status, and every few seconds that it still waits."""
+    started = told_at = time.monotonic()
+    told = ""
     call = await _db(_call_read)(who, call_id)
     while call["status"] not in FINAL and (left := _left(started)) > 0:
-        await report(time.monotonic() - started, f"call {call_id}: {_said(call['status'])}")
-        await listener.until_final(call_id, min(left, PROGRESS_EVERY_SECONDS))
+        if call["status"] != told or time.monotonic() - told_at >= PROGRESS_EVERY_SECONDS:
+            told, told_at = call["status"], time.monotonic()
+            await report(told_at - started, f"call {call_id}: {_said(told)}")
+        await listener.until(_about(call_id), min(left, waiting.CHECK_EVERY_SECONDS))
         call = await _db(_call_read)(who, call_id)
     return _call_result(call)
+
+
+def _about(call_id: int) -> Callable[[dict[str, Any]], bool]:
+    return lambda event: event.get("tool_call") == call_id
 
 
 def _receive(who: Principal, session_id: int, tool: str, args: dict[str, Any]) -> int:

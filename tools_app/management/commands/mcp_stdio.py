@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from mcp.server.runner import serve_loop
 from mcp.server.stdio import stdio_server
 
 from tools_app import services
@@ -42,9 +43,15 @@ class Command(BaseCommand):
         server = build_server(lambda ctx: who)
 
         async def serve() -> None:
-            async with stdio_server() as (read_stream, write_stream):
+            # The handshake loop, as on /mcp: a connection that remembers its session.
+            async with (
+                stdio_server() as (read_stream, write_stream),
+                server.lifespan(server) as state,
+            ):
                 options = server.create_initialization_options()
-                await server.run(read_stream, write_stream, options)
+                await serve_loop(
+                    server, read_stream, write_stream, lifespan_state=state, init_options=options
+                )
 
         anyio.run(serve)
 
