@@ -15,6 +15,7 @@ wake-up (`waiting`), on this process's event loop.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -28,11 +29,14 @@ from django.core.exceptions import PermissionDenied
 from django.db import close_old_connections
 from django.http import Http404
 from mcp.server.context import ServerRequestContext
-from mcp.server.lowlevel.server import Server
+from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from tools_app import access, selectors, services, waiting
 from tools_app.tools.registry import core_tool_schemas
+
+logger = logging.getLogger(__name__)
 
 START_SESSION = "start_session"
 AWAIT_TOOL_CALL = "await_tool_call"
@@ -115,6 +119,19 @@ class DefaultSessions:
             self.sessions.popitem(last=False)
 
 
+class AgentwebServer(Server[Any]):
+    """Says that its tool list changes: a started session's skill tools join it."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        changes = notification_options or NotificationOptions(tools_changed=True)
+        return super().create_initialization_options(changes, experimental_capabilities, extensions)
+
+
 def build_server(principal_of: PrincipalOf) -> Server[Any]:
     """The MCP server; `principal_of` says who sent a request (the transport knows)."""
     defaults = DefaultSessions()
@@ -135,7 +152,9 @@ def build_server(principal_of: PrincipalOf) -> Server[Any]:
 
         try:
             if params.name == START_SESSION:
-                return await _start_session(who, args, defaults, report)
+                started = await _start_session(who, args, defaults, report)
+                await _tools_changed(ctx)
+                return started
             if params.name == AWAIT_TOOL_CALL:
                 return await _await_call(who, _positive_int(args, "id"), report)
             session_id = _session_of(who, args, defaults)
@@ -145,7 +164,7 @@ def build_server(principal_of: PrincipalOf) -> Server[Any]:
         except (services.ServiceError, Http404, PermissionDenied) as exc:
             return _result(str(exc) or exc.__class__.__name__, error=True)
 
-    server: Server[Any] = Server(
+    server = AgentwebServer(
         "agentweb",
         version="1",
         instructions="Start a session with start_session {task, repo}; the other tools act "
@@ -156,6 +175,15 @@ def build_server(principal_of: PrincipalOf) -> Server[Any]:
     )
     server.add_request_handler("server/discover", types.RequestParams, _discover(server))
     return server
+
+
+async def _tools_changed(ctx: ServerRequestContext[Any, Any]) -> None:
+    """The default session changed, and with it the skill tools listed: tell the client
+    (on its own stream, which it may not have opened: then it lists them when it asks)."""
+    try:
+        await ctx.session.send_tool_list_changed()
+    except Exception as exc:
+        logger.debug("MCP: tools/list_changed not sent (%r)", exc)
 
 
 def _discover(server: Server[Any]) -> Any:
