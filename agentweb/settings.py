@@ -101,7 +101,7 @@ MIDDLEWARE = [
     # Static files from STATIC_ROOT once `collectstatic` ran; before, agentweb/asgi.py
     # serves them from the source folders.
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "tools_app.middleware.body_size_limit",
+    "tools_app.web.middleware.body_size_limit",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -121,7 +121,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "tools_app.context_processors.pending_approvals",
+                "tools_app.web.context_processors.pending_approvals",
             ],
         },
     },
@@ -285,7 +285,8 @@ AGENTWEB_MAX_SUBAGENT_DEPTH = envint("AGENTWEB_MAX_SUBAGENT_DEPTH", 2)
 # names); no other secret of this server is reachable from a skill.
 AGENTWEB_SKILL_SECRETS = envlist("AGENTWEB_SKILL_SECRETS", "")
 # MCP (/mcp and `mcp_stdio`): how long a tool call's answer waits for a decision or the
-# end of a run before it says "awaiting approval (call N)" (clients time out at ~60 s).
+# end of a run before it says "awaiting approval (call N)": under the 60 s that the MCP
+# TypeScript SDK waits for an answer by default.
 AGENTWEB_MCP_WAIT_SECONDS = envint("AGENTWEB_MCP_WAIT_SECONDS", 50)
 # `up` starts the scripted demo session on its first run (no API key needed).
 AGENTWEB_DEMO = envbool("AGENTWEB_DEMO", True)

@@ -23,10 +23,10 @@ import _common  # noqa: F401 - puts the project root on sys.path
 import django
 from _common import emit, markdown_table, parser, summary
 
-from tools_app import engine
-from tools_app.policy import DEFAULT_POLICY, SessionCounters, policy_from_dict
-from tools_app.tools.base import SandboxOptions, ToolContext
-from tools_app.tools.search import rg_binary
+from tools_app.core import engine
+from tools_app.core.policy import DEFAULT_POLICY, SessionCounters, policy_from_dict
+from tools_app.core.tools.base import SandboxOptions, ToolContext
+from tools_app.core.tools.search import rg_binary
 
 SMALL_FILE = "src/small.py"
 SEARCH = "search_codebase"

@@ -24,10 +24,16 @@ from typing import Any
 import _common  # noqa: F401 - puts the project root on sys.path
 from _common import emit, markdown_table, parser, summary
 
-from tools_app.policy import DEFAULT_POLICY, CallFacts, SessionCounters, evaluate, policy_from_dict
-from tools_app.policy.patterns import shape_of
-from tools_app.policy.types import PolicySpec
-from tools_app.shell.commands import _analyse
+from tools_app.core.policy import (
+    DEFAULT_POLICY,
+    CallFacts,
+    SessionCounters,
+    evaluate,
+    policy_from_dict,
+)
+from tools_app.core.policy.patterns import shape_of
+from tools_app.core.policy.types import PolicySpec
+from tools_app.core.shell.commands import _analyse
 
 LONG_PIPELINE = (
     "bash -c \"cd src && grep -rn 'TODO' . | sort | uniq -c | sort -rn | head -n 20 "

@@ -22,10 +22,10 @@ from typing import Any
 import _common  # noqa: F401 - puts the project root on sys.path
 from _common import emit, markdown_table, parser, summary
 
-from tools_app.policy.defaults import DEFAULT_SECRET_PATHS
-from tools_app.tools import sandbox, secret_files
-from tools_app.tools.base import SandboxOptions
-from tools_app.tools.overlay import cow_available, run_copy_on_write
+from tools_app.core.policy.defaults import DEFAULT_SECRET_PATHS
+from tools_app.core.tools import sandbox, secret_files
+from tools_app.core.tools.base import SandboxOptions
+from tools_app.core.tools.overlay import cow_available, run_copy_on_write
 
 ARGV = ["true"]
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import settings
 
 from tests.helpers import Worker, git
-from tools_app import redis_server
+from tools_app.live import redis_server
 
 # Hypothesis: few examples in `make test`, many in `make fuzz` (HYPOTHESIS_PROFILE=deep).
 # The tests pin no counts of their own, so both tiers run every property.

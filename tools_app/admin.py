@@ -18,8 +18,9 @@ from django.urls import URLPattern, path
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from tools_app import access, rendering, selectors, services
-from tools_app.forms import POLICY_GROUPS, PolicyForm, PolicyRuleForm, TryCallForm
+from tools_app import access, services
+from tools_app.core import rendering
+from tools_app.core.policy import SessionCounters
 from tools_app.models import (
     AgentSession,
     ApiToken,
@@ -32,7 +33,8 @@ from tools_app.models import (
     SkillTool,
     ToolCall,
 )
-from tools_app.policy import SessionCounters
+from tools_app.selectors import records
+from tools_app.web.admin_forms import POLICY_GROUPS, PolicyForm, PolicyRuleForm, TryCallForm
 
 if TYPE_CHECKING:
     from django.contrib.admin.options import _FieldGroups, _FieldOpts
@@ -134,7 +136,7 @@ class PolicyAdmin(admin.ModelAdmin[Policy]):
                 workspace=workspace,
                 counters=counters,
             ).as_dict()
-            result["note"] = selectors.tracked_secrets_note(policy, workspace)
+            result["note"] = records.tracked_secrets_note(policy, workspace)
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,

@@ -7,8 +7,8 @@ import json
 from django.conf import settings
 from django.db import models
 
-from tools_app.policy import DEFAULT_POLICY
-from tools_app.rendering import spelled
+from tools_app.core.policy import DEFAULT_POLICY
+from tools_app.core.rendering import spelled
 
 
 def default_protected_paths() -> list[str]:

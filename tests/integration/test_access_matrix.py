@@ -28,12 +28,13 @@ from django.test import Client
 from django.utils import timezone
 
 from agentweb.asgi import application
-from tools_app import routing, services, urls
+from tools_app import services, urls
 from tools_app.admin import PolicyAdmin
-from tools_app.api import api
+from tools_app.api.routes import api
+from tools_app.core.tools.forge import Proposal
+from tools_app.live import routing
 from tools_app.models import AgentSession, Policy, PullRequest, ToolCall
 from tools_app.services.pull_request_store import PullRequestStore
-from tools_app.tools.forge import Proposal
 
 pytestmark = pytest.mark.django_db
 

@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 
 from tests.integration.helpers import Api
 from tools_app.models import AgentSession, Decision, Policy, ToolCall
-from tools_app.pagination import cursor_encode
+from tools_app.selectors.pagination import cursor_encode
 
 pytestmark = pytest.mark.django_db
 

@@ -13,9 +13,9 @@ from django.utils import timezone
 
 from tests.helpers import git
 from tools_app import services
+from tools_app.core.skills.executors import SkillCall
+from tools_app.core.skills.executors import preview as skill_preview
 from tools_app.models import AgentSession, Decision, Policy, PolicyRule, ToolCall
-from tools_app.skills.executors import SkillCall
-from tools_app.skills.executors import preview as skill_preview
 
 pytestmark = pytest.mark.django_db
 

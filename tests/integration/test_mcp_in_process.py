@@ -16,7 +16,7 @@ from django.contrib.auth.models import User
 from mcp import Client
 
 from tools_app import services
-from tools_app.mcp_server import Principal, build_server
+from tools_app.api.mcp_server import Principal, build_server
 from tools_app.models import AgentSession, ToolCall
 from tools_app.services import skills as skill_services
 

@@ -13,7 +13,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from tests.integration.helpers import Api, call, start_session
-from tools_app import api, waiting
+from tools_app.api import routes
+from tools_app.live import waiting
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),
@@ -25,13 +26,13 @@ pytestmark = [
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Every database read of a call that `?wait` makes, by call id."""
     seen: list[int] = []
-    current = api._current
+    current = routes._current
 
     def counted(call_id: int) -> dict[str, Any]:
         seen.append(call_id)
         return current(call_id)
 
-    monkeypatch.setattr(api, "_current", counted)
+    monkeypatch.setattr(routes, "_current", counted)
     return seen
 
 

@@ -15,17 +15,17 @@ from pathlib import Path
 import pytest
 
 from tests.unit.helpers import requires_cow
-from tools_app.tools.base import SandboxOptions
-from tools_app.tools.effect import Effect, EffectEntry
-from tools_app.tools.effect_apply import (
+from tools_app.core.tools.base import SandboxOptions
+from tools_app.core.tools.effect import Effect, EffectEntry
+from tools_app.core.tools.effect_apply import (
     apply_effect,
     drop_held_effect,
     hold_effect,
     load_held_effect,
 )
-from tools_app.tools.effect_reader import file_sha256, read_effect
-from tools_app.tools.errors import ToolError
-from tools_app.tools.overlay import CowRun, build_cow_command, make_scratch, run_copy_on_write
+from tools_app.core.tools.effect_reader import file_sha256, read_effect
+from tools_app.core.tools.errors import ToolError
+from tools_app.core.tools.overlay import CowRun, build_cow_command, make_scratch, run_copy_on_write
 
 pytestmark = [pytest.mark.sandbox, requires_cow]
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tools_app.policy import (
+from tools_app.core.policy import (
     DEFAULT_POLICY,
     CallFacts,
     Decision,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tools_app.policy import (
+from tools_app.core.policy import (
     DEFAULT_POLICY,
     CallFacts,
     Decision,
@@ -18,7 +18,7 @@ from tools_app.policy import (
     evaluate,
     policy_from_dict,
 )
-from tools_app.tools.catalogue import FILE_WRITE_TOOLS, READ_ONLY_TOOLS
+from tools_app.core.tools.catalogue import FILE_WRITE_TOOLS, READ_ONLY_TOOLS
 
 DEFAULT = policy_from_dict(DEFAULT_POLICY)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tools_app.policy import (
+from tools_app.core.policy import (
     DEFAULT_POLICY,
     PolicyInvalid,
     PolicySpec,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tools_app.policy import (
+from tools_app.core.policy import (
     DEFAULT_PROTECTED_PATHS,
     CallFacts,
     Decision,
@@ -20,8 +20,8 @@ from tools_app.policy import (
     SessionCounters,
     evaluate,
 )
-from tools_app.policy.checks import BUILTIN_APPROVALS
-from tools_app.policy.engine import RISKY_APPROVALS, WIDENABLE_APPROVALS
+from tools_app.core.policy.checks import BUILTIN_APPROVALS
+from tools_app.core.policy.engine import RISKY_APPROVALS, WIDENABLE_APPROVALS
 
 RITA, ALICE = "7", "3"
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tools_app.policy import (
+from tools_app.core.policy import (
     DEFAULT_POLICY,
     CallFacts,
     Decision,
@@ -19,8 +19,8 @@ from tools_app.policy import (
     policy_from_dict,
     policy_to_dict,
 )
-from tools_app.tools.base import SandboxOptions, ToolContext
-from tools_app.tools.search import SearchCodebaseArgs, search_codebase
+from tools_app.core.tools.base import SandboxOptions, ToolContext
+from tools_app.core.tools.search import SearchCodebaseArgs, search_codebase
 
 DEFAULT = policy_from_dict(DEFAULT_POLICY)
 LOCAL = replace(DEFAULT, web_allow_hosts=("127.0.0.1",))
@@ -53,7 +53,7 @@ def test_an_old_policy_file_imports_with_the_default_secret_paths() -> None:
 
 
 def test_a_bad_secret_pattern_is_refused_naming_the_field() -> None:
-    from tools_app.policy import PolicyInvalid
+    from tools_app.core.policy import PolicyInvalid
 
     with pytest.raises(PolicyInvalid, match=r"secret_paths\[0\]"):
         policy_from_dict({"name": "bad", "secret_paths": ["!.env"]})

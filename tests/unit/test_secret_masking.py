@@ -12,7 +12,7 @@ import pytest
 
 from tests.helpers import files_holding, git
 from tests.unit.helpers import make_ctx, requires_cow
-from tools_app.policy import (
+from tools_app.core.policy import (
     DEFAULT_POLICY,
     CallFacts,
     SessionCounters,
@@ -20,13 +20,13 @@ from tools_app.policy import (
     evaluate,
     policy_from_dict,
 )
-from tools_app.tools import git_runner, redaction, secret_files
-from tools_app.tools.base import ToolContext
-from tools_app.tools.errors import ToolError
-from tools_app.tools.files import WriteFileArgs, write_file
-from tools_app.tools.git import GitBranchArgs, GitDiffArgs, git_branch, git_diff
-from tools_app.tools.registry import get_tool, validate_args
-from tools_app.tools.shell import RunCommandArgs, run_command
+from tools_app.core.tools import git_runner, redaction, secret_files
+from tools_app.core.tools.base import ToolContext
+from tools_app.core.tools.errors import ToolError
+from tools_app.core.tools.files import WriteFileArgs, write_file
+from tools_app.core.tools.git import GitBranchArgs, GitDiffArgs, git_branch, git_diff
+from tools_app.core.tools.registry import get_tool, validate_args
+from tools_app.core.tools.shell import RunCommandArgs, run_command
 
 DEFAULT = policy_from_dict(DEFAULT_POLICY)
 SECRET = "sk_live_abc123xyz"

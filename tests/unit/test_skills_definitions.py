@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from tools_app.engine import prepare_skill
-from tools_app.policy import PolicySpec, Rule, SessionCounters
-from tools_app.skills.arguments import validate_arguments
-from tools_app.skills.definitions import SkillInvalid, skill_from_dict, skill_to_dict
-from tools_app.skills.executors import SkillCall, argument_env, preview, render_prompt
-from tools_app.skills.skillmd import skill_dict_from_markdown
-from tools_app.tools.base import ToolContext
-from tools_app.tools.errors import ToolError
+from tools_app.core.engine import prepare_skill
+from tools_app.core.policy import PolicySpec, Rule, SessionCounters
+from tools_app.core.skills.arguments import validate_arguments
+from tools_app.core.skills.definitions import SkillInvalid, skill_from_dict, skill_to_dict
+from tools_app.core.skills.executors import SkillCall, argument_env, preview, render_prompt
+from tools_app.core.skills.skillmd import skill_dict_from_markdown
+from tools_app.core.tools.base import ToolContext
+from tools_app.core.tools.errors import ToolError
 
 SEED = {
     "name": "deploy",

@@ -17,12 +17,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tools_app import engine
-from tools_app.policy import DEFAULT_POLICY, SessionCounters, policy_from_dict
-from tools_app.tools import jsonsafe
-from tools_app.tools.base import MAX_COMMAND_CHARS, MAX_PATH_CHARS, MAX_TEXT_CHARS, ToolArgs
-from tools_app.tools.errors import ToolError
-from tools_app.tools.registry import REGISTRY, validate_args
+from tools_app.core import engine
+from tools_app.core.policy import DEFAULT_POLICY, SessionCounters, policy_from_dict
+from tools_app.core.tools import jsonsafe
+from tools_app.core.tools.base import MAX_COMMAND_CHARS, MAX_PATH_CHARS, MAX_TEXT_CHARS, ToolArgs
+from tools_app.core.tools.errors import ToolError
+from tools_app.core.tools.registry import REGISTRY, validate_args
 
 # Example counts come from the Hypothesis profile (tests/conftest.py): `make fuzz` runs many.
 EXAMPLES = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])

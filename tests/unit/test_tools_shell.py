@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from tests.unit.helpers import call, make_ctx, make_workspace, requires_cow
-from tools_app.tools.base import SandboxOptions, ToolContext
-from tools_app.tools.effect import Effect
-from tools_app.tools.errors import ToolError
-from tools_app.tools.overlay import run_copy_on_write
-from tools_app.tools.sandbox import OUTPUT_LIMIT, run_plain
-from tools_app.tools.shell import NO_HANDLER_NOTE, format_result
+from tools_app.core.tools.base import SandboxOptions, ToolContext
+from tools_app.core.tools.effect import Effect
+from tools_app.core.tools.errors import ToolError
+from tools_app.core.tools.overlay import run_copy_on_write
+from tools_app.core.tools.sandbox import OUTPUT_LIMIT, run_plain
+from tools_app.core.tools.shell import NO_HANDLER_NOTE, format_result
 
 MODES = [
     pytest.param(False, id="plain"),

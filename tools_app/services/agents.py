@@ -16,7 +16,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from tools_app import events
+from tools_app.live import events
 from tools_app.models import AgentMessage, AgentSession
 from tools_app.runtime import prompts
 from tools_app.runtime.conversation import (

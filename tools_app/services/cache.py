@@ -7,9 +7,9 @@ from pathlib import Path
 from django.db import transaction
 from django.db.models import Q
 
-from tools_app import engine
+from tools_app.core import engine
+from tools_app.core.tools.catalogue import cached_with
 from tools_app.models import CachedResult, ToolCall
-from tools_app.tools.catalogue import cached_with
 
 
 def lookup(call: ToolCall) -> str | None:

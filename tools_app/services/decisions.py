@@ -7,11 +7,13 @@ from typing import Any
 from django.db.models import Q
 from django.utils import timezone
 
-from tools_app import access, engine
+from tools_app import access
+from tools_app.core import engine
+from tools_app.core.policy import PolicySpec
+from tools_app.core.policy.risky_commands import APPROVE
+from tools_app.core.tools.catalogue import is_skill_tool
 from tools_app.errors import Conflict, Forbidden, Invalid
 from tools_app.models import Decision, ToolCall
-from tools_app.policy import PolicySpec
-from tools_app.policy.risky_commands import APPROVE
 from tools_app.services.lifecycle import tool_call_move
 from tools_app.services.policies import (
     load_policy_or_denial,
@@ -23,7 +25,6 @@ from tools_app.services.policies import (
 from tools_app.services.queueing import EXECUTE_TOOL_CALL, tool_call_enqueue
 from tools_app.services.skill_calls import skill_call_captured
 from tools_app.services.tool_calls import prepare_bound, session_counters, tool_context
-from tools_app.tools.catalogue import is_skill_tool
 
 Status = ToolCall.Status
 

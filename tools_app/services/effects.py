@@ -16,22 +16,23 @@ from pathlib import Path
 from django.db import transaction
 from django.utils import timezone
 
-from tools_app import command_effects, engine, events
-from tools_app.models import AgentSession, ToolCall
-from tools_app.policy import PolicySpec, SessionCounters
-from tools_app.services.lifecycle import effect_store, session_refresh_status
-from tools_app.services.policies import load_policy_or_denial
-from tools_app.services.sessions import session_count_lines
-from tools_app.tools import git_runner
-from tools_app.tools.catalogue import EFFECT_TOOL
-from tools_app.tools.effect import Effect
-from tools_app.tools.effect_apply import (
+from tools_app.core import command_effects, engine
+from tools_app.core.policy import PolicySpec, SessionCounters
+from tools_app.core.tools import git_runner
+from tools_app.core.tools.catalogue import EFFECT_TOOL
+from tools_app.core.tools.effect import Effect
+from tools_app.core.tools.effect_apply import (
     apply_effect,
     drop_held_effect,
     hold_effect,
     load_held_effect,
 )
-from tools_app.tools.errors import ToolError
+from tools_app.core.tools.errors import ToolError
+from tools_app.live import events
+from tools_app.models import AgentSession, ToolCall
+from tools_app.services.lifecycle import effect_store, session_refresh_status
+from tools_app.services.policies import load_policy_or_denial
+from tools_app.services.sessions import session_count_lines
 
 NOTES_SHOWN = 20
 Status = ToolCall.Status

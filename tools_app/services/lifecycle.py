@@ -21,12 +21,12 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 
-from tools_app import events
+from tools_app.core.tools.catalogue import EFFECT_TOOL
+from tools_app.core.tools.effect_apply import drop_held_effect
+from tools_app.core.tools.errors import ToolError
+from tools_app.live import events
 from tools_app.models import AgentSession, Decision, ToolCall
 from tools_app.services.queueing import agent_turn_enqueue
-from tools_app.tools.catalogue import EFFECT_TOOL
-from tools_app.tools.effect_apply import drop_held_effect
-from tools_app.tools.errors import ToolError
 
 Status = ToolCall.Status
 SessionStatus = AgentSession.Status

@@ -11,10 +11,8 @@ from typing import Any
 from django.db import transaction
 from django.db.models import F, Max
 
-from tools_app import engine, selectors
-from tools_app.errors import Invalid, ServiceError
-from tools_app.models import Policy, PolicyRule
-from tools_app.policy import (
+from tools_app.core import engine
+from tools_app.core.policy import (
     Decision,
     PolicyInvalid,
     PolicySpec,
@@ -24,8 +22,11 @@ from tools_app.policy import (
     policy_from_dict,
     validate_policy_dict,
 )
-from tools_app.policy.engine import WIDENABLE_APPROVALS
-from tools_app.policy.types import POLICY_SETTINGS, field_values
+from tools_app.core.policy.engine import WIDENABLE_APPROVALS
+from tools_app.core.policy.types import POLICY_SETTINGS, field_values
+from tools_app.errors import Invalid, ServiceError
+from tools_app.models import Policy, PolicyRule
+from tools_app.selectors import records
 
 logger = logging.getLogger(__name__)
 
@@ -160,7 +161,7 @@ def _exact_pattern(value: Any) -> str:
 def load_policy_or_denial(policy: Policy) -> PolicySpec | Decision:
     """The policy's spec, or a deny when it cannot load: fail closed, loudly."""
     try:
-        return selectors.policy_spec(policy)
+        return records.policy_spec(policy)
     except PolicyInvalid as exc:
         logger.error("policy %r cannot be loaded, denying every call: %s", policy.name, exc)
         reason = f"Policy {policy.name!r} cannot be loaded ({exc}); an admin must fix it."

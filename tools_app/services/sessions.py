@@ -13,9 +13,10 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from tools_app import events, workspaces
 from tools_app.errors import ServiceError, Unavailable
+from tools_app.live import events
 from tools_app.models import AgentSession, Policy, ToolCall
+from tools_app.services import workspaces
 from tools_app.services.lifecycle import (
     session_move,
     session_wake_agent,

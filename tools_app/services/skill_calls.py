@@ -12,14 +12,14 @@ from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
-from tools_app import engine
+from tools_app.core import engine
+from tools_app.core.skills.executors import SkillCall
+from tools_app.core.skills.matching import activations
+from tools_app.core.tools.base import ToolContext
+from tools_app.core.tools.catalogue import is_skill_tool, qualified_skill_tool, split_skill_tool
+from tools_app.core.tools.registry import REGISTRY
 from tools_app.models import AgentSession, Skill, SkillTool, ToolCall
-from tools_app.selectors import active_skill_names, active_skills
-from tools_app.skills.executors import SkillCall
-from tools_app.skills.matching import activations
-from tools_app.tools.base import ToolContext
-from tools_app.tools.catalogue import is_skill_tool, qualified_skill_tool, split_skill_tool
-from tools_app.tools.registry import REGISTRY
+from tools_app.selectors.records import active_skill_names, active_skills
 
 
 def skills_activate(*, task: str) -> list[dict[str, Any]]:

@@ -10,8 +10,9 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import transaction
 
-from tools_app import engine, events
+from tools_app.core import engine
 from tools_app.errors import ServiceError
+from tools_app.live import events
 from tools_app.models import AgentSession, ToolCall
 from tools_app.services.providers import model_spec_resolve
 from tools_app.services.queueing import agent_turn_enqueue

@@ -14,11 +14,19 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from tools_app import engine, events
+from tools_app.core import engine
+from tools_app.core.policy import Decision, PolicySpec, SessionCounters
+from tools_app.core.policy.paths import workspace_relative
+from tools_app.core.skills.executors import SkillCall
+from tools_app.core.tools import redaction, secret_files
+from tools_app.core.tools.base import SandboxOptions, ToolContext
+from tools_app.core.tools.catalogue import EFFECT_TOOL, FILE_WRITE_TOOLS, is_skill_tool
+from tools_app.core.tools.errors import ToolError
+from tools_app.core.tools.forge import ForgeSettings
+from tools_app.core.tools.jsonsafe import storable_args, storable_text
 from tools_app.errors import Conflict
+from tools_app.live import events
 from tools_app.models import AgentSession, Policy, ToolCall
-from tools_app.policy import Decision, PolicySpec, SessionCounters
-from tools_app.policy.paths import workspace_relative
 from tools_app.services import cache, effects, subagents
 from tools_app.services.lifecycle import approved_by_person, tool_call_move
 from tools_app.services.policies import load_policy_or_denial
@@ -30,13 +38,6 @@ from tools_app.services.skill_calls import (
     skill_call_run,
     skill_tool_canonical,
 )
-from tools_app.skills.executors import SkillCall
-from tools_app.tools import redaction, secret_files
-from tools_app.tools.base import SandboxOptions, ToolContext
-from tools_app.tools.catalogue import EFFECT_TOOL, FILE_WRITE_TOOLS, is_skill_tool
-from tools_app.tools.errors import ToolError
-from tools_app.tools.forge import ForgeSettings
-from tools_app.tools.jsonsafe import storable_args, storable_text
 
 logger = logging.getLogger(__name__)
 

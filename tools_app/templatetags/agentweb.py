@@ -17,7 +17,7 @@ from typing import Any
 from django import template
 from django.utils.safestring import SafeString, mark_safe
 
-from tools_app import rendering
+from tools_app.core import rendering
 
 register = template.Library()
 

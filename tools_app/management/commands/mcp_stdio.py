@@ -20,7 +20,7 @@ from mcp.server.runner import serve_loop
 from mcp.server.stdio import stdio_server
 
 from tools_app import services
-from tools_app.mcp_server import Principal, build_server
+from tools_app.api.mcp_server import Principal, build_server
 from tools_app.models import ApiToken
 
 TOKEN_VARIABLE = "AGENTWEB_TOKEN"  # noqa: S105  (a variable's name)
