@@ -255,6 +255,33 @@ def test_an_outsider_cannot_act_on_alices_session_and_a_call_without_session_say
     assert not ToolCall.objects.filter(session_id=session_id).exists()
 
 
+def test_a_connectionless_client_names_the_session_with_each_call(
+    mcp_url: str, alice_token: str, workspace: Path
+) -> None:
+    """A client pinned to the 2026-07-28 protocol has no MCP session: nothing remembers
+    its session, so start_session says to pass it, and a call without it is refused."""
+
+    async def scenario() -> tuple[Any, Any, Any]:
+        headers = {"Authorization": f"Bearer {alice_token}"}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=120)) as http,
+            Client(streamable_http_client(mcp_url, http_client=http), mode="2026-07-28") as client,
+        ):
+            started = await client.call_tool(
+                "start_session", {"task": "fix the bug", "repo": str(workspace)}
+            )
+            number = started.structured_content["session"]
+            unnamed = await client.call_tool("read_file", {"path": "README.md"})
+            named = await client.call_tool("read_file", {"path": "README.md", "session": number})
+            return started, unnamed, named
+
+    started, unnamed, named = anyio.run(scenario)
+    number = started.structured_content["session"]
+    assert f"Pass `session`: {number} with each call" in text(started)
+    assert unnamed.is_error and "No session" in text(unnamed)
+    assert not named.is_error and text(named).startswith("1 | # Title")
+
+
 def stdio(env: dict[str, str], token: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,

@@ -297,7 +297,7 @@ async def _start_session(
             await report(time.monotonic() - started, f"session {session_id}: cloning {repo}")
             await listener.until(_session_moved, min(left, PROGRESS_EVERY_SECONDS))
             session = await _db(_session_read)(who, session_id)
-    return _session_result(session)
+    return _session_result(session, remembered=who.connection is not None)
 
 
 def _session_moved(event: dict[str, Any]) -> bool:
@@ -318,7 +318,7 @@ def _session_read(who: Principal, session_id: int) -> dict[str, Any]:
     return records.session_as_dict(session)
 
 
-def _session_result(session: dict[str, Any]) -> types.CallToolResult:
+def _session_result(session: dict[str, Any], *, remembered: bool) -> types.CallToolResult:
     facts = {key: session[key] for key in ("id", "status", "repo", "workspace", "policy")}
     facts["session"] = facts.pop("id")
     number, status = facts["session"], session["status"]
@@ -333,7 +333,12 @@ def _session_result(session: dict[str, Any]) -> types.CallToolResult:
     else:
         text = (
             f"Session {number} is ready: a clone of {session['repo']} (policy "
-            f"{session['policy']}). The tools act on it when called without `session`."
+            f"{session['policy']}). "
+        )
+        text += (
+            "The tools act on it when called without `session`."
+            if remembered
+            else f"Pass `session`: {number} with each call (no connection remembers it)."
         )
     return _result(text, facts=facts)
 
