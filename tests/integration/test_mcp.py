@@ -5,6 +5,9 @@ every outcome is checked in the database and on disk, not only in the answer."""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import subprocess
 import sys
 import time
@@ -319,3 +322,43 @@ def test_mcp_stdio_without_credentials_exits_with_a_message_and_no_protocol(
         )  # fmt: skip
         assert finished.returncode == 1 and finished.stdout == ""
         assert "AGENTWEB_TOKEN" in finished.stderr
+
+
+def claude_cli() -> Path:
+    """Claude Code's CLI: AGENTWEB_TEST_CLAUDE, else the npm cache of the gateway's tests."""
+    configured = os.environ.get("AGENTWEB_TEST_CLAUDE", "")
+    found = Path(configured) if configured else ROOT / ".cache/npm-agents/node_modules/.bin/claude"
+    if not found.exists() or shutil.which("node") is None:
+        pytest.skip(f"no Claude Code CLI at {found} (npm @anthropic-ai/claude-code) or no node")
+    return found
+
+
+def test_claude_code_connects_with_the_readme_config_and_a_bad_token_is_refused(
+    mcp_url: str, alice_token: str, tmp_path: Path
+) -> None:
+    """The README's `.mcp.json` entry, added to Claude Code as it is: `claude mcp list`
+    reaches /mcp with the token from AGENTWEB_TOKEN; a bad token is named a 401."""
+    claude = claude_cli()
+    headers = {"Authorization": "Bearer ${AGENTWEB_TOKEN}"}
+    entry = {"type": "http", "url": mcp_url, "headers": headers}
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),  # a fresh user config, nothing of this machine's
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "ANTHROPIC_API_KEY": "unused",
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",  # no model is asked
+    }
+
+    def claude_says(*args: str, token: str) -> str:
+        finished = subprocess.run(
+            [str(claude), *args], cwd=tmp_path, env={**env, "AGENTWEB_TOKEN": token},
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        return finished.stdout + finished.stderr
+
+    added = claude_says("mcp", "add-json", "-s", "user", "agentweb", json.dumps(entry), token="")
+    assert "Added" in added, added
+    listed = claude_says("mcp", "list", token=alice_token)
+    assert "agentweb" in listed and "Connected" in listed, listed
+    refused = claude_says("mcp", "list", token="aw_not-a-token")
+    assert "401" in refused and "unknown or revoked" in refused, refused
