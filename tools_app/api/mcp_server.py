@@ -349,6 +349,8 @@ async def _tool_call(
     """Store the call and answer once it is final, or when the wait runs out."""
     async with waiting.listening(session_id) as listener:  # before the call exists
         call_id = await _db(_receive)(who, session_id, tool, args)
+        settled = _about(call_id, FINAL | {"awaiting_approval"})  # joined before: none missed
+        await listener.until(settled, min(wait_seconds(), waiting.CHECK_EVERY_SECONDS))
         return await _answer(who, call_id, listener, report)
 
 
@@ -375,8 +377,11 @@ async def _answer(
     return _call_result(call)
 
 
-def _about(call_id: int) -> Callable[[dict[str, Any]], bool]:
-    return lambda event: event.get("tool_call") == call_id
+def _about(call_id: int, statuses: set[str] | None = None) -> Callable[[dict[str, Any]], bool]:
+    """Matches the events of one call (those that bring one of `statuses`)."""
+    return lambda event: (
+        event.get("tool_call") == call_id and (statuses is None or event.get("status") in statuses)
+    )
 
 
 def _receive(who: Principal, session_id: int, tool: str, args: dict[str, Any]) -> int:
