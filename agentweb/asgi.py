@@ -1,4 +1,4 @@
-"""ASGI entry point for daphne: pages, admin, API, static files and websockets on one port."""
+"""ASGI entry point for daphne: pages, admin, API, MCP, static files and websockets on one port."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
+from tools_app.api.mcp_http import WithMcp  # noqa: E402
 from tools_app.live.routing import websocket_urlpatterns  # noqa: E402
 
 
@@ -34,7 +35,7 @@ http_application = (
 
 application = ProtocolTypeRouter(
     {
-        "http": http_application,
+        "http": WithMcp(http_application),
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
         ),

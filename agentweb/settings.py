@@ -307,5 +307,9 @@ AGENTWEB_MAX_SUBAGENT_DEPTH = envint("AGENTWEB_MAX_SUBAGENT_DEPTH", 2)
 # Environment variables an http skill tool may send as a header value (comma-separated
 # names); no other secret of this server is reachable from a skill.
 AGENTWEB_SKILL_SECRETS = envlist("AGENTWEB_SKILL_SECRETS", "")
+# MCP (/mcp and `mcp_stdio`): how long a tool call's answer waits for a decision or the
+# end of a run before it says "awaiting approval (call N)": under the 60 s that the MCP
+# TypeScript SDK waits for an answer by default.
+AGENTWEB_MCP_WAIT_SECONDS = envint("AGENTWEB_MCP_WAIT_SECONDS", 50)
 # `up` starts the scripted demo session on its first run (no API key needed).
 AGENTWEB_DEMO = envbool("AGENTWEB_DEMO", True)

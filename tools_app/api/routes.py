@@ -182,16 +182,7 @@ class WaitQuery(Schema):
 def _receive(request: HttpRequest, session_id: int, body: ToolCallIn) -> int:
     """Store the call (and queue its evaluation); its id."""
     session = _session_to_act_on(request, session_id)
-    if session.status in AgentSession.FINISHED_STATUSES:
-        raise services.Conflict(
-            f"Session {session_id} is {session.status}; it takes no more calls."
-        )
-    if session.model:
-        raise services.Conflict(
-            f"Session {session_id} is run by agentweb's agent loop ({session.model}); its "
-            "tool calls come from its model. Start a session without `model` to send calls."
-        )
-    return services.tool_call_receive(session=session, tool=body.tool, args=body.args).pk
+    return services.tool_call_receive_external(session=session, tool=body.tool, args=body.args).pk
 
 
 @api.post(

@@ -81,6 +81,15 @@ class Listener:
         self, call_id: int, timeout: float, until: frozenset[str] = ToolCall.FINAL_STATUSES
     ) -> None:
         """Return when an event says the call is final, or after `timeout` seconds."""
+
+        def final(event: dict[str, Any]) -> bool:
+            status = event.get("status")
+            return event.get("tool_call") == call_id and status in until
+
+        await self.until(final, timeout)
+
+    async def until(self, matches: Callable[[dict[str, Any]], bool], timeout: float) -> None:
+        """Return when an event of the session `matches`, or after `timeout` seconds."""
         end = time.monotonic() + timeout
         while (left := end - time.monotonic()) > 0:
             if self.layer is None:
@@ -99,8 +108,7 @@ class Listener:
             message = received.result()
             if message.get("type") == "layer.reset":  # events may be lost: read again
                 return
-            event = message.get("event") or {}
-            if event.get("tool_call") == call_id and event.get("status") in until:
+            if matches(message.get("event") or {}):
                 return
 
     def close(self) -> None:

@@ -41,6 +41,7 @@ from tools_app.services.tool_calls import (
     tool_call_evaluate,
     tool_call_execute,
     tool_call_receive,
+    tool_call_receive_external,
     tool_call_run_in_process,
 )
 
@@ -74,6 +75,7 @@ __all__ = [
     "tool_call_execute",
     "tool_call_expire_overdue",
     "tool_call_receive",
+    "tool_call_receive_external",
     "tool_call_recover_interrupted",
     "tool_call_requeue_orphans",
     "tool_call_run_in_process",

@@ -23,6 +23,7 @@ from tools_app.core.tools.catalogue import facts_for
 from tools_app.core.tools.errors import ToolError
 from tools_app.core.tools.forge import ForgeSettings
 from tools_app.core.tools.jsonsafe import storable_args, storable_text
+from tools_app.errors import Conflict
 from tools_app.live import events
 from tools_app.models import AgentSession, Policy, ToolCall
 from tools_app.services import cache, effects, subagents
@@ -46,6 +47,19 @@ def tool_call_receive(*, session: AgentSession, tool: str, args: object) -> Tool
     if session.worker_queue:
         tool_call_enqueue(tool_call_id=call.pk, task=EVALUATE_TOOL_CALL, session=session)
     return call
+
+
+def tool_call_receive_external(*, session: AgentSession, tool: str, args: object) -> ToolCall:
+    """A call sent by an external agent (REST, MCP): refused when the session has ended or
+    when agentweb's own agent loop makes its calls."""
+    if session.status in AgentSession.FINISHED_STATUSES:
+        raise Conflict(f"Session {session.pk} is {session.status}; it takes no more calls.")
+    if session.model:
+        raise Conflict(
+            f"Session {session.pk} is run by agentweb's agent loop ({session.model}); its "
+            "tool calls come from its model. Start a session without `model` to send calls."
+        )
+    return tool_call_receive(session=session, tool=tool, args=args)
 
 
 def tool_call_run_in_process(*, session: AgentSession, tool: str, args: object) -> ToolCall:

@@ -1,0 +1,136 @@
+"""`/mcp`: the MCP server over streamable HTTP, on daphne beside Django.
+
+Every request needs `Authorization: Bearer TOKEN` (an API token, as for the REST API);
+without one, or with a bad one, the answer is 401 before any MCP is spoken. The SDK's
+session manager keeps each MCP session (its `Mcp-Session-Id`) bound to the token user
+that opened it, and this module's `Principal` names that session as the connection
+whose last `start_session` is the default session.
+
+daphne does not run ASGI lifespan events, so the session manager (a task group that
+lives as long as the process) is started by the first request, on daphne's loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import close_old_connections
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.context import ServerRequestContext
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+from tools_app import services
+from tools_app.api.mcp_server import Principal, build_server
+
+PATHS = {"/mcp", "/mcp/"}
+SESSION_HEADER = "mcp-session-id"
+USER_KEY = "agentweb.user"
+SCOPE_KEY = "agentweb.scope"
+NO_TOKEN = "Authentication required: send `Authorization: Bearer TOKEN` with an API token."  # noqa: S105
+BAD_TOKEN = "The bearer token is unknown or revoked."  # noqa: S105  (a message)
+
+
+def principal_of(ctx: ServerRequestContext[Any, Any]) -> Principal:
+    """The token user of this request, and its MCP session as the connection."""
+    scope = ctx.request.scope if ctx.request is not None else {}
+    if USER_KEY not in scope:  # only requests that passed `McpHttp` reach the server
+        raise PermissionError("an MCP request without an authenticated user")
+    connection = dict(scope.get("headers") or []).get(SESSION_HEADER.encode())
+    return Principal(
+        user=scope[USER_KEY],
+        scope=scope[SCOPE_KEY],
+        connection=connection.decode("latin-1") if connection else None,
+    )
+
+
+class McpHttp:
+    """The ASGI app for `/mcp`: bearer auth, then the SDK's streamable HTTP transport."""
+
+    def __init__(self) -> None:
+        self.server = build_server(principal_of)
+        self.manager: StreamableHTTPSessionManager | None = None
+        self.running: asyncio.Task[None] | None = None
+        self.starting = asyncio.Lock()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        found = await _authenticate(scope)
+        if isinstance(found, str):
+            await _unauthorized(send, found)
+            return
+        user, token_scope, token_id = found
+        identity = AccessToken(token=f"api-token:{token_id}", client_id=str(user.pk), scopes=[])
+        authenticated = {
+            **scope,
+            "user": AuthenticatedUser(identity),  # the SDK binds each MCP session to it
+            USER_KEY: user,
+            SCOPE_KEY: token_scope,
+        }
+        manager = await self._manager()
+        await manager.handle_request(authenticated, receive, send)
+
+    async def _manager(self) -> StreamableHTTPSessionManager:
+        async with self.starting:
+            if self.manager is None or self.running is None or self.running.done():
+                self.manager = StreamableHTTPSessionManager(
+                    app=self.server,
+                    max_request_body_size=settings.DATA_UPLOAD_MAX_MEMORY_SIZE,
+                )
+                ready = asyncio.Event()
+                self.running = asyncio.ensure_future(_run(self.manager, ready))
+                await ready.wait()
+            return self.manager
+
+
+async def _run(manager: StreamableHTTPSessionManager, ready: asyncio.Event) -> None:
+    async with manager.run():
+        ready.set()
+        await asyncio.Event().wait()  # until the process ends
+
+
+async def _authenticate(scope: dict[str, Any]) -> tuple[Any, str, int] | str:
+    """(user, token scope, token id), or why not."""
+    header = dict(scope.get("headers") or []).get(b"authorization", b"")
+    kind, _, token = header.decode("latin-1").partition(" ")
+    if kind.lower() != "bearer" or not token.strip():
+        return NO_TOKEN
+    found = await sync_to_async(_token)(token.strip())
+    if found is None:
+        return BAD_TOKEN
+    return found.user, found.scope, found.pk
+
+
+def _token(token: str) -> Any:
+    close_old_connections()
+    return services.api_token_authenticate(token=token)
+
+
+async def _unauthorized(send: Any, detail: str) -> None:
+    body = json.dumps({"detail": detail}).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"www-authenticate", b'Bearer realm="agentweb"'),
+    ]
+    await send({"type": "http.response.start", "status": 401, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+class WithMcp:
+    """Route `/mcp` to the MCP app, every other HTTP request to Django."""
+
+    def __init__(self, django: Any) -> None:
+        self.django = django
+        self.mcp: McpHttp | None = None
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope.get("path") in PATHS:
+            if self.mcp is None:
+                self.mcp = McpHttp()
+            await self.mcp(scope, receive, send)
+            return
+        await self.django(scope, receive, send)

@@ -1,0 +1,428 @@
+"""agentweb's tools over MCP: one `mcp` Server for both transports (`/mcp`, `mcp_stdio`).
+
+Here agentweb runs the tools, as for an external agent of the REST API: `start_session`
+clones a repository as `POST /api/sessions` does, and every other tool is a call stored,
+judged, held for a person and run through the same services as `POST
+/api/sessions/{id}/tool-calls`. Who is calling (a user, a token scope) and which
+connection it is come from the transport, through `Principal`.
+
+A call answers once it is final or after `AGENTWEB_MCP_WAIT_SECONDS`, sending progress
+notifications meanwhile; a call still waiting for a person answers with a normal result
+naming it, and `await_tool_call` waits on. Refusals and denials are results the model
+reads (`isError`), never protocol errors. Waiting holds no worker: it is the `?wait`
+wake-up (`waiting`), on this process's event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types as types
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.core.exceptions import PermissionDenied
+from django.db import close_old_connections
+from django.http import Http404
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+from tools_app import access, services
+from tools_app.core.tools.registry import core_tool_schemas
+from tools_app.live import waiting
+from tools_app.selectors import records
+
+logger = logging.getLogger(__name__)
+
+START_SESSION = "start_session"
+AWAIT_TOOL_CALL = "await_tool_call"
+FINAL = {"succeeded", "failed", "denied", "expired", "cancelled"}
+PROGRESS_EVERY_SECONDS = 5.0  # a client that times out without news hears of the wait
+CONNECTIONS_KEPT = 10_000  # the default session of at most this many connections
+
+SESSION_PROPERTY = {
+    "type": "integer",
+    "minimum": 1,
+    "description": "The agentweb session to act on (default: the last session that this "
+    "connection started with start_session).",
+}
+META_TOOLS = [
+    {
+        "name": START_SESSION,
+        "description": "Start an agentweb session: a fresh clone of `repo` (a local path or "
+        "a git URL) for `task`. Answers once the clone is ready, with the session id; the "
+        "other tools then act on that clone, through agentweb's policy and approvals.",
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "task": {"type": "string", "minLength": 1, "description": "What to do."},
+                "repo": {"type": "string", "minLength": 1, "description": "Path or git URL."},
+                "policy": {"type": "string", "description": "A policy's name (default)."},
+            },
+            "required": ["task", "repo"],
+            "additionalProperties": False,
+        },
+    },
+    {
+        "name": AWAIT_TOOL_CALL,
+        "description": "Keep waiting for a tool call that was awaiting approval (or still "
+        "running) when it answered; answers with its result once it is final.",
+        "input_schema": {
+            "type": "object",
+            "properties": {"id": {"type": "integer", "minimum": 1, "description": "Call id."}},
+            "required": ["id"],
+            "additionalProperties": False,
+        },
+    },
+]
+
+
+class Refused(Exception):
+    """A request the model should read about and correct: an `isError` result."""
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who sends a request: a Django user, the token's scope, and the connection
+    (None where the transport has none: no default session there)."""
+
+    user: Any
+    scope: str
+    connection: str | None
+
+
+PrincipalOf = Callable[[ServerRequestContext[Any, Any]], Principal]
+Report = Callable[[float, str], Awaitable[None]]
+
+
+class DefaultSessions:
+    """The last session each connection started, for calls that name none."""
+
+    def __init__(self) -> None:
+        self.sessions: OrderedDict[tuple[int, str], int] = OrderedDict()
+
+    def get(self, who: Principal) -> int | None:
+        if who.connection is None:
+            return None
+        return self.sessions.get((who.user.pk, who.connection))
+
+    def set(self, who: Principal, session_id: int) -> None:
+        if who.connection is None:
+            return
+        self.sessions[(who.user.pk, who.connection)] = session_id
+        self.sessions.move_to_end((who.user.pk, who.connection))
+        while len(self.sessions) > CONNECTIONS_KEPT:
+            self.sessions.popitem(last=False)
+
+
+class AgentwebServer(Server[Any]):
+    """Says that its tool list changes: a started session's skill tools join it."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        changes = notification_options or NotificationOptions(tools_changed=True)
+        return super().create_initialization_options(changes, experimental_capabilities, extensions)
+
+
+def build_server(principal_of: PrincipalOf) -> Server[Any]:
+    """The MCP server; `principal_of` says who sent a request (the transport knows)."""
+    defaults = DefaultSessions()
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        schemas = await _db(_tool_schemas)(principal_of(ctx), defaults.get(principal_of(ctx)))
+        return types.ListToolsResult(tools=[_tool(schema) for schema in schemas])
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        who, args = principal_of(ctx), dict(params.arguments or {})
+
+        async def report(progress: float, message: str) -> None:
+            await ctx.session.report_progress(progress, wait_seconds(), message)
+
+        try:
+            if params.name == START_SESSION:
+                started = await _start_session(who, args, defaults, report)
+                await _tools_changed(ctx)
+                return started
+            if params.name == AWAIT_TOOL_CALL:
+                return await _await_call(who, _positive_int(args, "id"), report)
+            session_id = _session_of(who, args, defaults)
+            return await _tool_call(who, session_id, params.name, args, report)
+        except Refused as exc:
+            return _result(str(exc), error=True)
+        except (services.ServiceError, Http404, PermissionDenied) as exc:
+            return _result(str(exc) or exc.__class__.__name__, error=True)
+
+    server = AgentwebServer(
+        "agentweb",
+        version="1",
+        instructions="Start a session with start_session {task, repo}; the other tools act "
+        "on its clone through agentweb's policy. A call that needs a person answers "
+        "'awaiting approval (call N)': call await_tool_call {id: N} to keep waiting.",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+    server.add_request_handler("server/discover", types.RequestParams, _discover(server))
+    return server
+
+
+async def _tools_changed(ctx: ServerRequestContext[Any, Any]) -> None:
+    """The default session changed, and with it the skill tools listed: tell the client
+    (on its own stream, which it may not have opened: then it lists them when it asks)."""
+    try:
+        await ctx.session.send_tool_list_changed()
+    except Exception as exc:
+        logger.debug("MCP: tools/list_changed not sent (%r)", exc)
+
+
+def _discover(server: Server[Any]) -> Any:
+    """Offer only the handshake protocol versions: a session-less (2026-07-28) client has
+    no connection to remember its session, so `auto` clients use the handshake here."""
+
+    async def discover(
+        ctx: ServerRequestContext[Any, Any], params: types.RequestParams | None
+    ) -> types.DiscoverResult:
+        return types.DiscoverResult(
+            supported_versions=list(HANDSHAKE_PROTOCOL_VERSIONS),
+            capabilities=server.get_capabilities(),
+            instructions=server.instructions,
+        )
+
+    return discover
+
+
+def wait_seconds() -> float:
+    return float(max(0, settings.AGENTWEB_MCP_WAIT_SECONDS))
+
+
+def _db(function: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
+    """Run ORM work off the event loop, on a connection that is still usable."""
+
+    def fresh(*args: Any) -> Any:
+        close_old_connections()
+        return function(*args)
+
+    return sync_to_async(fresh)
+
+
+# --- tools/list -------------------------------------------------------------------------
+
+
+def _tool_schemas(who: Principal, session_id: int | None) -> list[dict[str, Any]]:
+    """start_session and await_tool_call, then the 15 tools and the default session's
+    skill tools, each with an optional `session`."""
+    schemas = core_tool_schemas()
+    if session_id is not None:
+        session = access.session_for(who.user, session_id, scope=who.scope)
+        schemas = records.session_tool_schemas(session)
+    return [*META_TOOLS, *(_with_session(schema) for schema in schemas)]
+
+
+def _with_session(schema: dict[str, Any]) -> dict[str, Any]:
+    input_schema = dict(schema["input_schema"])
+    if input_schema.get("type") == "object":
+        properties = dict(input_schema.get("properties") or {})
+        properties["session"] = SESSION_PROPERTY
+        input_schema["properties"] = properties
+    return {**schema, "input_schema": input_schema}
+
+
+def _tool(schema: dict[str, Any]) -> types.Tool:
+    return types.Tool(
+        name=schema["name"],
+        description=schema["description"],
+        input_schema=schema["input_schema"],
+    )
+
+
+# --- tools/call -------------------------------------------------------------------------
+
+
+def _string(args: dict[str, Any], name: str, default: str | None = None) -> str:
+    value = args.get(name, default)
+    if not isinstance(value, str):
+        raise Refused(f"`{name}` must be a string.")
+    return value
+
+
+def _positive_int(args: dict[str, Any], name: str) -> int:
+    value = args.get(name)
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise Refused(f"`{name}` must be a positive integer (got {value!r}).")
+    return value
+
+
+def _session_of(who: Principal, args: dict[str, Any], defaults: DefaultSessions) -> int:
+    """The `session` argument (taken out of `args`), else the connection's default."""
+    if "session" in args:
+        return _positive_int({"session": args.pop("session")}, "session")
+    session_id = defaults.get(who)
+    if session_id is None:
+        raise Refused(
+            "No session: call start_session {task, repo} first, or pass `session` "
+            "with the id of a session you started."
+        )
+    return session_id
+
+
+async def _start_session(
+    who: Principal, args: dict[str, Any], defaults: DefaultSessions, report: Report
+) -> types.CallToolResult:
+    unknown = sorted(set(args) - {"task", "repo", "policy"})
+    if unknown:
+        raise Refused(f"start_session takes task, repo and policy; not {', '.join(unknown)}.")
+    task, repo = _string(args, "task"), _string(args, "repo")
+    policy = _string(args, "policy", "default")
+    session_id = await _db(_session_start)(who, task, repo, policy)
+    defaults.set(who, session_id)
+    started = time.monotonic()
+    async with waiting.listening(session_id) as listener:
+        session = await _db(_session_read)(who, session_id)
+        while session["status"] == "queued" and (left := _left(started)) > 0:
+            await report(time.monotonic() - started, f"session {session_id}: cloning {repo}")
+            await listener.until(_session_moved, min(left, PROGRESS_EVERY_SECONDS))
+            session = await _db(_session_read)(who, session_id)
+    return _session_result(session, remembered=who.connection is not None)
+
+
+def _session_moved(event: dict[str, Any]) -> bool:
+    return str(event.get("type", "")).startswith("session.")
+
+
+def _left(started: float) -> float:
+    return wait_seconds() - (time.monotonic() - started)
+
+
+def _session_start(who: Principal, task: str, repo: str, policy: str) -> int:
+    session = services.session_start(user=who.user, task=task, repo=repo, policy_name=policy)
+    return int(session.pk)
+
+
+def _session_read(who: Principal, session_id: int) -> dict[str, Any]:
+    session = access.session_for(who.user, session_id, scope=who.scope)
+    return records.session_as_dict(session)
+
+
+def _session_result(session: dict[str, Any], *, remembered: bool) -> types.CallToolResult:
+    facts = {key: session[key] for key in ("id", "status", "repo", "workspace", "policy")}
+    facts["session"] = facts.pop("id")
+    number, status = facts["session"], session["status"]
+    if status == "queued":
+        text = (
+            f"Session {number} is still cloning {session['repo']}; calls sent to it now "
+            "wait for the clone and then run."
+        )
+    elif status in {"failed", "cancelled", "done"}:
+        text = f"Session {number} is {status}: {session['summary']}"
+        return _result(text, error=True, facts=facts)
+    else:
+        text = (
+            f"Session {number} is ready: a clone of {session['repo']} (policy "
+            f"{session['policy']}). "
+        )
+        text += (
+            "The tools act on it when called without `session`."
+            if remembered
+            else f"Pass `session`: {number} with each call (no connection remembers it)."
+        )
+    return _result(text, facts=facts)
+
+
+async def _tool_call(
+    who: Principal, session_id: int, tool: str, args: dict[str, Any], report: Report
+) -> types.CallToolResult:
+    """Store the call and answer once it is final, or when the wait runs out."""
+    async with waiting.listening(session_id) as listener:  # before the call exists
+        call_id = await _db(_receive)(who, session_id, tool, args)
+        settled = _about(call_id, FINAL | {"awaiting_approval"})  # joined before: none missed
+        await listener.until(settled, min(wait_seconds(), waiting.CHECK_EVERY_SECONDS))
+        return await _answer(who, call_id, listener, report)
+
+
+async def _await_call(who: Principal, call_id: int, report: Report) -> types.CallToolResult:
+    call = await _db(_call_read)(who, call_id)
+    async with waiting.listening(call["session"]) as listener:
+        return await _answer(who, call_id, listener, report)
+
+
+async def _answer(
+    who: Principal, call_id: int, listener: waiting.Listener, report: Report
+) -> types.CallToolResult:
+    """Read the call after each of its events (or a second without one); tell the client
+    each new status, and every few seconds that it still waits."""
+    started = told_at = time.monotonic()
+    told = ""
+    call = await _db(_call_read)(who, call_id)
+    while call["status"] not in FINAL and (left := _left(started)) > 0:
+        if call["status"] != told or time.monotonic() - told_at >= PROGRESS_EVERY_SECONDS:
+            told, told_at = call["status"], time.monotonic()
+            await report(told_at - started, f"call {call_id}: {_said(told)}")
+        await listener.until(_about(call_id), min(left, waiting.CHECK_EVERY_SECONDS))
+        call = await _db(_call_read)(who, call_id)
+    return _call_result(call)
+
+
+def _about(call_id: int, statuses: set[str] | None = None) -> Callable[[dict[str, Any]], bool]:
+    """Matches the events of one call (those that bring one of `statuses`)."""
+    return lambda event: (
+        event.get("tool_call") == call_id and (statuses is None or event.get("status") in statuses)
+    )
+
+
+def _receive(who: Principal, session_id: int, tool: str, args: dict[str, Any]) -> int:
+    session = access.session_to_act_on(who.user, session_id, scope=who.scope)
+    return int(services.tool_call_receive_external(session=session, tool=tool, args=args).pk)
+
+
+def _call_read(who: Principal, call_id: int) -> dict[str, Any]:
+    return records.tool_call_as_dict(access.tool_call_for(who.user, call_id, scope=who.scope))
+
+
+def _said(status: str) -> str:
+    return "awaiting approval" if status == "awaiting_approval" else status
+
+
+def _call_result(call: dict[str, Any]) -> types.CallToolResult:
+    """What the model reads: the result, or why there is none (yet)."""
+    facts = {key: call[key] for key in ("id", "session", "tool", "status", "decision")}
+    facts |= {"reason": call["reason"], "rule": call["rule"], "decided_by": call["decided_by"]}
+    number, status, result = call["id"], call["status"], call["result"] or ""
+    if status == "succeeded":
+        return _result(result, facts=facts)
+    if status not in FINAL:
+        text = (
+            f"{_said(status)} (call {number}): call await_tool_call with id {number} "
+            "to keep waiting"
+        )
+        why = f"\nWhy: {call['reason']}" if status == "awaiting_approval" else ""
+        return _result(text + why, facts=facts)
+    if status == "denied":
+        by = f" by {call['decided_by']}" if call["decided_by"] else ""
+        return _result(f"denied{by} (call {number}): {result or call['reason']}", True, facts)
+    if status == "expired":
+        text = f"expired (call {number}): no reviewer decided in time; nothing ran."
+        return _result(text, error=True, facts=facts)
+    return _result(f"{status} (call {number}): {result}", error=True, facts=facts)
+
+
+def _result(
+    text: str, error: bool = False, facts: dict[str, Any] | None = None
+) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(text=text)], structured_content=facts, is_error=error
+    )
