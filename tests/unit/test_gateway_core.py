@@ -201,8 +201,8 @@ def test_gate_mode_judges_each_call_from_its_input(
 
 def test_an_allow_rule_lets_a_writing_command_and_an_mcp_tool_run() -> None:
     rules = (
-        Rule(id=1, tool="run_command", args={"command": "make *"}, decision="allow"),
-        Rule(id=2, tool="mcp.github.*", args={}, decision="allow"),
+        Rule(id=1, tool="run_command", args={"command": "make *"}, verdict="allow"),
+        Rule(id=2, tool="mcp.github.*", args={}, verdict="allow"),
     )
     policy = replace(DEFAULT, rules=rules)
     assert judge("Bash", {"command": "make build"}, policy).status == "approved"
@@ -211,7 +211,7 @@ def test_an_allow_rule_lets_a_writing_command_and_an_mcp_tool_run() -> None:
 
 
 def test_a_deny_rule_reaches_an_effect_free_tool() -> None:
-    policy = replace(DEFAULT, rules=(Rule(id=7, tool="native.*", args={}, decision="deny"),))
+    policy = replace(DEFAULT, rules=(Rule(id=7, tool="native.*", args={}, verdict="deny"),))
     assert judge("TodoWrite", {"todos": []}, policy).status == "denied"
 
 

@@ -36,6 +36,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from tools_app import access, services
 from tools_app.core.tools.registry import core_tool_schemas
 from tools_app.live import waiting
+from tools_app.models import AgentSession
 from tools_app.selectors import records
 
 logger = logging.getLogger(__name__)
@@ -327,7 +328,7 @@ def _session_result(session: dict[str, Any], *, remembered: bool) -> types.CallT
             f"Session {number} is still cloning {session['repo']}; calls sent to it now "
             "wait for the clone and then run."
         )
-    elif status in {"failed", "cancelled", "done"}:
+    elif status in AgentSession.FINISHED_STATUSES:
         text = f"Session {number} is {status}: {session['summary']}"
         return _result(text, error=True, facts=facts)
     else:

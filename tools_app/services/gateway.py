@@ -42,7 +42,6 @@ JOINABLE = (
     Status.EXPIRED,
     Status.CANCELLED,
 )
-CLOSED = (AgentSession.Status.DONE, AgentSession.Status.FAILED, AgentSession.Status.CANCELLED)
 
 
 def gateway_session_for(
@@ -200,7 +199,7 @@ def _prepare(
     spec: PolicySpec | Verdict, call: ToolCall, native_input: dict[str, Any]
 ) -> engine.Prepared:
     session = call.session
-    if session.status in CLOSED:
+    if session.status in AgentSession.FINISHED_STATUSES:
         spec = Verdict(
             "deny",
             f"session {session.pk} is {session.status} in agentweb; it takes no more calls",
