@@ -15,6 +15,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.db import transaction
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
@@ -162,12 +163,30 @@ def _id(event: dict[str, Any], field: str) -> str:
 
 
 async def _pre_tool_use(token: ApiToken, event: dict[str, Any]) -> dict[str, Any]:
-    call = await sync_to_async(_receive)(token, event)
-    if call.status not in ANSWERABLE:
-        wait = float(settings.AGENTWEB_HOOK_WAIT_SECONDS)
-        async with waiting.listening(call.session_id) as listener:
-            await listener.answer(call.pk, wait, sync_to_async(_status), until=ANSWERABLE)
-    return await sync_to_async(_final_answer)(call.pk)
+    call_id, answer = await sync_to_async(_receive_and_answer)(token, event)
+    if answer is not None:
+        return answer
+    wait = float(settings.AGENTWEB_HOOK_WAIT_SECONDS)
+    session_id = await sync_to_async(_session_of)(call_id)
+    async with waiting.listening(session_id) as listener:
+        await listener.answer(call_id, wait, sync_to_async(_status), until=ANSWERABLE)
+    return await sync_to_async(_final_answer)(call_id)
+
+
+def _receive_and_answer(
+    token: ApiToken, event: dict[str, Any]
+) -> tuple[int, dict[str, Any] | None]:
+    """The call, and its answer when the policy decided at once: one transaction, one
+    commit, for the common case of an allowed or denied call."""
+    with transaction.atomic():
+        call = _receive(token, event)
+        if call.status not in ANSWERABLE:
+            return call.pk, None
+        return call.pk, _final_answer(call.pk)
+
+
+def _session_of(call_id: int) -> int:
+    return int(ToolCall.objects.values_list("session_id", flat=True).get(pk=call_id))
 
 
 def _receive(token: ApiToken, event: dict[str, Any]) -> ToolCall:
