@@ -6,12 +6,14 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from tools_app.api.hooks import claude_code_hook
 from tools_app.api.routes import api
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("api/hooks/claude-code", claude_code_hook, name="hook_claude_code"),
     path("api/", api.urls),
     path("", include("tools_app.urls")),
 ]

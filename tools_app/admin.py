@@ -20,7 +20,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from tools_app import access, services
 from tools_app.core import rendering
-from tools_app.core.policy import SessionCounters
+from tools_app.core.policy.types import SessionCounters
 from tools_app.models import (
     AgentSession,
     ApiToken,
@@ -162,13 +162,6 @@ def _try_where(request: HttpRequest, form: TryCallForm) -> tuple[Path, SessionCo
     return Path(session.workspace), services.session_counters(session)
 
 
-FINISHED = (
-    AgentSession.Status.DONE,
-    AgentSession.Status.FAILED,
-    AgentSession.Status.CANCELLED,
-)
-
-
 def revealed(name: str) -> Callable[[Any, Any], SafeString]:
     """An admin column or field showing `name` as the inbox does: escaped, each hidden
     character (bidi override, zero-width, ANSI) a visible marker; JSON indented."""
@@ -225,8 +218,8 @@ class ReadOnlyAdmin(admin.ModelAdmin[Any]):
 
 @admin.register(ToolCall)
 class ToolCallAdmin(ReadOnlyAdmin):
-    list_display = ("id", "session", "tool_shown", "status", "decision", "rule", "created_at")
-    list_filter = ("status", "decision", "tool")
+    list_display = ("id", "session", "tool_shown", "status", "verdict", "rule", "created_at")
+    list_filter = ("status", "verdict", "tool")
     search_fields = ("tool", "reason", "rule")
     agent_text = ("tool", "args", "reason", "rule", "preview", "result", "runner")
 
@@ -271,7 +264,7 @@ class AgentSessionAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Cancel the selected sessions")
     def cancel_sessions(self, request: HttpRequest, queryset: QuerySet[AgentSession]) -> None:
-        open_sessions = queryset.exclude(status__in=FINISHED)
+        open_sessions = queryset.exclude(status__in=AgentSession.FINISHED_STATUSES)
         allowed = [s for s in open_sessions if access.may_act_on_session(request.user, s)]
         for session in allowed:
             services.session_cancel(session=session)

@@ -7,7 +7,7 @@ import json
 from django.conf import settings
 from django.db import models
 
-from tools_app.core.policy import DEFAULT_POLICY
+from tools_app.core.policy.defaults import DEFAULT_POLICY
 from tools_app.core.rendering import spelled
 
 
@@ -58,13 +58,18 @@ class Policy(models.Model):
         return self.name
 
 
-class PolicyRule(models.Model):
-    """`{tool, args: {NAME: PATTERN}, decision, reason}`, applied in `position` order."""
+class Verdict(models.TextChoices):
+    """What the policy answers about a call (`policy.Verdict`): a rule's verdict and the
+    one a tool call got. A person's answer is a `Decision`."""
 
-    class Verdict(models.TextChoices):
-        ALLOW = "allow"
-        DENY = "deny"
-        REQUIRE_APPROVAL = "require_approval"
+    ALLOW = "allow"
+    DENY = "deny"
+    REQUIRE_APPROVAL = "require_approval"
+
+
+class PolicyRule(models.Model):
+    """`{tool, args: {NAME: PATTERN}, decision, reason}`, applied in `position` order;
+    its `decision` (the policy file's key) is the verdict it gives."""
 
     policy = models.ForeignKey(Policy, on_delete=models.CASCADE, related_name="rules")
     position = models.PositiveIntegerField(default=0)
@@ -112,6 +117,12 @@ class AgentSession(models.Model):
     class Kind(models.TextChoices):
         AGENT = "agent", "agent session"
         CLI = "cli", "command line call"
+        # An agent that runs its own tools (Claude Code …) and asks agentweb through its
+        # hooks: no clone, no agent loop; its calls are judged from their input alone.
+        GATEWAY = "gateway", "agent gateway session"
+
+    # The statuses a session ends in: the one place they are written.
+    FINISHED_STATUSES = frozenset({Status.DONE, Status.FAILED, Status.CANCELLED})
 
     task = models.TextField()
     repo = models.CharField(max_length=1000)
@@ -154,6 +165,10 @@ class AgentSession(models.Model):
     turn_started_at = models.DateTimeField(null=True, blank=True)
     # The Celery queue of the worker host that holds the workspace.
     worker_queue = models.CharField(max_length=200, blank=True)
+    # A gateway session: the directory the agent works in, on its own machine, and the
+    # agent's own session id (a sub-agent's: "SESSION/AGENT").
+    cwd = models.CharField(max_length=4096, blank=True)
+    external_id = models.CharField(max_length=300, blank=True)
     last_event_seq = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -161,6 +176,14 @@ class AgentSession(models.Model):
 
     class Meta:
         ordering = ["-id"]
+        constraints = [
+            # One agentweb session per (token user, the agent's session id).
+            models.UniqueConstraint(
+                fields=["creator", "external_id"],
+                condition=~models.Q(external_id=""),
+                name="one_session_per_external_id",
+            )
+        ]
 
     def __str__(self) -> str:
         return spelled(f"session {self.pk}: {self.task[:60]}")
@@ -189,7 +212,8 @@ class ToolCall(models.Model):
     args = models.JSONField(default=dict, blank=True)
     args_hash = models.CharField(max_length=64, blank=True)
     status = models.CharField(max_length=20, choices=Status.choices)
-    decision = models.CharField(max_length=20, blank=True)
+    # The policy's verdict; empty until judged, or when the arguments were invalid.
+    verdict = models.CharField(max_length=20, blank=True, choices=Verdict.choices)
     reason = models.TextField(blank=True)
     rule = models.CharField(max_length=200, blank=True)
     policy_version = models.PositiveIntegerField(null=True, blank=True)
@@ -201,6 +225,12 @@ class ToolCall(models.Model):
     runner = models.CharField(max_length=300, blank=True)
     # For a call the runtime made: "<message index>:<position>" of the model's tool use.
     agent_key = models.CharField(max_length=40, blank=True)
+    # A gateway call: the agent's own tool name and input, verbatim (what will run), the
+    # id of its tool use, and when the hook was last given a final answer for it.
+    native_tool = models.CharField(max_length=200, blank=True)
+    native_input = models.JSONField(null=True, blank=True)
+    tool_use_id = models.CharField(max_length=200, blank=True)
+    hook_answered_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     decided_at = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
@@ -219,7 +249,13 @@ class ToolCall(models.Model):
                 fields=["session", "agent_key"],
                 condition=~models.Q(agent_key=""),
                 name="one_call_per_tool_use",
-            )
+            ),
+            # A gateway's tool use is one call, however often its hook event is sent.
+            models.UniqueConstraint(
+                fields=["session", "tool_use_id"],
+                condition=~models.Q(tool_use_id=""),
+                name="one_call_per_native_tool_use",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -253,9 +289,10 @@ class AgentMessage(models.Model):
 
 
 class Decision(models.Model):
-    """A person's decision on a tool call awaiting approval: who, what, why, when."""
+    """A person's decision on a tool call awaiting approval: who, what, why, when (the
+    policy's answer is the call's `verdict`)."""
 
-    class Verdict(models.TextChoices):
+    class Choice(models.TextChoices):
         APPROVE = "approve"
         DENY = "deny"
 
@@ -263,7 +300,7 @@ class Decision(models.Model):
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
-    decision = models.CharField(max_length=10, choices=Verdict.choices)
+    decision = models.CharField(max_length=10, choices=Choice.choices)
     reason = models.TextField(blank=True)
     edited_args = models.JSONField(null=True, blank=True)
     remember = models.BooleanField(default=False)

@@ -198,7 +198,7 @@ def world(workspace: Path, creator: User, reviewer: User, outsider: User, superu
     )  # fmt: skip
     call = ToolCall.objects.create(
         session=session, tool="write_file", args={"path": ".env", "content": "KEY=new\n"},
-        status=ToolCall.Status.AWAITING_APPROVAL, decision="require_approval",
+        status=ToolCall.Status.AWAITING_APPROVAL, verdict="require_approval",
         expires_at=timezone.now() + timedelta(hours=1),
     )  # fmt: skip
     pull = _pull(session, "feature/a")

@@ -52,7 +52,7 @@ def waiting_call(session: AgentSession) -> ToolCall:
         tool="write_file",
         args={"path": ".env", "content": "A=1\n"},
         status=ToolCall.Status.AWAITING_APPROVAL,
-        decision="require_approval",
+        verdict="require_approval",
     )
 
 

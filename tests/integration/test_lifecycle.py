@@ -28,6 +28,8 @@ CREATED_WITH = {
     ("services/subagents.py", "AgentSession.Status.RUNNING"),
     ("services/tool_calls.py", "Status.PENDING"),
     ("services/effects.py", "Status.AWAITING_APPROVAL"),
+    ("services/gateway.py", "AgentSession.Status.RUNNING"),
+    ("services/gateway.py", "Status.PENDING"),
 }
 
 

@@ -43,7 +43,7 @@ def make_session(creator: User | None, **fields: object) -> AgentSession:
 def awaiting(session: AgentSession, **fields: object) -> ToolCall:
     values: dict[str, object] = {
         "tool": "write_file", "args": {"path": ".env", "content": "KEY=new\n"},
-        "status": ToolCall.Status.AWAITING_APPROVAL, "decision": "require_approval",
+        "status": ToolCall.Status.AWAITING_APPROVAL, "verdict": "require_approval",
         "expires_at": timezone.now() + timedelta(hours=1),
     }  # fmt: skip
     values.update(fields)
@@ -228,7 +228,7 @@ def story(creator: User, reviewer: User) -> AgentSession:
             {"id": "u1", "name": "write_file", "content": "wrote 3 lines", "is_error": False}]},
     )  # fmt: skip
     wrote = awaiting(
-        session, status=ToolCall.Status.SUCCEEDED, decision="allow", reason="a source file",
+        session, status=ToolCall.Status.SUCCEEDED, verdict="allow", reason="a source file",
         preview={"diff": "--- a/src/app.py\n+++ b/src/app.py\n@@ -0,0 +1 @@\n+print('<hi>')\n"},
         result="line\n" * 40,
     )  # fmt: skip

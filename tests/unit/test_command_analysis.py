@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from tools_app.core.policy import parts_for_preview
+from tools_app.core.policy.preview import parts_for_preview
 from tools_app.core.shell.commands import analyse_command
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tools_app.core.command_effects import GIT_INDEX, judge_effect
-from tools_app.core.policy import SessionCounters
 from tools_app.core.policy.defaults import DEFAULT_SPEC
+from tools_app.core.policy.types import SessionCounters
 from tools_app.core.tools.effect import Effect, EffectEntry
 
 

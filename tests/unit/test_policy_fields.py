@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from tools_app.core.policy import DEFAULT_POLICY
+from tools_app.core.policy.defaults import DEFAULT_POLICY
 from tools_app.core.policy.types import PLAIN_FIELDS
 from tools_app.models import Policy
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tools_app.core.policy import DEFAULT_PROTECTED_PATHS
+from tools_app.core.policy.defaults import DEFAULT_PROTECTED_PATHS
 from tools_app.core.tools.paths import pattern_problem, protected_match
 
 

@@ -12,14 +12,11 @@ import pytest
 
 from tests.helpers import files_holding, git
 from tests.unit.helpers import make_ctx, requires_cow
-from tools_app.core.policy import (
-    DEFAULT_POLICY,
-    CallFacts,
-    SessionCounters,
-    command_review,
-    evaluate,
-    policy_from_dict,
-)
+from tools_app.core.policy.defaults import DEFAULT_POLICY
+from tools_app.core.policy.engine import evaluate
+from tools_app.core.policy.loader import policy_from_dict
+from tools_app.core.policy.preview import command_review
+from tools_app.core.policy.types import CallFacts, SessionCounters
 from tools_app.core.tools import git_runner, redaction, secret_files
 from tools_app.core.tools.base import ToolContext
 from tools_app.core.tools.errors import ToolError
@@ -58,7 +55,7 @@ def sh(ctx: ToolContext, command: str) -> str:
 def decide(command: str, workspace: Path) -> tuple[str, str, str]:
     facts = CallFacts("run_command", {"command": command}, workspace)
     decision = evaluate(DEFAULT, facts, SessionCounters())
-    return decision.decision, decision.rule, decision.reason
+    return decision.kind, decision.rule, decision.reason
 
 
 # --- the policy: naming a secret path needs a person --------------------------------------

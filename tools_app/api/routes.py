@@ -23,7 +23,6 @@ from tools_app import access, services
 from tools_app.api import parsing, skills
 from tools_app.api.schemas import (
     DecisionIn,
-    DecisionOut,
     ErrorOut,
     EvaluateIn,
     SessionIn,
@@ -32,9 +31,10 @@ from tools_app.api.schemas import (
     ToolCallIn,
     ToolCallOut,
     ToolCallPage,
+    VerdictOut,
 )
 from tools_app.core import tool_schemas
-from tools_app.core.policy import SessionCounters
+from tools_app.core.policy.types import SessionCounters
 from tools_app.live import waiting
 from tools_app.models import AgentSession, ToolCall
 from tools_app.selectors import records
@@ -136,8 +136,12 @@ def session_detail(request: HttpRequest, session_id: int) -> dict[str, Any]:
     return records.session_as_dict(_session_for(request, session_id))
 
 
-@api.post("/sessions/{session_id}/cancel", response={200: SessionOut, 403: ErrorOut, 404: ErrorOut})
-def session_cancel(request: HttpRequest, session_id: int) -> dict[str, Any]:
+@api.post(
+    "/sessions/{session_id}/cancel",
+    response={200: SessionOut, 403: ErrorOut, 404: ErrorOut},
+    operation_id="tools_app_api_routes_session_cancel",  # the schema's name, kept
+)
+def session_cancel_endpoint(request: HttpRequest, session_id: int) -> dict[str, Any]:
     session = services.session_cancel(session=_session_to_act_on(request, session_id))
     return records.session_as_dict(session)
 
@@ -265,7 +269,7 @@ def policy_detail(request: HttpRequest, name: str) -> dict[str, Any]:
     return {**records.policy_as_dict(policy), "version": policy.version}
 
 
-@api.post("/policies/{name}/evaluate", response={200: DecisionOut, 404: ErrorOut})
+@api.post("/policies/{name}/evaluate", response={200: VerdictOut, 404: ErrorOut})
 def policy_evaluate(request: HttpRequest, name: str, body: EvaluateIn) -> dict[str, str]:
     """A dry run: what the policy would decide; nothing is stored or run."""
     policy = records.policy_by_name(name)
@@ -275,11 +279,11 @@ def policy_evaluate(request: HttpRequest, name: str, body: EvaluateIn) -> dict[s
     if body.session is not None:
         session = _session_for(request, body.session)
         workspace, counters = Path(session.workspace), services.session_counters(session)
-    decision = services.policy_evaluate(
+    verdict = services.policy_evaluate(
         policy=policy, tool=body.tool, args=body.args, workspace=workspace, counters=counters
     )
     note = records.tracked_secrets_note(policy, workspace) if body.session else ""
-    return {**decision.as_dict(), **({"note": note} if note else {})}
+    return {**verdict.as_dict(), **({"note": note} if note else {})}
 
 
 skills.register(api)  # /api/skills: its own module, mounted here

@@ -29,6 +29,8 @@ class SessionOut(Schema):
     policy: str
     model: str
     kind: str
+    cwd: str = Field(default="", description="A gateway session: the agent's directory.")
+    external_id: str = Field(default="", description="A gateway session: the agent's id.")
     parent: int | None
     children: list[int]
     tokens: dict[str, Any]
@@ -56,6 +58,7 @@ class ToolCallOut(Schema):
     tool: str
     args: dict[str, Any]
     status: str
+    # The policy's verdict (`ToolCall.verdict`), under the key the API has always used.
     decision: str
     reason: str
     rule: str
@@ -68,6 +71,11 @@ class ToolCallOut(Schema):
     decided_at: datetime | None
     expires_at: datetime | None
     finished_at: datetime | None
+    native_tool: str = Field(default="", description="A gateway call: the agent's tool.")
+    native_input: dict[str, Any] | None = Field(
+        default=None, description="A gateway call: the agent's input, what will run."
+    )
+    tool_use_id: str = Field(default="", description="A gateway call: the agent's tool use.")
 
 
 class DecisionIn(StrictIn):
@@ -91,7 +99,9 @@ class EvaluateIn(StrictIn):
     )
 
 
-class DecisionOut(Schema):
+class VerdictOut(Schema):
+    """The policy's verdict on a dry run; `decision` is its kind (the API's key)."""
+
     decision: str
     reason: str
     rule: str

@@ -76,9 +76,12 @@ def skill_list(request: HttpRequest, pages: Query[PageQuery]) -> dict[str, Any]:
 
 
 @router.post(
-    "/skills", response={201: Imported, 403: ErrorOut, 422: ErrorOut}, openapi_extra=_SKILL_BODY
+    "/skills",
+    response={201: Imported, 403: ErrorOut, 422: ErrorOut},
+    openapi_extra=_SKILL_BODY,
+    operation_id="tools_app_api_skills_skill_import",  # the schema's name, kept
 )
-def skill_import(request: HttpRequest) -> Status[dict[str, Any]]:
+def skill_import_endpoint(request: HttpRequest) -> Status[dict[str, Any]]:
     """Create or replace (by name) one skill or a list of them, all or nothing."""
     access.check_edit_skills(request.user, _scope(request))
     skills = skill_services.skill_import(data=_body(request), user=request.user)
@@ -111,8 +114,12 @@ def skill_replace(request: HttpRequest, name: str) -> dict[str, Any]:
     return records.skill_as_dict(_skill(request, skill.name))
 
 
-@router.delete("/skills/{name}", response={204: None, 403: ErrorOut, 404: ErrorOut})
-def skill_delete(request: HttpRequest, name: str) -> Status[None]:
+@router.delete(
+    "/skills/{name}",
+    response={204: None, 403: ErrorOut, 404: ErrorOut},
+    operation_id="tools_app_api_skills_skill_delete",  # the schema's name, kept
+)
+def skill_delete_endpoint(request: HttpRequest, name: str) -> Status[None]:
     """Delete the skill; tool calls already made keep their record."""
     _skill(request, name)
     access.check_edit_skills(request.user, _scope(request))

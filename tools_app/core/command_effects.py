@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
 
-from tools_app.core.policy import PolicySpec, SessionCounters
+from tools_app.core.policy.types import PolicySpec, SessionCounters
 from tools_app.core.tools import files, lines, paths, trees
 from tools_app.core.tools.effect import Effect, EffectEntry
 from tools_app.core.tools.paths import protected_match

@@ -15,30 +15,22 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tools_app.core.policy import (
-    CallFacts,
-    Decision,
-    PolicySpec,
-    SessionCounters,
-    Verdict,
-    command_review,
-    evaluate,
-)
-from tools_app.core.skills import executors as skill_executors
-from tools_app.core.skills.arguments import validate_arguments
+from tools_app.core.policy.engine import evaluate
+from tools_app.core.policy.preview import command_review
+from tools_app.core.policy.types import CallFacts, PolicySpec, SessionCounters, Verdict, VerdictKind
 from tools_app.core.tools import overlay
-from tools_app.core.tools.base import ToolArgs, ToolContext
+from tools_app.core.tools.base import ToolContext, ToolSpec
 from tools_app.core.tools.catalogue import facts_for
-from tools_app.core.tools.errors import ToolError
+from tools_app.core.tools.errors import RunsElsewhere, ToolError
 from tools_app.core.tools.jsonsafe import storable_args, storable_text
 from tools_app.core.tools.paths import relative_to_workspace, resolve_path
-from tools_app.core.tools.registry import get_tool, validate_args
+from tools_app.core.tools.registry import get_tool
 
 logger = logging.getLogger(__name__)
 
 # The status a call takes once the policy has judged it: the one place this is spelled,
 # for core and skill tools alike.
-STATUS_OF_VERDICT: Mapping[Verdict, str] = {
+STATUS_OF_VERDICT: Mapping[VerdictKind, str] = {
     "allow": "approved",
     "deny": "denied",
     "require_approval": "awaiting_approval",
@@ -55,7 +47,7 @@ class Prepared:
 
     status: str
     args: dict[str, Any]
-    decision: Decision | None = None
+    verdict: Verdict | None = None
     preview: dict[str, Any] | None = None
     changed_lines: int | None = None
     error: str = ""
@@ -63,7 +55,7 @@ class Prepared:
 
 @dataclass(frozen=True)
 class Outcome:
-    status: str  # "succeeded" or "failed"
+    status: str  # "succeeded", "failed", or "running" (it goes on elsewhere)
     result: str
 
 
@@ -90,93 +82,46 @@ def args_hash(tool: str, args: Mapping[str, Any]) -> str:
 
 def prepare(
     policy: PolicySpec,
-    tool: str,
+    spec: ToolSpec,
     raw_args: object,
     context: ToolContext | Path,
     counters: SessionCounters,
 ) -> Prepared:
-    """Validate the arguments, compute what the call would change, and ask the policy."""
+    """Validate the arguments, compute what the call would change, and ask the policy:
+    the one road of every tool, core or skill (`spec` says how each step is done)."""
     context = context if isinstance(context, ToolContext) else ToolContext(workspace=context)
-    workspace = context.workspace
     try:
-        validated = validate_args(tool, raw_args)
-        args = validated.model_dump(exclude_none=True)
+        validated, args = spec.validate(raw_args)
     except ToolError as exc:
         return Prepared(status="failed", args=storable_args(raw_args), error=str(exc))
     preview, changed_lines, plan_error = None, None, ""
     try:
-        preview, changed_lines = _preview(tool, validated, args, context)
+        preview, changed_lines = _preview(spec, validated, args, context)
     except ToolError as exc:
         plan_error = str(exc)
-    facts = CallFacts(tool, args, workspace, changed_lines)
-    decision = _unsandboxed_needs_a_person(tool, evaluate(policy, facts, counters))
-    decision = _secret_commit_needs_a_person(decision, preview)
-    if plan_error and decision.decision != "deny":
+    facts = CallFacts(spec.name, args, context.workspace, changed_lines, executor=spec.executor)
+    verdict = evaluate(policy, facts, counters)
+    verdict = _unsandboxed_needs_a_person(spec.facts.runs_command, verdict)
+    verdict = _secret_commit_needs_a_person(verdict, preview)
+    if plan_error and verdict.kind != "deny":
         # A call that cannot work (old_string not found …) fails; one the policy
         # refuses anyway (a path outside the workspace, into .git) is denied.
         return Prepared(status="failed", args=args, error=plan_error)
     return Prepared(
-        status=STATUS_OF_VERDICT[decision.decision],
+        status=STATUS_OF_VERDICT[verdict.kind],
         args=args,
-        decision=decision,
+        verdict=verdict,
         preview=preview,
         changed_lines=changed_lines,
     )
 
 
-def prepare_skill(
-    policy: PolicySpec,
-    call: skill_executors.SkillCall,
-    raw_args: object,
-    context: ToolContext,
-    counters: SessionCounters,
-) -> Prepared:
-    """As `prepare`, for a skill tool bound to `call` (its captured definition): the
-    arguments are checked against its input schema, the preview shows the executor and
-    exactly what it would get, and the policy judges the call by its `skill.tool` name."""
-    try:
-        args = validate_arguments(call.name, call.input_schema, raw_args)
-    except ToolError as exc:
-        return Prepared(status="failed", args=storable_args(raw_args), error=str(exc))
-    if not call.kind:
-        error = f"{call.name} has no executor yet; its skill's author must add one."
-        return Prepared(status="failed", args=args, error=error)
-    facts = CallFacts(call.name, args, context.workspace, None, executor=call.executor)
-    decision = evaluate(policy, facts, counters)
-    if call.kind == "command":
-        decision = _unsandboxed_needs_a_person("run_command", decision)
-    preview = skill_executors.preview(call, args)
-    return Prepared(
-        status=STATUS_OF_VERDICT[decision.decision], args=args, decision=decision, preview=preview
-    )
-
-
-def execute_skill(
-    call: skill_executors.SkillCall,
-    args: Mapping[str, Any],
-    context: ToolContext,
-    secrets: skill_executors.Secrets,
-) -> Outcome:
-    """Run a skill tool's captured definition; errors are results, as for a core tool."""
-    try:
-        result = skill_executors.run(call, args, context, secrets)
-    except ToolError as exc:
-        return Outcome(status="failed", result=storable_text(str(exc)))
-    except Exception:
-        logger.exception("skill tool %s crashed", call.name)
-        return Outcome(
-            status="failed",
-            result=f"{call.name} failed with an internal error; the server log has the details.",
-        )
-    return Outcome(status="succeeded", result=storable_text(result))
-
-
-def _unsandboxed_needs_a_person(tool: str, decision: Decision) -> Decision:
+def _unsandboxed_needs_a_person(runs_command: bool, verdict: Verdict) -> Verdict:
     """Without the copy-on-write sandbox a command writes the workspace directly: no
     rule may let one run without a person (a skill's command tool included)."""
-    if tool != "run_command" or decision.decision != "allow" or overlay.cow_available():
-        return decision
-    return Decision(
+    if not runs_command or verdict.kind != "allow" or overlay.cow_available():
+        return verdict
+    return Verdict(
         "require_approval",
         "this host has no copy-on-write sandbox (user namespaces, overlayfs or bubblewrap "
         "missing): the command would run unsandboxed, with the worker's rights; a person "
@@ -185,13 +130,13 @@ def _unsandboxed_needs_a_person(tool: str, decision: Decision) -> Decision:
     )
 
 
-def _secret_commit_needs_a_person(decision: Decision, preview: dict[str, Any] | None) -> Decision:
+def _secret_commit_needs_a_person(verdict: Verdict, preview: dict[str, Any] | None) -> Verdict:
     """A commit that records secret files puts them in git's objects, where every command
     reads them and a pull request pushes them: no rule may let one pass without a person."""
     left_out = (preview or {}).get("secrets_left_out")
-    if decision.decision != "allow" or not left_out:
-        return decision
-    return Decision(
+    if verdict.kind != "allow" or not left_out:
+        return verdict
+    return Verdict(
         "require_approval",
         f"this commit records secret files ({', '.join(left_out)}): once committed they are "
         "in git's objects, readable to every command and pushed with a pull request; a "
@@ -201,32 +146,33 @@ def _secret_commit_needs_a_person(decision: Decision, preview: dict[str, Any] | 
 
 
 def _preview(
-    tool: str, validated: ToolArgs, args: dict[str, Any], context: ToolContext
+    spec: ToolSpec, validated: object, args: dict[str, Any], context: ToolContext
 ) -> tuple[dict[str, Any] | None, int | None]:
     """The preview a reviewer would see and the lines the call would change.
 
     run_command's preview shows the policy's review of the command, passed in here so
     that the tools import no policy."""
-    preview = get_tool(tool).preview
-    if preview is None:
+    if spec.preview is None:
         return None, None
     if context.review_command is None:
         context = replace(context, review_command=command_review)
-    return preview(context, validated, args)
+    return spec.preview(context, validated, args)
 
 
-def execute(tool: str, args: Mapping[str, Any], context: ToolContext) -> Outcome:
-    """Run a validated, allowed call. Tool errors are results the agent reads."""
-    spec = get_tool(tool)
+def execute(spec: ToolSpec, args: Mapping[str, Any], context: ToolContext) -> Outcome:
+    """Run a validated, allowed call. Tool errors are results the agent reads; a call
+    that goes on elsewhere (a sub-agent) stays `running`."""
     try:
-        result = spec.run(context, spec.args_model.model_validate(dict(args)))
+        result = spec.run(context, spec.parsed(args))
+    except RunsElsewhere:
+        return Outcome(status="running", result="")
     except ToolError as exc:
         return Outcome(status="failed", result=storable_text(str(exc)))
     except Exception:
-        logger.exception("tool %s crashed", tool)
+        logger.exception("tool %s crashed", spec.name)
         return Outcome(
             status="failed",
-            result=f"{tool} failed with an internal error; the server log has the details.",
+            result=f"{spec.name} failed with an internal error; the server log has the details.",
         )
     # A file name that is not UTF-8 reaches Python as lone surrogates: store them safely.
     return Outcome(status="succeeded", result=storable_text(result))
@@ -273,9 +219,14 @@ def parent_dirs(path: str) -> list[str]:
 
 def dry_run(
     policy: PolicySpec, tool: str, raw_args: object, workspace: Path, counters: SessionCounters
-) -> Decision:
-    """What the policy would decide, without running anything; bad arguments are denied."""
-    prepared = prepare(policy, tool, raw_args, workspace, counters)
-    if prepared.decision is None:
-        return Decision("deny", prepared.error, "invariant:invalid-arguments")
-    return prepared.decision
+) -> Verdict:
+    """What the policy would answer about an agent's call of a core tool, without running
+    anything; bad arguments (an unknown tool's too) are denied."""
+    try:
+        spec = get_tool(tool)
+    except ToolError as exc:
+        return Verdict("deny", str(exc), "invariant:invalid-arguments")
+    prepared = prepare(policy, spec, raw_args, workspace, counters)
+    if prepared.verdict is None:
+        return Verdict("deny", prepared.error, "invariant:invalid-arguments")
+    return prepared.verdict

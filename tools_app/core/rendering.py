@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from functools import cache
 from html import escape
 
 from pygments.lexer import Lexer
@@ -113,7 +114,9 @@ def highlight_lines(lines: list[str], lexer: Lexer) -> list[str]:
     return ["".join(parts) for parts in out[: len(lines)]]
 
 
+@cache
 def _css_class(token: _TokenType) -> str:
+    """Cached: a page of diffs asks for the same few token types thousands of times."""
     for family, css in _CLASSES:
         if token in family:
             return css

@@ -32,11 +32,40 @@ def _last_seq(scope: dict[str, Any]) -> int | None:
 
 
 class JsonConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
-    """Sends JSON the way the API does (dates as ISO 8601)."""
+    """Sends JSON the way the API does (dates as ISO 8601), and notes the last `seq` sent:
+    when the channel layer says messages may have been lost (`layer.reset`, its Redis
+    connection came back), the consumer catches up from there, as a reconnecting
+    client would."""
+
+    sent_seq: int | None = None
 
     @classmethod
     async def encode_json(cls, content: Any) -> str:
         return json.dumps(content, cls=DjangoJSONEncoder)
+
+    async def send_json(self, content: Any, close: bool = False) -> None:
+        if isinstance(content.get("seq"), int):
+            self.sent_seq = content["seq"]
+        await super().send_json(content, close)
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        """An event is forwarded without the database, so without channels' per-message
+        `close_old_connections` hop through the one database thread: with 200 reviewers
+        connected, that hop per socket was most of daphne's time per event
+        (BENCHMARKS.md, "One push to many")."""
+        if message["type"] == "session.event":
+            await self.session_event(message)
+        else:
+            await super().dispatch(message)
+
+    async def session_event(self, message: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    async def layer_reset(self, message: dict[str, Any]) -> None:
+        await self._catch_up(self.sent_seq)
+
+    async def _catch_up(self, last_seq: int | None) -> None:
+        raise NotImplementedError
 
 
 class SessionConsumer(JsonConsumer):

@@ -30,8 +30,9 @@ def event_append(*, session_id: int, type: str, data: dict[str, Any]) -> Event:
 
 def events_append(*, session_id: int, items: Sequence[tuple[str, dict[str, Any]]]) -> list[Event]:
     """Append events with consecutive seqs in the caller's transaction; publish them
-    together, in order, once that commits."""
-    with transaction.atomic():
+    together, in order, once that commits. Inside the caller's transaction no savepoint
+    is taken: a failure here fails the caller's transaction anyway."""
+    with transaction.atomic(savepoint=False):
         last = _take_seqs(session_id, len(items))
         first = last - len(items) + 1
         created = Event.objects.bulk_create(
@@ -77,7 +78,7 @@ def tool_call_payload(call: ToolCall) -> dict[str, Any]:
         "tool_call": call.pk,
         "tool": call.tool,
         "status": call.status,
-        "decision": call.decision,
+        "decision": call.verdict,
         "reason": call.reason,
         "rule": call.rule,
     }

@@ -59,28 +59,31 @@ class Listener:
         read: Callable[[int], Awaitable[dict[str, Any]]],
         *,
         joined_before_the_call: bool = False,
+        until: frozenset[str] = ToolCall.FINAL_STATUSES,
     ) -> dict[str, Any]:
         """`read(call_id)` once the call is final, or when `wait` seconds have passed.
 
         Joined before the call was stored, every event of the call comes here: the first
-        read can wait for the final event. Otherwise the first read is at once.
+        read can wait for the final event. Otherwise the first read is at once. `until`:
+        the statuses that end the wait (a gateway's hook also ends it on `approved`).
         """
         deadline = time.monotonic() + wait
         if joined_before_the_call and self.layer is not None:
-            await self.until_final(call_id, min(wait, CHECK_EVERY_SECONDS))
+            await self.until_final(call_id, min(wait, CHECK_EVERY_SECONDS), until)
         while True:
             answer = await read(call_id)
             remaining = deadline - time.monotonic()
-            if answer["status"] in ToolCall.FINAL_STATUSES or remaining <= 0:
+            if answer["status"] in until or remaining <= 0:
                 return answer
-            await self.until_final(call_id, min(remaining, CHECK_EVERY_SECONDS))
+            await self.until_final(call_id, min(remaining, CHECK_EVERY_SECONDS), until)
 
-    async def until_final(self, call_id: int, timeout: float) -> None:
+    async def until_final(
+        self, call_id: int, timeout: float, until: frozenset[str] = ToolCall.FINAL_STATUSES
+    ) -> None:
         """Return when an event says the call is final, or after `timeout` seconds."""
 
         def final(event: dict[str, Any]) -> bool:
-            status = event.get("status")
-            return event.get("tool_call") == call_id and status in ToolCall.FINAL_STATUSES
+            return event.get("tool_call") == call_id and event.get("status") in until
 
         await self.until(final, timeout)
 
@@ -101,7 +104,10 @@ class Listener:
                 logger.debug("?wait: channel layer failed (%r)", received.exception())
                 self.layer = None  # from now on the clock alone
                 continue
-            if matches(received.result().get("event") or {}):
+            message = received.result()
+            if message.get("type") == "layer.reset":  # events may be lost: read again
+                return
+            if matches(message.get("event") or {}):
                 return
 
     def close(self) -> None:

@@ -7,13 +7,19 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import Q, QuerySet, prefetch_related_objects
 from django.utils import timezone
 
-from tools_app.core.policy import PolicyInvalid, PolicySpec, policy_from_dict
 from tools_app.core.policy.context import CallContext
+from tools_app.core.policy.loader import PolicyInvalid, policy_from_dict
 from tools_app.core.policy.rules import rule_matches
-from tools_app.core.policy.types import POLICY_SETTINGS, CallFacts, SessionCounters, field_values
+from tools_app.core.policy.types import (
+    POLICY_SETTINGS,
+    CallFacts,
+    PolicySpec,
+    SessionCounters,
+    field_values,
+)
 from tools_app.core.skills.definitions import SkillData, ToolData, skill_to_dict
 from tools_app.core.skills.matching import activations
 from tools_app.core.tools import git_runner
@@ -52,6 +58,7 @@ def rule_as_dict(rule: PolicyRule) -> dict[str, Any]:
 
 def policy_spec(policy: Policy) -> PolicySpec:
     """The engine's view of a stored policy; raises PolicyInvalid if it cannot load."""
+    prefetch_related_objects([policy], "rules")  # read once, for the dict and the ids
     data = policy_as_dict(policy)
     data.pop("description")
     spec = policy_from_dict(data)
@@ -86,6 +93,8 @@ def session_as_dict(session: AgentSession) -> dict[str, Any]:
         "policy": session.policy.name,
         "model": session.model,
         "kind": session.kind,
+        "cwd": session.cwd,
+        "external_id": session.external_id,
         "parent": session.parent_id,
         "children": [child.pk for child in session.children.all()],
         "tokens": {
@@ -121,7 +130,7 @@ def tool_call_as_dict(call: ToolCall) -> dict[str, Any]:
         "tool": call.tool,
         "args": call.args,
         "status": ToolCall.Status.EXPIRED if tool_call_overdue(call) else call.status,
-        "decision": call.decision,
+        "decision": call.verdict,
         "reason": call.reason,
         "rule": call.rule,
         "result": call.result,
@@ -133,6 +142,9 @@ def tool_call_as_dict(call: ToolCall) -> dict[str, Any]:
         "decided_at": call.decided_at,
         "expires_at": call.expires_at,
         "finished_at": call.finished_at,
+        "native_tool": call.native_tool,
+        "native_input": call.native_input,
+        "tool_use_id": call.tool_use_id,
     }
 
 

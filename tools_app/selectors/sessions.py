@@ -83,12 +83,9 @@ def session_timeline(session: AgentSession) -> list[TimelineItem]:
         for message in messages
     ]  # fmt: skip
     items += [
-        TimelineItem(
-            "call", call.created_at, call.pk, call=call, decision=_human(call),
-            extra={"fold": _long(call.result)},
-        )
+        TimelineItem("call", call.created_at, call.pk, call=call, decision=_human(call))
         for call in calls
-    ]  # fmt: skip
+    ]
     return sorted(items, key=lambda item: (item.at, item.kind == "call", item.order))
 
 
@@ -105,7 +102,8 @@ def _message_parts(message: AgentMessage) -> dict[str, Any]:
     return {"text": text if isinstance(text, str) else "", "uses": uses, "results": results}
 
 
-def _long(text: str) -> bool:
+def long_text(text: str) -> bool:
+    """A result this long starts folded wherever a call is shown."""
     return len(text) > FOLD_CHARS or text.count("\n") > FOLD_LINES
 
 

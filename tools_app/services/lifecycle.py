@@ -59,6 +59,8 @@ TOOL_CALL_MOVES: dict[str, Move] = {
     "judge_end": _move({Status.PENDING}, {Status.DENIED, Status.FAILED}, after=WAKE),
     # allowed by the policy: claimed to run here and now, announced as approved first
     "judge_run": _move({Status.PENDING}, {Status.RUNNING}, passes_through=(Status.APPROVED,)),
+    # a gateway call the policy allowed: the agent runs it once the hook has answered
+    "gateway_allow": _move({Status.PENDING}, {Status.APPROVED}),
     "decide_approve": _move({Status.AWAITING_APPROVAL}, {Status.APPROVED}, after=REFRESH),
     "decide_deny": _move(
         {Status.AWAITING_APPROVAL}, {Status.DENIED}, after=REFRESH, drops_held_effect=True
@@ -78,7 +80,7 @@ SESSION_MOVES: dict[str, Move] = {
     "start": _move({SessionStatus.QUEUED}, {SessionStatus.RUNNING}),
     "wait": _move({SessionStatus.RUNNING}, {SessionStatus.WAITING}),
     "resume": _move({SessionStatus.WAITING}, {SessionStatus.RUNNING}),
-    "finish": _move(LIVE, {SessionStatus.DONE, SessionStatus.FAILED, SessionStatus.CANCELLED}),
+    "finish": _move(LIVE, AgentSession.FINISHED_STATUSES),
     "close_cli": _move(LIVE, {SessionStatus.DONE}),
 }
 
@@ -108,7 +110,7 @@ def tool_call_move(
     `call` is updated in place."""
     spec, target = _target(TOOL_CALL_MOVES, move, to)
     sources = spec.sources if source is None else spec.sources & {source}
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # inside a caller's transaction: part of it
         claimed = ToolCall.objects.filter(where or Q(), pk=call.pk, status__in=sources).update(
             status=target, **fields
         )
@@ -117,6 +119,8 @@ def tool_call_move(
         previous = call.status
         for name, value in {**fields, "status": target}.items():
             setattr(call, name, value)
+        if previous == Status.PENDING and target != Status.AWAITING_APPROVAL:
+            call.__dict__[_APPROVED_BY_PERSON] = False  # judged now, run or ended: by nobody
         if then is not None:
             then(call)
         events.tool_call_events(call, [*spec.passes_through, target])
@@ -135,10 +139,23 @@ def _after(call: ToolCall, after: str) -> None:
         session_wake_agent(session_id=call.session_id)
 
 
+_APPROVED_BY_PERSON = "_approved_by_person"
+
+
 def approved_by_person(call: ToolCall) -> bool:
     """A person approved this call: their `Decision` row says so, not the policy's verdict
-    (a call the policy sent to a person is not approved until one decides)."""
-    return Decision.objects.filter(tool_call_id=call.pk, decision=Decision.Verdict.APPROVE).exists()
+    (a call the policy sent to a person is not approved until one decides).
+
+    Once the call runs (or ended) no decision can come any more: the answer is kept on
+    the instance, so that running and finishing it (the sandbox, the redaction, the
+    session's refresh) ask the database once, not three times."""
+    known: bool | None = call.__dict__.get(_APPROVED_BY_PERSON)
+    if known is not None:
+        return known
+    found = Decision.objects.filter(tool_call_id=call.pk, decision=Decision.Choice.APPROVE).exists()
+    if call.status == Status.RUNNING or call.status in ToolCall.FINAL_STATUSES:
+        call.__dict__[_APPROVED_BY_PERSON] = found
+    return found
 
 
 def effect_store() -> Path:

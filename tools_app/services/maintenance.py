@@ -63,7 +63,8 @@ def tool_call_requeue_orphans() -> int:
         queued_at__lte=now - RESEND_AFTER
     )
     pending = ToolCall.objects.filter(lost, status=Status.PENDING).exclude(session__worker_queue="")
-    approved = ToolCall.objects.filter(lost, status=Status.APPROVED)
+    # A gateway call never runs here: the agent runs it once its hook is answered.
+    approved = ToolCall.objects.filter(lost, status=Status.APPROVED, native_tool="")
     sent = 0
     try:
         for call in pending.select_related("session"):

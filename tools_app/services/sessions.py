@@ -35,7 +35,6 @@ logger = logging.getLogger(__name__)
 
 SessionStatus = AgentSession.Status
 LIVE_STATUSES = (SessionStatus.RUNNING, SessionStatus.WAITING)
-FINISHED_STATUSES = (SessionStatus.DONE, SessionStatus.FAILED, SessionStatus.CANCELLED)
 OPEN_CALL_STATUSES = (
     ToolCall.Status.PENDING,
     ToolCall.Status.AWAITING_APPROVAL,
@@ -186,7 +185,7 @@ def session_cancel(*, session: AgentSession) -> AgentSession:
     """
     note = "Cancelled with the session."
     with transaction.atomic():
-        for child in session.children.exclude(status__in=FINISHED_STATUSES):
+        for child in session.children.exclude(status__in=AgentSession.FINISHED_STATUSES):
             session_cancel(session=child)
         for call in ToolCall.objects.filter(session=session, status__in=OPEN_CALL_STATUSES):
             tool_call_move(

@@ -7,7 +7,7 @@ from typing import Any
 
 from django import forms
 
-from tools_app.core.policy import validate_policy_dict
+from tools_app.core.policy.loader import validate_policy_dict
 from tools_app.core.policy.types import POLICY_SETTINGS, PolicyField
 from tools_app.core.tools.registry import REGISTRY
 from tools_app.models import Policy, PolicyRule

@@ -12,15 +12,15 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
 from tools_app import access, services
-from tools_app.core.policy import PolicyInvalid
-from tools_app.core.tools.catalogue import facts_for
+from tools_app.core.policy.loader import PolicyInvalid
 from tools_app.models import ToolCall
 from tools_app.selectors import records
+from tools_app.selectors.inbox import MAX_PAGE_SIZE, PAGE_SIZE, inbox_page
 from tools_app.services.policies import remember_patterns, widening_needs_admin
 from tools_app.web import cards
 
@@ -32,34 +32,56 @@ ACTIONS = {
     "deny": ("deny", False, False),
 }
 PATTERN_PREFIX = "pattern."
+MAX_ID = 2**63 - 1
 
 
 @login_required
 @require_safe
 def approvals(request: HttpRequest) -> HttpResponse:
-    """The inbox: every call still awaiting a decision, for reviewers, newest first. A
+    """The inbox: the newest page of the calls still awaiting a decision, for reviewers;
+    older pages follow (`?before=ID`, or fetched by inbox.js as the reviewer scrolls). A
     read only: overdue calls are left out here and expired by the sweep."""
-    context = {
-        "cards": _cards(request),
-        "last_seq": records.events_last_id(),
-        "live": access.may_review(request.user, access.BROWSER),
-    }
+    try:
+        context = _page_context(request)
+    except ValueError as exc:
+        return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
+    context["live"] = access.may_review(request.user, access.BROWSER)
     return render(request, "tools_app/approvals.html", context)
 
 
 @login_required
 @require_safe
 def approval_cards(request: HttpRequest) -> HttpResponse:
-    """The list alone, for a client that missed more events than the socket replays."""
-    context = {"cards": _cards(request), "last_seq": records.events_last_id()}
+    """One page of the list alone (`?before=ID&limit=N`): the next page as the reviewer
+    scrolls, or the newest cards for a client that missed more than the socket replays."""
+    try:
+        context = _page_context(request)
+    except ValueError as exc:
+        return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
     return render(request, "tools_app/_cards.html", context)
 
 
-def _cards(request: HttpRequest) -> list[dict[str, Any]]:
+def _page_context(request: HttpRequest) -> dict[str, Any]:
+    """The page's cards, the `before` of the next page and the total; ValueError names a
+    bad `before` or `limit`."""
+    before = _whole_number(request, "before", 1, MAX_ID)
+    limit = _whole_number(request, "limit", 1, MAX_PAGE_SIZE) or PAGE_SIZE
+    context: dict[str, Any] = {"last_seq": records.events_last_id(), "before": before}
     if not access.may_review(request.user, access.BROWSER):
-        return []
-    calls = records.approvals_awaiting().select_related("session__creator").reverse()
-    return [_card_context(call, request.user) for call in calls]
+        return context | {"cards": [], "next": None, "total": 0}
+    page = inbox_page(before=before, limit=limit)
+    cards = [_card_context(call, request.user) for call in page.calls]
+    return context | {"cards": cards, "next": page.next, "total": page.total}
+
+
+def _whole_number(request: HttpRequest, name: str, low: int, high: int) -> int | None:
+    text = request.GET.get(name)
+    if text is None:
+        return None
+    digits = text.isascii() and text.isdigit() and len(text) <= len(str(high))
+    if not digits or not low <= int(text) <= high:
+        raise ValueError(f"{name} must be a whole number from {low} to {high}, not {text!r}")
+    return int(text)
 
 
 @login_required
@@ -160,9 +182,9 @@ def _typed(request: HttpRequest) -> dict[str, Any]:
 
 def _edited_args(request: HttpRequest, call: ToolCall) -> dict[str, object]:
     """The edited field of a write or edit, or the whole arguments as JSON."""
-    field = facts_for(call.tool).edit_field
+    field, edited = cards.edit_target(call)
     if field and "edit_value" in request.POST:
-        return {**call.args, field: request.POST["edit_value"]}
+        return {**edited, field: request.POST["edit_value"]}
     try:
         args = json.loads(request.POST.get("args", ""))
     except json.JSONDecodeError as exc:

@@ -11,20 +11,15 @@ from urllib.parse import urlsplit
 from tools_app import access
 from tools_app.core import rendering
 from tools_app.core.skills.executors import unfilled_placeholders
-from tools_app.core.tools.catalogue import facts_for, is_skill_tool
-from tools_app.models import Decision, ToolCall
+from tools_app.core.tools.catalogue import facts_for
+from tools_app.models import Decision, PullRequest, ToolCall
+from tools_app.selectors.sessions import long_text
 from tools_app.services.policies import remember_patterns
 
 # An escaped pair (`\\` and any character), or an invisible character on its own.
 _HIDDEN_CLASS = "[\x00-\x1f\x7f-\x9f\u00ad\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]"
 _HIDDEN_PAIR = re.compile(_HIDDEN_CLASS)
 _ESCAPED_OR_HIDDEN = re.compile(rf"\\(.)|({_HIDDEN_CLASS})", re.DOTALL)
-KINDS = {
-    "run_command": "command",
-    "create_pull_request": "pull",
-    "web_fetch": "fetch",
-    "spawn_subagent": "subagent",
-}
 FINAL_WORDS = {
     ToolCall.Status.EXPIRED: "expired",
     ToolCall.Status.CANCELLED: "cancelled",
@@ -33,37 +28,66 @@ FINAL_WORDS = {
 
 
 def preview_kind(call: ToolCall) -> str:
-    """Which preview partial shows the call: diff, command, pull, fetch, subagent, skill,
-    json."""
-    if call.tool in KINDS:
-        return KINDS[call.tool]
-    if is_skill_tool(call.tool):
-        return "skill"
-    if facts_for(call.tool).shows_diff or (call.preview or {}).get("diff"):
+    """Which preview partial shows the call: its tool's card kind (command, pull, fetch,
+    subagent, skill), else diff or json."""
+    facts = facts_for(call.tool)
+    if facts.card:
+        return facts.card
+    if facts.shows_diff or (call.preview or {}).get("diff"):
         return "diff"
     return "json"
 
 
+def call_view(call: ToolCall) -> dict[str, Any]:
+    """What `{% tool_call %}` shows of a call on every page (the inbox card, the session
+    timeline, the pull request page): which preview, and the facts the previews show."""
+    kind = preview_kind(call)
+    return {
+        "kind": kind,
+        "preview": call.preview or {},
+        "network": network_text(call) if kind in {"command", "skill"} else "",
+        "args_hidden": rendering.hidden_count(json.dumps(call.args, ensure_ascii=False)),
+        "host": _host(call) if facts_for(call.tool).shows_host else None,
+        "unfilled": _unfilled(call.preview or {}),
+        "fold_result": long_text(call.result or ""),
+    }
+
+
+def pull_request_call(pull: PullRequest) -> ToolCall:
+    """A recorded pull request as the `create_pull_request` call that proposes it (not
+    saved): its page shows it through `{% tool_call %}`, as the card that approved it."""
+    fields = {"title": pull.title, "body": pull.body, "base": pull.base, "head": pull.head}
+    preview = {**fields, "draft": pull.draft, "commits": pull.commits, "diff": pull.diff}
+    return ToolCall(tool="create_pull_request", args=fields, preview=preview)
+
+
+# A gateway call is edited in the agent's own shape: the field of its native input that
+# a reviewer edits in a text area (other tools: the whole native input as JSON).
+NATIVE_EDIT_FIELDS = {"Write": "content", "Edit": "new_string", "Bash": "command"}
+
+
+def edit_target(call: ToolCall) -> tuple[str | None, dict[str, Any]]:
+    """The field "Edit & approve" edits and the arguments it edits: a gateway call's
+    native input (what will run on the agent's machine), else agentweb's arguments."""
+    if call.native_tool:
+        return NATIVE_EDIT_FIELDS.get(call.native_tool), dict(call.native_input or {})
+    return facts_for(call.tool).edit_field, dict(call.args)
+
+
 def card_context(call: ToolCall, user: Any, **extra: Any) -> dict[str, Any]:
     """Everything `_card.html` needs; `extra` carries an error and the reviewer's text."""
-    facts = facts_for(call.tool)
-    field = facts.edit_field
+    field, edited = edit_target(call)
     awaiting = call.status == ToolCall.Status.AWAITING_APPROVAL
     context = {
+        **call_view(call),
         "call": call,
-        "kind": preview_kind(call),
-        "preview": call.preview or {},
         "awaiting": awaiting,
         "decided": None if awaiting else decided_text(call),
         "may_approve": access.may_decide(user, access.BROWSER, call, approve=True),
         "edit_field": field,
-        "edit_value": _edit_value(call, field),
-        "args_json": json.dumps(call.args, indent=2, ensure_ascii=False),
+        "edit_value": _edit_value(edited, field),
+        "args_json": json.dumps(edited, indent=2, ensure_ascii=False),
         "remember": [(k, form_safe(v)) for k, v in sorted(remember_patterns(call.args).items())],
-        "network": network_text(call),
-        "args_hidden": rendering.hidden_count(json.dumps(call.args, ensure_ascii=False)),
-        "host": _host(call) if facts.shows_host else None,
-        "unfilled": _unfilled(call.preview or {}),
     }
     context.update(extra)
     return context
@@ -82,7 +106,7 @@ def network_text(call: ToolCall) -> str:
         human: Decision | None = call.human
     except Decision.DoesNotExist:
         human = None
-    if human is not None and human.decision == Decision.Verdict.APPROVE:
+    if human is not None and human.decision == Decision.Choice.APPROVE:
         return "on: a person approved this command"
     return "off"
 
@@ -115,8 +139,8 @@ def _unfilled(preview: dict[str, Any]) -> list[str]:
     return unfilled_placeholders(str(executor.get("template", "")), schema)
 
 
-def _edit_value(call: ToolCall, field: str | None) -> str:
-    value = call.args.get(field) if field else None
+def _edit_value(args: dict[str, Any], field: str | None) -> str:
+    value = args.get(field) if field else None
     return value if isinstance(value, str) else ""
 
 
@@ -141,7 +165,7 @@ def decided_text(call: ToolCall) -> str:
         word = FINAL_WORDS.get(ToolCall.Status(call.status), call.status)
         return f"No longer waiting: {word}."
     who = human.user.get_username() if human.user else "a deleted user"
-    how = "approved" if human.decision == Decision.Verdict.APPROVE else "denied"
+    how = "approved" if human.decision == Decision.Choice.APPROVE else "denied"
     if human.edited_args is not None and how == "approved":
         how = "approved with edited arguments"
     if human.remember and how == "approved":

@@ -11,9 +11,15 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.utils.decorators import sync_and_async_middleware
 
+# A hook answers every request with a decision, a body too big included (a 413 would let
+# the agent's tool run): it reads the body with the same limit itself.
+ANSWERS_ITSELF = "/api/hooks/"
+
 
 def _too_big(request: HttpRequest) -> HttpResponse | None:
     limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    if request.path.startswith(ANSWERS_ITSELF):
+        return None
     declared = request.META.get("CONTENT_LENGTH") or "0"
     if limit is None or not declared.isdigit() or int(declared) <= limit:
         return None

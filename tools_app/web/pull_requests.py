@@ -1,6 +1,6 @@
 """Server-rendered pages: look up, check access, call one service, answer.
 
-The approvals inbox lives in views_approvals.py."""
+The approvals inbox lives in approvals.py."""
 
 from __future__ import annotations
 
@@ -10,10 +10,12 @@ from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
 from tools_app import access
+from tools_app.web import cards
 
 
 @login_required
 @require_safe
 def pull_request(request: HttpRequest, pull_id: int) -> HttpResponse:
     pull = access.pull_request_for(request.user, pull_id)
-    return render(request, "tools_app/pull_request.html", {"pull": pull})
+    context = {"pull": pull, "call": cards.pull_request_call(pull)}
+    return render(request, "tools_app/pull_request.html", context)

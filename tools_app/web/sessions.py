@@ -19,7 +19,6 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 from tools_app import access, services
 from tools_app.models import AgentSession
 from tools_app.selectors import records, sessions
-from tools_app.services.sessions import FINISHED_STATUSES
 from tools_app.web.session_forms import SessionForm, configured_roles
 
 STATUSES = AgentSession.Status
@@ -89,9 +88,9 @@ def session_timeline(request: HttpRequest, session_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def session_cancel(request: HttpRequest, session_id: int) -> HttpResponse:
+def session_cancel_form(request: HttpRequest, session_id: int) -> HttpResponse:
     session = access.session_to_act_on(request.user, session_id)
-    if session.status in FINISHED_STATUSES:
+    if session.status in AgentSession.FINISHED_STATUSES:
         messages.error(request, f"Session {session.pk} is already {session.status}.")
     else:
         services.session_cancel(session=session)
@@ -106,7 +105,7 @@ def _live_context(request: HttpRequest, session: AgentSession) -> dict[str, Any]
         "children": sessions.session_children(session),
         "may_cancel": (
             access.may_act_on_session(request.user, session)
-            and session.status not in FINISHED_STATUSES
+            and session.status not in AgentSession.FINISHED_STATUSES
         ),
         "timeline_url": reverse("session_timeline", args=[session.pk]),
     }

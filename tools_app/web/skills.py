@@ -98,7 +98,7 @@ def skill_enabled(request: HttpRequest, name: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def skill_delete(request: HttpRequest, name: str) -> HttpResponse:
+def skill_delete_form(request: HttpRequest, name: str) -> HttpResponse:
     skill = _skill(name)
     access.check_edit_skills(request.user, access.BROWSER)
     skill_services.skill_delete(name=skill.name)
@@ -118,7 +118,7 @@ def skill_export(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_http_methods(GET_OR_POST)
-def skill_import(request: HttpRequest) -> HttpResponse:
+def skill_import_page(request: HttpRequest) -> HttpResponse:
     access.check_edit_skills(request.user, access.BROWSER)
     posted = request.method == "POST"
     form = SkillImportForm(request.POST if posted else None, request.FILES if posted else None)

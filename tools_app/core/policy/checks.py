@@ -1,6 +1,6 @@
 """The built-in checks, one small class each, like Django's password validators.
 
-Each has a `name` (the decision's `rule`) and `evaluate(context) -> Decision | None`;
+Each has a `name` (the verdict's `rule`) and `evaluate(context) -> Verdict | None`;
 None means "not my concern". engine.py applies them in the documented order.
 """
 
@@ -19,26 +19,26 @@ from tools_app.core.policy.risky_commands import (
     policy_approval_reason,
 )
 from tools_app.core.policy.targets import secret_targets, write_targets
-from tools_app.core.policy.types import Decision, Verdict
+from tools_app.core.policy.types import Verdict, VerdictKind
 from tools_app.core.tools.catalogue import FILE_WRITE_TOOLS, is_skill_tool
 from tools_app.core.tools.errors import ToolError
 from tools_app.core.tools.netguard import check_target, host_allowed, parse_target
 from tools_app.core.tools.paths import in_git_dir, protected_match
-from tools_app.core.tools.shell import DEFAULT_TIMEOUT as DEFAULT_COMMAND_TIMEOUT
+from tools_app.core.tools.processes import DEFAULT_TIMEOUT
 
 
 class Check:
     """A built-in check; subclasses set `name`, `verdict` and implement `reason`."""
 
     name: ClassVar[str] = ""
-    verdict: ClassVar[Verdict] = "deny"
+    verdict: ClassVar[VerdictKind] = "deny"
 
     def reason(self, context: CallContext) -> str | None:
         raise NotImplementedError
 
-    def evaluate(self, context: CallContext) -> Decision | None:
+    def evaluate(self, context: CallContext) -> Verdict | None:
         reason = self.reason(context)
-        return Decision(self.verdict, reason, self.name) if reason else None
+        return Verdict(self.verdict, reason, self.name) if reason else None
 
 
 # --- 1. invariants ---------------------------------------------------------------------
@@ -296,7 +296,7 @@ class LongCommand(ApprovalCheck):
     def reason(self, context: CallContext) -> str | None:
         if context.tool != "run_command":
             return None
-        timeout = context.args.get("timeout", DEFAULT_COMMAND_TIMEOUT)
+        timeout = context.args.get("timeout", DEFAULT_TIMEOUT)
         limit = context.policy.command_timeout_limit
         if isinstance(timeout, int | float) and timeout > limit:
             return (

@@ -4,7 +4,7 @@
 3. built-in denies → deny       4. first explicit allow / require_approval rule
 5. built-in approvals           6. otherwise allow (read-only tools: "only reads")
 
-The first decisive step wins, and its Decision names the rule and a reason a person can
+The first decisive step wins, and its verdict names the rule and a reason a person can
 read. Anything unexpected inside fails closed: a deny with rule "engine-error". Under
 `require_distinct_reviewer`, step 4 passes over a remembered rule in a session its own
 author created (`rules.self_approval`): the four-eyes rule outranks it. And a rule a
@@ -23,7 +23,7 @@ from dataclasses import replace
 from tools_app.core.policy.checks import BUILTIN_APPROVALS, BUILTIN_DENIES, INVARIANTS, Check
 from tools_app.core.policy.context import CallContext, is_read_only
 from tools_app.core.policy.rules import first_matching_rule
-from tools_app.core.policy.types import CallFacts, Decision, PolicySpec, Rule, SessionCounters
+from tools_app.core.policy.types import CallFacts, PolicySpec, Rule, SessionCounters, Verdict
 
 logger = logging.getLogger(__name__)
 
@@ -37,13 +37,13 @@ WIDENABLE_APPROVALS = frozenset(
 RISKY_APPROVALS = tuple(c for c in BUILTIN_APPROVALS if c.name not in WIDENABLE_APPROVALS)
 
 
-def evaluate(policy: PolicySpec, call: CallFacts, counters: SessionCounters) -> Decision:
+def evaluate(policy: PolicySpec, call: CallFacts, counters: SessionCounters) -> Verdict:
     """Decide one tool call (never raises)."""
     try:
         return _evaluate(CallContext(policy, call, counters))
     except Exception as exc:
         logger.exception("policy engine failed on %s", getattr(call, "tool", "?"))
-        return Decision(
+        return Verdict(
             "deny",
             f"the policy engine could not judge this call ({type(exc).__name__}: {exc}); "
             "it is denied to be safe",
@@ -51,39 +51,39 @@ def evaluate(policy: PolicySpec, call: CallFacts, counters: SessionCounters) -> 
         )
 
 
-def _evaluate(context: CallContext) -> Decision:
+def _evaluate(context: CallContext) -> Verdict:
     rules = context.policy.rules
     return (
         _first(INVARIANTS, context)
-        or _rule_decision(first_matching_rule(rules, context, deny=True))
+        or _rule_verdict(first_matching_rule(rules, context, deny=True))
         or _first(BUILTIN_DENIES, context)
-        or _allow_rule_decision(context)
+        or _allow_rule_verdict(context)
         or _first(BUILTIN_APPROVALS, context)
         or _fallthrough(context)
     )
 
 
-def _first(checks: Iterable[Check], context: CallContext) -> Decision | None:
+def _first(checks: Iterable[Check], context: CallContext) -> Verdict | None:
     for check in checks:
-        decision = check.evaluate(context)
-        if decision is not None:
-            return decision
+        verdict = check.evaluate(context)
+        if verdict is not None:
+            return verdict
     return None
 
 
-def _allow_rule_decision(context: CallContext) -> Decision | None:
+def _allow_rule_verdict(context: CallContext) -> Verdict | None:
     """Step 4. A reviewer-bounded rule is passed over when a risky built-in approval
     applies: the next rule (not bounded) in order decides, else that approval does."""
     rules = context.policy.rules
     rule = first_matching_rule(rules, context, deny=False)
     if rule is None or not _bounded(rule):
-        return _rule_decision(rule)
+        return _rule_verdict(rule)
     risky = _first(RISKY_APPROVALS, context)
     if risky is None:
-        return _rule_decision(rule)
+        return _rule_verdict(rule)
     unbounded = tuple(other for other in rules if not _bounded(other))
     later = first_matching_rule(unbounded, context, deny=False)
-    return _rule_decision(later) or _passed_over(risky, rule)
+    return _rule_verdict(later) or _passed_over(risky, rule)
 
 
 def _bounded(rule: Rule) -> bool:
@@ -91,7 +91,7 @@ def _bounded(rule: Rule) -> bool:
     return rule.reviewer_bounded and rule.decision == "allow"
 
 
-def _passed_over(approval: Decision, rule: Rule) -> Decision:
+def _passed_over(approval: Verdict, rule: Rule) -> Verdict:
     name = f"rule {rule.id} ({rule.reason})" if rule.reason else f"rule {rule.id}"
     why = (
         f"{name} does not allow this call: a reviewer who is not a policy admin widened "
@@ -100,10 +100,10 @@ def _passed_over(approval: Decision, rule: Rule) -> Decision:
     return replace(approval, reason=f"{approval.reason}; {why}")
 
 
-def _rule_decision(rule: Rule | None) -> Decision | None:
+def _rule_verdict(rule: Rule | None) -> Verdict | None:
     if rule is None:
         return None
-    return Decision(rule.decision, rule.reason or _generated_reason(rule), f"rule {rule.id}")
+    return Verdict(rule.decision, rule.reason or _generated_reason(rule), f"rule {rule.id}")
 
 
 _VERBS = {"deny": "denies", "allow": "allows", "require_approval": "asks a person to approve"}
@@ -114,7 +114,7 @@ def _generated_reason(rule: Rule) -> str:
     return f"rule {rule.id} {_VERBS[rule.decision]} {rule.tool} with {args}"
 
 
-def _fallthrough(context: CallContext) -> Decision:
+def _fallthrough(context: CallContext) -> Verdict:
     if is_read_only(context.tool, context.args):
-        return Decision("allow", f"{context.tool} only reads", "builtin:read-only")
-    return Decision("allow", "nothing in the policy objects to this call", "builtin:default-allow")
+        return Verdict("allow", f"{context.tool} only reads", "builtin:read-only")
+    return Verdict("allow", "nothing in the policy objects to this call", "builtin:default-allow")

@@ -7,20 +7,23 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
-Verdict = Literal["allow", "deny", "require_approval"]
-VERDICTS: tuple[Verdict, ...] = ("allow", "deny", "require_approval")
+# What the policy can answer about a call.
+VerdictKind = Literal["allow", "deny", "require_approval"]
+VERDICTS: tuple[VerdictKind, ...] = ("allow", "deny", "require_approval")
 
 
 @dataclass(frozen=True)
-class Decision:
-    """What the engine decided, why (for a person) and which rule decided."""
+class Verdict:
+    """The policy's answer about one call: its `kind`, why (for a person) and which rule
+    gave it. A person's answer is a decision (`models.Decision`), never a verdict."""
 
-    decision: Verdict
+    kind: VerdictKind
     reason: str
     rule: str
 
     def as_dict(self) -> dict[str, str]:
-        return {"decision": self.decision, "reason": self.reason, "rule": self.rule}
+        # "decision": the key the API and the commands have always answered with.
+        return {"decision": self.kind, "reason": self.reason, "rule": self.rule}
 
 
 @dataclass(frozen=True)
@@ -40,7 +43,7 @@ class Rule:
     id: str
     tool: str
     args: Mapping[str, str]
-    decision: Verdict
+    decision: VerdictKind
     reason: str = ""
     remembered_by: str = ""
     reviewer_bounded: bool = False

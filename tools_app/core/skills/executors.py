@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from tools_app.core.tools import shell
+from tools_app.core.tools import processes, shell
 from tools_app.core.tools.base import ToolContext
 from tools_app.core.tools.catalogue import qualified_skill_tool
 from tools_app.core.tools.errors import ToolError
@@ -99,7 +99,7 @@ def _command_problem(executor: Mapping[str, Any]) -> str | None:
     command = executor.get("command")
     if not isinstance(command, str) or not command.strip():
         return "`command` must be a non-empty string"
-    timeout = executor.get("timeout", shell.DEFAULT_TIMEOUT)
+    timeout = executor.get("timeout", processes.DEFAULT_TIMEOUT)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float):
         return "`timeout` must be a number of seconds"
     if not 0 < timeout <= MAX_TIMEOUT:
@@ -211,7 +211,7 @@ def preview(call: SkillCall, args: Mapping[str, Any]) -> dict[str, Any]:
             "command": executor["command"],
             "stdin": arguments_json(args),
             "env": argument_env(args),
-            "timeout": executor.get("timeout", shell.DEFAULT_TIMEOUT),
+            "timeout": executor.get("timeout", processes.DEFAULT_TIMEOUT),
         }
     elif call.kind == "http":
         shown |= {
@@ -228,12 +228,13 @@ def preview(call: SkillCall, args: Mapping[str, Any]) -> dict[str, Any]:
 # --- running -----------------------------------------------------------------------------------
 
 
-def run(call: SkillCall, args: Mapping[str, Any], ctx: ToolContext, secrets: Secrets) -> str:
-    """Run the captured definition; a ToolError is a result the agent reads."""
+def run(call: SkillCall, args: Mapping[str, Any], ctx: ToolContext) -> str:
+    """Run the captured definition; a ToolError is a result the agent reads. An http
+    tool's header secrets come from `ctx.secrets`."""
     if call.kind == "command":
         return _run_command(call, args, ctx)
     if call.kind == "http":
-        return _run_http(call, args, ctx, secrets)
+        return _run_http(call, args, ctx, ctx.secrets or _no_secrets)
     if call.kind == "prompt":
         return render_prompt(str(call.executor["template"]), args, call.input_schema)
     raise ToolError(
@@ -242,8 +243,12 @@ def run(call: SkillCall, args: Mapping[str, Any], ctx: ToolContext, secrets: Sec
     )
 
 
+def _no_secrets(_: str) -> None:
+    return None
+
+
 def _run_command(call: SkillCall, args: Mapping[str, Any], ctx: ToolContext) -> str:
-    timeout = float(call.executor.get("timeout", shell.DEFAULT_TIMEOUT))
+    timeout = float(call.executor.get("timeout", processes.DEFAULT_TIMEOUT))
     return shell.run_argv(
         ctx,
         ["bash", "-c", str(call.executor["command"])],

@@ -1,6 +1,6 @@
 """spawn_subagent: its arguments and schema. The agent runtime runs it as a child session
-(`services/subagents.py`, reached from `tool_calls._run_claimed`); this function is only
-what the bare engine answers, with no runtime around it."""
+(`services/subagents.py`, handed in as `ToolContext.start_subagent`); the call goes on
+there, and the child's end records its result."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
 from tools_app.core.tools.base import MAX_COMMAND_CHARS, MAX_NAME_CHARS, ToolArgs, ToolContext
-from tools_app.core.tools.errors import ToolError
+from tools_app.core.tools.errors import RunsElsewhere, ToolError
 from tools_app.core.tools.files import drop_default
 
 
@@ -29,5 +29,11 @@ class SpawnSubagentArgs(ToolArgs):
 
 
 def spawn_subagent(ctx: ToolContext, args: SpawnSubagentArgs) -> str:
-    """The bare engine has no runtime to delegate to: say so instead of pretending."""
-    raise ToolError("spawn_subagent needs an agent runtime with a model; this session has none.")
+    """Start the child session; the bare engine has no runtime to delegate to, and says
+    so instead of pretending."""
+    if ctx.start_subagent is None:
+        raise ToolError(
+            "spawn_subagent needs an agent runtime with a model; this session has none."
+        )
+    ctx.start_subagent()
+    raise RunsElsewhere(args.title)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
 from tools_app.core.tools import jsonsafe
+from tools_app.core.tools.arguments import validate_model
 from tools_app.core.tools.catalogue import ToolFacts
 
 __all__ = [
@@ -104,6 +105,12 @@ class ToolContext:
     # What the policy says about a command, for run_command's preview: passed in by the
     # engine (`policy.preview.command_review`), so that the tools import no policy.
     review_command: ReviewCommand | None = None
+    # Where effects held for a person are kept (apply_command_effect reads them there).
+    effect_store: Path | None = None
+    # Starts spawn_subagent's child session (the agent runtime's); None: no runtime.
+    start_subagent: Callable[[], None] | None = None
+    # The value of a secret an http skill tool names, or None when it is not offered.
+    secrets: Callable[[str], str | None] | None = None
 
 
 # Each simple command of a command with why it is held (the preview's "parts"), and the
@@ -123,20 +130,50 @@ Preview = Callable[[ToolContext, Any, dict[str, Any]], tuple[dict[str, Any], int
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """A registered tool: what it is (`facts`), what the model reads, how to run it and
-    how to preview it (None: no preview)."""
+    """A tool as the engine prepares and runs it, whatever its kind (core, internal,
+    skill): what it is (`facts`: the policy's and the card's), what the model reads, its
+    arguments, how to preview it (None: no preview) and how to run it. The policy
+    judges a call by the spec's name.
+
+    The arguments are an args model (core and internal tools) or, for a tool described
+    by JSON Schema (a skill's), `check`: raw arguments in, the arguments as stored out,
+    a ToolError naming every bad one. `executor` is what the policy knows of how a skill
+    tool runs.
+    """
 
     facts: ToolFacts
     description: str
-    args_model: type[ToolArgs]
+    args_model: type[ToolArgs] | None
     run: Callable[[ToolContext, Any], str]
     preview: Preview | None = None
+    check: Callable[[object], dict[str, Any]] | None = None
+    input_schema: Mapping[str, Any] | None = None
+    executor: Mapping[str, Any] | None = None
 
     @property
     def name(self) -> str:
         return self.facts.name
 
     def json_schema(self) -> dict[str, Any]:
+        if self.args_model is None:
+            return dict(self.input_schema or {"type": "object"})
         schema = self.args_model.model_json_schema()
         schema.pop("title", None)
         return schema
+
+    def validate(self, raw: object) -> tuple[Any, dict[str, Any]]:
+        """What `run` and `preview` take, and the arguments as stored; a ToolError names
+        every bad argument and what it needs."""
+        if self.args_model is None:
+            if self.check is None:
+                raise TypeError(f"{self.name}: a spec without an args model needs `check`")
+            args = self.check(raw)
+            return args, args
+        validated = validate_model(self.name, self.args_model, raw)
+        return validated, validated.model_dump(exclude_none=True)
+
+    def parsed(self, args: Mapping[str, Any]) -> Any:
+        """What `run` takes, from arguments validated (and stored) before."""
+        if self.args_model is None:
+            return dict(args)
+        return self.args_model.model_validate(dict(args))

@@ -21,6 +21,7 @@ __all__ = [
     "CATALOGUE",
     "EFFECT_TOOL",
     "FILE_WRITE_TOOLS",
+    "INTERNAL",
     "PATH_ARGS",
     "READ_ONLY_TOOLS",
     "CacheScope",
@@ -28,6 +29,10 @@ __all__ = [
     "Writes",
     "cached_with",
     "facts_for",
+    "is_skill_tool",
+    "qualified_skill_tool",
+    "skill_facts",
+    "split_skill_tool",
 ]
 
 # Where a cached result is kept and what makes it stale:
@@ -49,9 +54,16 @@ class ToolFacts:
     only reads" when nothing else objects. It is a bool, or a predicate on the call's
     arguments for a tool that only sometimes reads (`git_branch` listing).
     `rerunnable`: a run interrupted by a crash may be run again (same result twice).
-    What the approvals card shows: `edit_field`, the argument a reviewer edits in a text
-    area for "Edit & approve" (other tools: the whole arguments as JSON); `shows_diff`,
-    the preview is a diff; `shows_host`, the card names the host the call reaches.
+    `runs_command`: it runs a shell command, so without the copy-on-write sandbox no
+    rule may let it run without a person (run_command, a skill's command tool).
+    `counts_lines`: a successful run adds its `changed_lines` to the session's count.
+    `internal`: never offered to agents nor judged by the policy (the lifecycle creates
+    its calls, awaiting a person).
+    What the approvals card shows: `card`, the preview partial for its kind (command,
+    pull, fetch, subagent, skill; empty: a diff or the arguments as JSON);
+    `edit_field`, the argument a reviewer edits in a text area for "Edit & approve"
+    (other tools: the whole arguments as JSON); `shows_diff`, the preview is a diff;
+    `shows_host`, the card names the host the call reaches.
     """
 
     name: str
@@ -60,6 +72,10 @@ class ToolFacts:
     cache: CacheScope | None = None
     writes: Writes = "anything"
     rerunnable: bool = False
+    runs_command: bool = False
+    counts_lines: bool = False
+    internal: bool = False
+    card: str = ""
     edit_field: str | None = None
     shows_diff: bool = False
     shows_host: bool = False
@@ -88,13 +104,19 @@ CATALOGUE: Mapping[str, ToolFacts] = {
             path_args=_PATH,
             writes="path",
             rerunnable=True,
+            counts_lines=True,
             edit_field="content",
             shows_diff=True,
         ),
         ToolFacts(
-            "edit_file", path_args=_PATH, writes="path", edit_field="new_string", shows_diff=True
+            "edit_file",
+            path_args=_PATH,
+            writes="path",
+            counts_lines=True,
+            edit_field="new_string",
+            shows_diff=True,
         ),
-        ToolFacts("run_command"),
+        ToolFacts("run_command", runs_command=True, card="command"),
         _reader("search_codebase", "tree", _PATH),
         _reader("list_files", "tree", _PATH),
         # Not "only reads" for the policy (it ends the task), yet it changes nothing.
@@ -104,17 +126,20 @@ CATALOGUE: Mapping[str, ToolFacts] = {
         ToolFacts("git_commit", path_args=("files",), shows_diff=True),
         _reader("git_log", "history"),
         ToolFacts("git_branch", read_only=_lists_branches),
-        ToolFacts("create_pull_request"),
-        ToolFacts("spawn_subagent", writes="nothing"),
-        ToolFacts("web_fetch", writes="nothing", shows_host=True),
+        ToolFacts("create_pull_request", card="pull"),
+        ToolFacts("spawn_subagent", writes="nothing", card="subagent"),
+        ToolFacts("web_fetch", writes="nothing", card="fetch", shows_host=True),
     )
 }
 
 # The tool call that applies a held command effect (`services/effects.py`): the
 # lifecycle creates it, agents are never offered it, so it is not in `CATALOGUE` (the
-# registry's tools); it changes anything and must not run twice, like an unknown tool.
+# registry's agent tools); it changes anything and must not run twice, like an unknown
+# tool; the lines it applies count as a person's.
 EFFECT_TOOL = "apply_command_effect"
-_INTERNAL: Mapping[str, ToolFacts] = {EFFECT_TOOL: ToolFacts(EFFECT_TOOL, shows_diff=True)}
+INTERNAL: Mapping[str, ToolFacts] = {
+    EFFECT_TOOL: ToolFacts(EFFECT_TOOL, counts_lines=True, internal=True, shows_diff=True)
+}
 
 READ_ONLY_TOOLS = frozenset(name for name, f in CATALOGUE.items() if f.read_only is True)
 FILE_WRITE_TOOLS = frozenset(name for name, f in CATALOGUE.items() if f.writes == "path")
@@ -126,8 +151,16 @@ PATH_ARGS: Mapping[str, tuple[str, ...]] = {
 def facts_for(tool: str) -> ToolFacts:
     """A tool's facts, the internal effect tool's included; an unknown tool (a skill's)
     is assumed to change anything, never to only read, and never to be safe to run
-    twice."""
-    return CATALOGUE.get(tool) or _INTERNAL.get(tool) or ToolFacts(tool)
+    twice. A skill tool's card shows its executor (`skill_facts` knows more)."""
+    known = CATALOGUE.get(tool) or INTERNAL.get(tool)
+    if known is not None:
+        return known
+    return skill_facts(tool) if is_skill_tool(tool) else ToolFacts(tool)
+
+
+def skill_facts(name: str, *, runs_command: bool = False) -> ToolFacts:
+    """A skill tool's facts: an unknown tool's, shown on a skill card."""
+    return ToolFacts(name, runs_command=runs_command, card="skill")
 
 
 def cached_with(scope: CacheScope) -> list[str]:

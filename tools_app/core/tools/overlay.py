@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
-from tools_app.core.tools import sandbox, sandbox_user
+from tools_app.core.tools import processes, sandbox_user
 from tools_app.core.tools.base import SandboxOptions
 from tools_app.core.tools.effect import Effect
 from tools_app.core.tools.effect_reader import read_effect
@@ -56,8 +56,6 @@ __all__ = [
 ]
 
 READONLY_PATHS_ENV = "AGENTWEB_SANDBOX_READONLY_PATHS"
-# The CPU-time limit of a command line built without its own (a probe, a test's argv).
-DEFAULT_LIMIT_TIMEOUT = 120.0
 SANDBOX_UID = "65534"
 # The OS's program and library directories; symlinks (merged /usr) are recreated as such.
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
@@ -90,7 +88,7 @@ class CowRun:
     The effect's blobs live in the scratch dir: apply or hold them before `cleanup()`.
     """
 
-    def __init__(self, result: sandbox.CommandResult, effect: Effect, scratch: Path) -> None:
+    def __init__(self, result: processes.CommandResult, effect: Effect, scratch: Path) -> None:
         self.result = result
         self.effect = effect
         self.scratch = scratch
@@ -118,7 +116,7 @@ def run_copy_on_write(
     *,
     timeout: float,
     should_stop: Callable[[], bool] | None = None,
-    kill_grace: float = sandbox.KILL_GRACE_SECONDS,
+    kill_grace: float = processes.KILL_GRACE_SECONDS,
     stdin: bytes | None = None,
     extra_env: Mapping[str, str] | None = None,
 ) -> CowRun:
@@ -134,10 +132,10 @@ def run_copy_on_write(
         if sandbox_user.worker_is_root():
             lower_fd = _idmapped(root)
         bounds = sandbox_user.limits(timeout)
-        result = sandbox.run_process(
+        result = processes.run_process(
             build_cow_command(root, argv, options, scratch, lower_fd=lower_fd, bounds=bounds),
             cwd=str(scratch),
-            env={**sandbox.scrubbed_env(sandbox.SANDBOX_HOME), **(extra_env or {})},
+            env={**processes.scrubbed_env(processes.SANDBOX_HOME), **(extra_env or {})},
             timeout=timeout,
             sandboxed=True,
             should_stop=should_stop,
@@ -241,7 +239,8 @@ def build_cow_command(
     """
     root = os.path.realpath(workspace)
     unshare = shutil.which("unshare") or "/usr/bin/unshare"
-    bounds = bounds or sandbox_user.limits(DEFAULT_LIMIT_TIMEOUT)
+    # A command line built without its own limits (a probe, a test's argv): the default.
+    bounds = bounds or sandbox_user.limits(processes.DEFAULT_TIMEOUT)
     if lower_fd is None:
         cmd = [unshare, "--user", "--map-root-user", "--mount", "--pid", "--fork", "--kill-child"]
         cmd += ["sh", "-c", _MOUNT_SCRIPT, "agentweb-cow", str(scratch)]
@@ -263,7 +262,7 @@ def bwrap_args(
     multiplexer, bound from the host's nodes the sandbox uid does not own), the kernel
     knobs under /proc are read-only, and the private /tmp is a tmpfs of bounded size.
     """
-    bounds = bounds or sandbox_user.limits(DEFAULT_LIMIT_TIMEOUT)
+    bounds = bounds or sandbox_user.limits(processes.DEFAULT_TIMEOUT)
     cmd = [shutil.which("bwrap") or "/usr/bin/bwrap", "--unshare-user"]
     cmd += ["--uid", SANDBOX_UID, "--gid", SANDBOX_UID, "--cap-drop", "ALL", "--unshare-all"]
     if options.network or options.approved:
@@ -273,7 +272,7 @@ def bwrap_args(
     for knob in _PROC_READONLY:
         cmd += ["--ro-bind-try", knob, knob]
     cmd += ["--size", str(bounds.tmp_mb * 1024 * 1024), "--tmpfs", "/tmp"]
-    cmd += ["--dir", sandbox.SANDBOX_HOME]
+    cmd += ["--dir", processes.SANDBOX_HOME]
     for path in readonly_paths():
         cmd += ["--ro-bind-try", str(path), str(path)]
     cmd += _mask_args(root)

@@ -7,17 +7,13 @@ args model, its function and the preview a reviewer sees. This module loads ever
 
 from __future__ import annotations
 
-import reprlib
-from collections.abc import Mapping
 from typing import Any
 
-from pydantic import ValidationError
-
 from tools_app.core.shell.commands import analyse_command
-from tools_app.core.tools import files, git_runner, overlay, secret_files
+from tools_app.core.tools import files, git_runner, held_effect, overlay, secret_files
 from tools_app.core.tools.agents import SpawnSubagentArgs, spawn_subagent
 from tools_app.core.tools.base import ToolArgs, ToolContext, ToolSpec
-from tools_app.core.tools.catalogue import CATALOGUE
+from tools_app.core.tools.catalogue import CATALOGUE, EFFECT_TOOL, INTERNAL
 from tools_app.core.tools.completion import TaskDoneArgs, task_done
 from tools_app.core.tools.errors import ToolError
 from tools_app.core.tools.files import (
@@ -40,7 +36,6 @@ from tools_app.core.tools.git import (
     git_log,
     git_status,
 )
-from tools_app.core.tools.jsonsafe import printable, text_issue
 from tools_app.core.tools.pull_requests import (
     CreatePullRequestArgs,
     create_pull_request,
@@ -56,9 +51,11 @@ from tools_app.core.tools.shell import RunCommandArgs, run_command
 from tools_app.core.tools.web import WEB_FETCH_DESCRIPTION, WebFetchArgs, web_fetch
 
 __all__ = [
+    "INTERNAL_SPECS",
     "REGISTRY",
     "core_tool_schemas",
     "get_tool",
+    "internal_tool",
     "validate_args",
 ]
 
@@ -84,7 +81,9 @@ def _edit_preview(context: ToolContext, _: EditFileArgs, args: dict[str, Any]) -
     return _file_preview("edit_file", context, args)
 
 
-def _command_preview(context: ToolContext, _: RunCommandArgs, args: dict[str, Any]) -> _Result:
+def _command_preview(
+    context: ToolContext, validated: RunCommandArgs, args: dict[str, Any]
+) -> _Result:
     if context.review_command is None:
         raise ToolError("run_command's preview needs the policy's review of the command")
     analysis = analyse_command(str(args["command"]))
@@ -92,7 +91,7 @@ def _command_preview(context: ToolContext, _: RunCommandArgs, args: dict[str, An
     parts, named = context.review_command(analysis, context.workspace, patterns)
     preview = {
         "command": args["command"],
-        "timeout": args.get("timeout", 120),
+        "timeout": validated.timeout,
         "parts": parts,
         "opaque": list(analysis.opaque),
         "sandboxed": overlay.cow_available(),
@@ -229,42 +228,39 @@ _SPECS = (
     ),
 )
 
+# The agents' tools.
 REGISTRY: dict[str, ToolSpec] = {spec.name: spec for spec in _SPECS}
-if set(REGISTRY) != set(CATALOGUE):
+# The tools only the server calls (never offered to agents).
+INTERNAL_SPECS: dict[str, ToolSpec] = {
+    EFFECT_TOOL: ToolSpec(
+        INTERNAL[EFFECT_TOOL],
+        held_effect.DESCRIPTION,
+        held_effect.ApplyEffectArgs,
+        held_effect.apply_command_effect,
+    )
+}
+if set(REGISTRY) != set(CATALOGUE) or set(INTERNAL_SPECS) != set(INTERNAL):
     raise RuntimeError(f"registry and catalogue disagree: {set(REGISTRY) ^ set(CATALOGUE)}")
 
 
 def get_tool(name: str) -> ToolSpec:
+    """An agent's tool by name; any other name (an internal tool's too) is unknown."""
     spec = REGISTRY.get(name)
     if spec is None:
         raise ToolError(f"Unknown tool {name!r}. Available tools: {', '.join(REGISTRY)}")
     return spec
 
 
+def internal_tool(name: str) -> ToolSpec | None:
+    """A tool only the server calls (the held effect's), or None."""
+    return INTERNAL_SPECS.get(name)
+
+
 def validate_args(name: str, args: object) -> ToolArgs:
-    """The tool's args model, or a ToolError naming every bad argument and what it needs."""
-    spec = get_tool(name)
-    if not isinstance(args, Mapping):
-        raise ToolError(
-            f"Arguments for {name} must be a JSON object of named arguments "
-            f"({', '.join(spec.args_model.model_fields)}); got {type(args).__name__}."
-        )
-    _check_names(name, args)
-    try:
-        return spec.args_model.model_validate(dict(args))
-    except ValidationError as error:
-        raise ToolError(printable(_explain(name, spec, error))) from None
-
-
-def _check_names(name: str, args: Mapping[Any, Any]) -> None:
-    """Argument names are text without surrogates or NUL (the model cannot even report those)."""
-    for key in args:
-        if not isinstance(key, str):
-            raise ToolError(f"Invalid arguments for {name}: names must be strings; got {key!r}")
-        issue = text_issue(key)
-        if issue:
-            shown = printable(key)
-            raise ToolError(f"Invalid arguments for {name}: the argument name `{shown}` {issue}")
+    """A core tool's args model, or a ToolError naming every bad argument and what it
+    needs."""
+    validated: ToolArgs = get_tool(name).validate(args)[0]
+    return validated
 
 
 def core_tool_schemas() -> list[dict[str, Any]]:
@@ -273,70 +269,3 @@ def core_tool_schemas() -> list[dict[str, Any]]:
         {"name": s.name, "description": s.description, "input_schema": s.json_schema()}
         for s in REGISTRY.values()
     ]
-
-
-def _explain(name: str, spec: ToolSpec, error: ValidationError) -> str:
-    fields = spec.args_model.model_fields
-    properties = spec.json_schema().get("properties", {})
-    messages: list[str] = []
-    seen: set[str] = set()
-    for item in error.errors():
-        loc = item["loc"]
-        field = str(loc[0]) if loc else ""
-        index = next((part for part in loc[1:] if isinstance(part, int)), None)
-        key = f"{field}[{index}]" if index is not None else field
-        if key in seen:
-            continue
-        seen.add(key)
-        if item["type"] == "value_error":  # a validator's own message names the argument
-            messages.append(str(item.get("ctx", {}).get("error", item["msg"])))
-        elif item["type"] == "extra_forbidden":
-            accepted = ", ".join(fields)
-            messages.append(f"unexpected argument `{field}`; {name} accepts: {accepted}")
-        elif item["type"] == "missing":
-            messages.append(f"missing required argument `{field}`")
-        elif item["type"] == "string_too_long":
-            limit, length = item["ctx"]["max_length"], len(item["input"])
-            messages.append(f"`{key}` is too long: {length:,} characters, at most {limit:,}")
-        elif index is not None:
-            messages.append(f"`{key}` {item['msg'].lower()} (got {_shown(item['input'])})")
-        else:
-            expected = _expectation(properties.get(field, {}))
-            messages.append(f"`{field}` must be {expected} (got {_shown(item['input'])})")
-    return f"Invalid arguments for {name}: " + "; ".join(messages)
-
-
-def _expectation(schema: Mapping[str, Any]) -> str:
-    """A phrase for what a JSON Schema property accepts: 'a positive integer' and so on."""
-    kind = schema.get("type")
-    if "enum" in schema:
-        return "one of " + ", ".join(repr(value) for value in schema["enum"])
-    bounds = ""
-    if "maximum" in schema:
-        bounds = f", at most {schema['maximum']:g}"
-    if kind in ("integer", "number"):
-        noun = "integer" if kind == "integer" else "number"
-        if schema.get("minimum") == 1 or "exclusiveMinimum" in schema:
-            return f"a positive {noun}{bounds}"
-        if "minimum" in schema:
-            return f"a {noun} >= {schema['minimum']}{bounds}"
-        return f"a {noun}{bounds}"
-    if kind == "string":
-        return "a non-empty string" if schema.get("minLength") else "a string"
-    if kind == "boolean":
-        return "true or false"
-    if kind == "array":
-        return "a list of strings"
-    return "a valid value"
-
-
-_SHORT = reprlib.Repr()
-_SHORT.maxstring = 80
-_SHORT.maxother = 80
-_SHORT.maxlevel = 3
-
-
-def _shown(value: object) -> str:
-    """A short repr, safe for values nested far deeper than the recursion limit."""
-    text = _SHORT.repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."

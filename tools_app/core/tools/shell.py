@@ -9,13 +9,11 @@ from collections.abc import Mapping
 
 from pydantic import Field
 
-# The modules, not their names: sandbox imports tools.base, which loads this package.
-from tools_app.core.tools import overlay, sandbox, secret_files
+from tools_app.core.tools import overlay, processes, secret_files
 from tools_app.core.tools.base import MAX_COMMAND_CHARS, SandboxOptions, ToolArgs, ToolContext
 from tools_app.core.tools.effect import Effect
 from tools_app.core.tools.errors import ToolError
 
-DEFAULT_TIMEOUT = 120.0
 MAX_TIMEOUT = 3600.0
 NO_HANDLER_NOTE = "note: nothing the command changed was applied (no effect handler)."
 UNSANDBOXED_NOTE = "note: ran without the copy-on-write sandbox (unavailable on this host)."
@@ -28,10 +26,11 @@ class RunCommandArgs(ToolArgs):
         description="Shell command to execute (run with bash -c).",
     )
     timeout: float = Field(
-        default=DEFAULT_TIMEOUT,
+        default=processes.DEFAULT_TIMEOUT,
         gt=0,
         le=MAX_TIMEOUT,
-        description=f"Timeout in seconds (default: {DEFAULT_TIMEOUT:g}, at most {MAX_TIMEOUT:g}).",
+        description=f"Timeout in seconds (default: {processes.DEFAULT_TIMEOUT:g}, "
+        f"at most {MAX_TIMEOUT:g}).",
     )
 
 
@@ -56,7 +55,7 @@ def run_argv(
     """Run `argv` as run_command runs a command (a skill's command tool shares this):
     sandboxed, bounded, its effect judged by `ctx.effect_handler` before it applies."""
     if not overlay.cow_available():
-        result = sandbox.run_plain(
+        result = processes.run_plain(
             ctx.workspace,
             argv,
             timeout=timeout,
@@ -97,7 +96,7 @@ def _judge(ctx: ToolContext, effect: Effect) -> str:
         return f"note: nothing the command changed was applied: {exc}"
 
 
-def format_result(result: sandbox.CommandResult, timeout: float) -> str:
+def format_result(result: processes.CommandResult, timeout: float) -> str:
     """`exit code: N` (or the timeout) on the first line, then the merged stdout and stderr."""
     if result.timed_out:
         head = f"timed out after {timeout:g} s; process group killed"
@@ -106,7 +105,7 @@ def format_result(result: sandbox.CommandResult, timeout: float) -> str:
     parts = [head, result.output.decode("utf-8", errors="replace")]
     if result.truncated:
         parts.append(
-            f"[output truncated at {sandbox.OUTPUT_LIMIT // (1024 * 1024)} MB of "
+            f"[output truncated at {processes.OUTPUT_LIMIT // (1024 * 1024)} MB of "
             f"{result.total_bytes} bytes; redirect it to a file and read that with "
             "read_file or search_codebase]"
         )

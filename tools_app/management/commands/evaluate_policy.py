@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from tools_app import services
-from tools_app.core.policy import SessionCounters
+from tools_app.core.policy.types import SessionCounters
 from tools_app.management.commands._common import (
     checked_text,
     existing_directory,

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import IO
 
 __all__ = [
+    "DEFAULT_TIMEOUT",
     "OUTPUT_LIMIT",
     "CommandResult",
     "run_plain",
@@ -28,6 +29,9 @@ __all__ = [
 ]
 
 SANDBOX_HOME = "/tmp/home"
+# Seconds a command may run when it names no timeout (run_command's default, a skill's
+# command tool's, a probe's CPU limit): the one place this is written.
+DEFAULT_TIMEOUT = 120.0
 
 # --- Environment ---------------------------------------------------------------------
 

@@ -1,0 +1,279 @@
+"""`POST /api/hooks/claude-code`: every answer is a 200 with a decision Claude Code obeys.
+
+Alice's Claude Code sends its hook events with her agent token; Rita decides what waits.
+Most tests set AGENTWEB_HOOK_WAIT_SECONDS to 0, so a call that needs a person is answered
+"still awaiting approval" at once and the retry finds the decision.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+
+from tests.integration.gateway_helpers import CWD, URL, Hook, denial
+from tests.integration.helpers import Api
+from tools_app import services
+from tools_app.models import AgentSession, ToolCall
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def no_wait(settings: Any) -> None:
+    settings.AGENTWEB_HOOK_WAIT_SECONDS = 0
+
+
+@pytest.fixture
+def claude(creator: User) -> Hook:
+    return Hook(services.api_token_create(user=creator, scope="agent"))
+
+
+# --- bad input: always a deny that names the problem -----------------------------------
+
+
+def test_it_denies_without_a_token(claude: Hook) -> None:
+    assert "no bearer token" in denial(claude.send({"hook_event_name": "Stop"}, token=""))
+
+
+def test_it_denies_a_bad_token_and_a_review_token(claude: Hook, reviewer: User) -> None:
+    assert "not valid" in denial(claude.send({}, token="aw_not-a-token"))
+    review = services.api_token_create(user=reviewer, scope="review")
+    assert "use an `agent` token" in denial(claude.send({}, token=review))
+
+
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        (b"{not json", "the event is not valid JSON"),
+        (b"\xff\xfe", "not valid UTF-8"),
+        ("[1, 2]", "must be a JSON object, not list"),
+        ({"hook_event_name": 3}, "`hook_event_name` is missing or not a string"),
+        ({"hook_event_name": "Launch"}, "unknown hook_event_name 'Launch'"),
+        ('{"hook_event_name": "PreToolUse", "x": "\\ud800"}', "`x` contains a lone surrogate"),
+        ('{"hook_event_name": "PreToolUse", "x": "a\\u0000b"}', "`x` contains a NUL byte"),
+    ],
+)
+def test_it_denies_a_malformed_event_naming_what_is_wrong(
+    claude: Hook, body: object, named: str
+) -> None:
+    assert named in denial(claude.send(body))
+    assert not ToolCall.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "named"),
+    [
+        ("tool_input", ["ls"], "`tool_input` must be a JSON object"),
+        ("tool_input", {"command": "ls\x00"}, "`tool_input.command` contains a NUL byte"),
+        ("tool_input", {"command": "ls \udc80"}, "`tool_input.command` contains a lone surrogate"),
+        ("session_id", 42, "`session_id` must be a non-empty string"),
+        ("tool_use_id", "", "`tool_use_id` must be a non-empty string"),
+        ("tool_name", "x" * 500, "`tool_name` must be a non-empty string of at most 200"),
+        ("cwd", "relative/dir", "`cwd` must be an absolute path"),
+        ("agent_id", ["a"], "`agent_id` must be a non-empty string"),
+    ],
+)
+def test_it_denies_wrong_types_naming_the_field(
+    claude: Hook, field: str, value: Any, named: str
+) -> None:
+    event = {
+        "session_id": "s",
+        "cwd": CWD,
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "ls"},
+        "tool_use_id": "toolu_1",
+        field: value,
+    }
+    body = json.dumps(event)  # lone surrogates are escaped by json.dumps, as a client sends
+    assert named in denial(claude.send(body))
+    assert not AgentSession.objects.exists()
+
+
+def test_a_body_over_the_limit_is_a_deny_not_a_413(claude: Hook, settings: Any) -> None:
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 2000
+    event = {"hook_event_name": "PreToolUse", "tool_input": {"content": "x" * 5000}}
+    assert "larger than 2000 bytes" in denial(claude.send(event))
+
+
+def test_a_huge_tool_input_is_judged_not_crashed_on(claude: Hook) -> None:
+    answer = claude.pre("Write", {"file_path": f"{CWD}/big.txt", "content": "line\n" * 200_000})
+    assert answer["permissionDecision"] == "deny"
+    assert "over the limit of 500 (max_diff_lines)" in answer["permissionDecisionReason"]
+
+
+def test_events_it_has_no_use_for_get_an_empty_answer(claude: Hook) -> None:
+    assert claude.send({"hook_event_name": "Stop", "session_id": "s"}) == {}
+    assert claude.send({"hook_event_name": "Notification", "message": "hi"}) == {}
+
+
+def test_a_wrong_method_is_not_a_decision(claude: Hook) -> None:
+    assert claude.client.get(URL).status_code == 405
+
+
+# --- sessions and calls -----------------------------------------------------------------
+
+
+def test_an_allowed_ls_is_recorded_and_finished_by_post_tool_use(
+    claude: Hook, creator: User
+) -> None:
+    answer = claude.pre("Bash", {"command": "ls -la", "description": "list"})
+    assert answer["permissionDecision"] == "allow"
+    assert answer["updatedInput"] == {"command": "ls -la", "description": "list"}
+    call = ToolCall.objects.get()
+    assert (call.tool, call.args, call.status) == ("run_command", {"command": "ls -la"}, "running")
+    response = {"stdout": "README.md\n", "stderr": "", "interrupted": False}
+    assert (
+        claude.event(
+            "PostToolUse",
+            "Bash",
+            {"command": "ls -la", "description": "list"},
+            tool_use_id="toolu_1",
+            tool_response=response,
+        )
+        == {}
+    )
+    alice = Api(claude.token)
+    session = alice.get("/sessions").json()["items"][0]
+    assert (session["kind"], session["cwd"], session["external_id"]) == (
+        "gateway",
+        CWD,
+        "cc-session-1",
+    )
+    [shown] = alice.get(f"/sessions/{session['id']}/tool-calls").json()["items"]
+    assert (shown["status"], shown["result"]) == ("succeeded", "README.md")
+    assert (shown["native_tool"], shown["tool_use_id"]) == ("Bash", "toolu_1")
+    assert shown["native_input"] == {"command": "ls -la", "description": "list"}
+
+
+def test_a_dangerous_command_is_denied_with_the_reason(claude: Hook) -> None:
+    reason = denial(claude.event("PreToolUse", "Bash", {"command": "chmod -R 777 /"}))
+    assert "agentweb denied this Bash" in reason and "never run" in reason
+    assert ToolCall.objects.get().status == "denied"
+
+
+def test_a_resent_event_finds_the_same_call(claude: Hook) -> None:
+    first = claude.pre("Bash", {"command": "ls"}, tool_use_id="toolu_same")
+    again = claude.pre("Bash", {"command": "ls"}, tool_use_id="toolu_same")
+    assert first["permissionDecision"] == again["permissionDecision"] == "allow"
+    assert ToolCall.objects.count() == 1
+
+
+def test_a_sub_agent_works_in_a_child_session(claude: Hook) -> None:
+    claude.pre("Bash", {"command": "ls"})
+    claude.pre("Bash", {"command": "pwd"}, agent_id="agent-7", agent_type="Explore")
+    parent = AgentSession.objects.get(parent=None)
+    child = AgentSession.objects.get(parent=parent)
+    assert (child.external_id, child.kind, child.depth) == ("cc-session-1/agent-7", "gateway", 1)
+    assert child.tool_calls.get().args == {"command": "pwd"}
+
+
+def test_each_user_has_their_own_session_for_the_same_id(claude: Hook, outsider: User) -> None:
+    claude.pre("Bash", {"command": "ls"})
+    other = Hook(services.api_token_create(user=outsider, scope="agent"))
+    other.pre("Bash", {"command": "ls"})
+    assert AgentSession.objects.filter(external_id="cc-session-1").count() == 2
+
+
+# --- waiting, deciding, retrying --------------------------------------------------------
+
+
+def test_a_write_of_env_waits_then_the_retry_gets_the_approval(
+    claude: Hook, reviewer: User
+) -> None:
+    write = {"file_path": f"{CWD}/.env", "content": "KEY=1\n"}
+    reason = denial({"hookSpecificOutput": claude.pre("Write", write)})
+    call = ToolCall.objects.get()
+    assert f"still awaiting approval (call {call.pk}, " in reason
+    assert "send the same call again to keep waiting" in reason
+    assert call.preview["diff"].endswith("+KEY=1\n")
+    services.tool_call_decide(call=call, user=reviewer, scope="session", decision="approve")
+    retry = claude.pre("Write", write)  # a new tool_use_id, the same input
+    assert retry["permissionDecision"] == "allow"
+    assert retry["updatedInput"] == write
+    assert "approved in agentweb by rita" in retry["permissionDecisionReason"]
+    call.refresh_from_db()
+    assert (ToolCall.objects.count(), call.tool_use_id, call.status) == (1, "toolu_2", "running")
+
+
+def test_a_retry_while_still_waiting_joins_the_call(claude: Hook) -> None:
+    claude.pre("Bash", {"command": "npm install"})
+    claude.pre("Bash", {"command": "npm install"})
+    assert ToolCall.objects.count() == 1
+    claude.pre("Bash", {"command": "npm install left-pad"})
+    assert ToolCall.objects.count() == 2
+
+
+def test_edit_then_approve_runs_the_edited_command(claude: Hook, reviewer: User) -> None:
+    claude.pre("Bash", {"command": "rm -r build", "description": "clean"})
+    call = ToolCall.objects.get()
+    rita = Api(services.api_token_create(user=reviewer, scope="review"))
+    edited = {"command": "rm -r build/cache", "description": "clean"}
+    answer = rita.post(f"/tool-calls/{call.pk}/decision", {"decision": "approve", "args": edited})
+    assert answer.status_code == 200, answer.content
+    assert answer.json()["native_input"] == edited
+    assert answer.json()["args"] == {"command": "rm -r build/cache"}
+    retry = claude.pre("Bash", {"command": "rm -r build", "description": "clean"})
+    assert retry["permissionDecision"] == "allow"
+    assert retry["updatedInput"] == edited
+
+
+def test_an_edit_the_policy_denies_denies_the_call(claude: Hook, reviewer: User) -> None:
+    claude.pre("Bash", {"command": "rm -r build"})
+    call = ToolCall.objects.get()
+    decided = services.tool_call_decide(
+        call=call, user=reviewer, scope="review", decision="approve",
+        args={"command": "chmod -R 777 /"},
+    )  # fmt: skip
+    assert decided.status == "denied"
+    assert "denied by the policy" in denial(
+        {"hookSpecificOutput": claude.pre("Bash", {"command": "rm -r build"})}
+    )
+
+
+def test_a_denial_reaches_the_model_with_the_reviewers_reason(claude: Hook, reviewer: User) -> None:
+    claude.pre("Bash", {"command": "git push --force"})
+    call = ToolCall.objects.get()
+    services.tool_call_decide(
+        call=call, user=reviewer, scope="review", decision="deny", reason="not on main"
+    )
+    reason = denial({"hookSpecificOutput": claude.pre("Bash", {"command": "git push --force"})})
+    assert "Denied by a reviewer: not on main" in reason
+    # answered: the next identical call is a new request for a person
+    claude.pre("Bash", {"command": "git push --force"})
+    assert ToolCall.objects.count() == 2
+
+
+def test_post_tool_use_records_the_real_patch_and_flags_a_changed_input(claude: Hook) -> None:
+    edit = {"file_path": f"{CWD}/src/app.py", "old_string": "a = 1", "new_string": "a = 2"}
+    assert claude.pre("Edit", edit)["permissionDecision"] == "allow"
+    patch = [{"oldStart": 3, "oldLines": 1, "newStart": 3, "newLines": 1,
+              "lines": ["-a = 1", "+a = 3"]}]  # fmt: skip
+    ran = {**edit, "new_string": "a = 3"}
+    response = {"filePath": edit["file_path"], "structuredPatch": patch, "originalFile": "a = 1"}
+    claude.event("PostToolUse", "Edit", ran, tool_use_id="toolu_1", tool_response=response)
+    call = ToolCall.objects.get()
+    assert call.status == "succeeded"
+    assert call.preview["ran"]["diff"].splitlines()[2:] == ["@@ -3,1 +3,1 @@", "-a = 1", "+a = 3"]
+    assert call.preview["ran"]["input"] == ran
+    assert call.result.startswith("Warning: the input that ran differs")
+
+
+def test_post_tool_use_failure_fails_the_call(claude: Hook) -> None:
+    claude.pre("Bash", {"command": "ls nowhere"})
+    claude.event(
+        "PostToolUseFailure", "Bash", {"command": "ls nowhere"}, tool_use_id="toolu_1",
+        error="ls: cannot access 'nowhere'",
+    )  # fmt: skip
+    call = ToolCall.objects.get()
+    assert (call.status, call.result) == ("failed", "ls: cannot access 'nowhere'")
+
+
+def test_a_cancelled_session_denies_its_waiting_call(claude: Hook) -> None:
+    claude.pre("Bash", {"command": "make deploy"})
+    services.session_cancel(session=AgentSession.objects.get())
+    reason = denial({"hookSpecificOutput": claude.pre("Bash", {"command": "make deploy"})})
+    assert "was cancelled" in reason

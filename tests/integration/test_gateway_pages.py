@@ -1,0 +1,79 @@
+"""A gateway call in the browser: the card says where it runs, a reviewer edits what the
+agent will run (its native input), and the session pages show the cwd and what ran."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from tests.integration.conftest import PASSWORD
+from tests.integration.gateway_helpers import CWD, Hook
+from tools_app import services
+from tools_app.models import ToolCall
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def no_wait(settings: Any) -> None:
+    settings.AGENTWEB_HOOK_WAIT_SECONDS = 0
+
+
+@pytest.fixture
+def claude(creator: User) -> Hook:
+    return Hook(services.api_token_create(user=creator, scope="agent"))
+
+
+@pytest.fixture
+def browser(reviewer: User) -> Client:
+    browser = Client(enforce_csrf_checks=True)
+    assert browser.login(username="rita", password=PASSWORD)
+    return browser
+
+
+def csrf(browser: Client) -> str:
+    match = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', browser.get("/").content)
+    assert match
+    return match.group(1).decode()
+
+
+def test_the_card_says_the_call_runs_on_the_agents_machine(claude: Hook, browser: Client) -> None:
+    claude.pre("Bash", {"command": "npm install", "description": "deps"})
+    page = browser.get("/approvals/").content.decode()
+    assert "runs on the agent's machine, not sandboxed" in page
+    assert CWD in page
+    assert 'name="edit_value"' in page and ">npm install</textarea>" in page
+
+
+def test_edit_and_approve_in_the_inbox_edits_the_native_input(
+    claude: Hook, browser: Client
+) -> None:
+    claude.pre("Bash", {"command": "npm install", "description": "deps"})
+    call = ToolCall.objects.get()
+    data = {"action": "edit", "edit_value": "npm ci", "csrfmiddlewaretoken": csrf(browser)}
+    assert browser.post(f"/tool-calls/{call.pk}/decide", data).status_code in {200, 302}
+    call.refresh_from_db()
+    assert call.status == "approved"
+    assert call.native_input == {"command": "npm ci", "description": "deps"}
+    retry = claude.pre("Bash", {"command": "npm install", "description": "deps"})
+    assert retry["updatedInput"] == {"command": "npm ci", "description": "deps"}
+
+
+def test_the_session_pages_show_the_cwd_and_what_ran(claude: Hook, browser: Client) -> None:
+    write = {"file_path": f"{CWD}/notes.md", "content": "hello\n"}
+    assert claude.pre("Write", write)["permissionDecision"] == "allow"
+    patch = [{"oldStart": 0, "oldLines": 0, "newStart": 1, "newLines": 1, "lines": ["+hullo"]}]
+    claude.event(
+        "PostToolUse", "Write", {**write, "content": "hullo\n"}, tool_use_id="toolu_1",
+        tool_response={"type": "create", "filePath": write["file_path"], "structuredPatch": patch},
+    )  # fmt: skip
+    listing = browser.get("/sessions/").content.decode()
+    assert CWD in listing and "agent gateway" in listing
+    call = ToolCall.objects.get()
+    page = browser.get(f"/sessions/{call.session_id}/").content.decode()
+    assert "the input that ran differs from the one agentweb allowed" in page
+    assert "hullo" in page

@@ -1,0 +1,237 @@
+"""The gateway's mapping and gate mode: native tool uses judged from their input alone."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tools_app.core.gateway import map_native, native_tool_name, prepare_native
+from tools_app.core.policy.defaults import DEFAULT_POLICY
+from tools_app.core.policy.loader import policy_from_dict
+from tools_app.core.policy.types import Rule, SessionCounters
+
+DEFAULT = policy_from_dict(DEFAULT_POLICY)
+CWD = "/home/alice/project"
+
+MAPPINGS: list[tuple[str, dict[str, Any], str, dict[str, Any], str]] = [
+    ("Bash", {"command": "ls -la"}, "run_command", {"command": "ls -la"}, "core"),
+    (
+        "Bash",
+        {"command": "make", "timeout": 90000, "description": "build"},
+        "run_command",
+        {"command": "make", "timeout": 90.0},
+        "core",
+    ),
+    (
+        "Write",
+        {"file_path": f"{CWD}/src/a.py", "content": "x = 1\n"},
+        "write_file",
+        {"path": "src/a.py", "content": "x = 1\n"},
+        "core",
+    ),
+    (
+        "Write",
+        {"file_path": "/etc/passwd", "content": "x"},
+        "write_file",
+        {"path": "/etc/passwd", "content": "x"},
+        "core",
+    ),
+    (
+        "Edit",
+        {"file_path": f"{CWD}/a.py", "old_string": "a", "new_string": "b"},
+        "edit_file",
+        {"path": "a.py", "old_string": "a", "new_string": "b"},
+        "core",
+    ),
+    (
+        "Read",
+        {"file_path": f"{CWD}/README.md", "offset": 3},
+        "read_file",
+        {"path": "README.md", "offset": 3},
+        "core",
+    ),
+    (
+        "Glob",
+        {"pattern": "**/*.py"},
+        "list_files",
+        {"path": ".", "pattern": "**/*.py", "recursive": True},
+        "core",
+    ),
+    (
+        "Grep",
+        {"pattern": "TODO", "path": f"{CWD}/src", "glob": "*.py"},
+        "search_codebase",
+        {"pattern": "TODO", "path": "src", "include": "*.py"},
+        "core",
+    ),
+    (
+        "WebFetch",
+        {"url": "https://example.com", "prompt": "sum"},
+        "web_fetch",
+        {"url": "https://example.com"},
+        "core",
+    ),
+    (
+        "Agent",
+        {"description": "Look", "prompt": "find it"},
+        "spawn_subagent",
+        {"title": "Look", "description": "find it"},
+        "core",
+    ),
+    ("mcp__github__create_issue", {"title": "t"}, "mcp.github.create_issue", {"title": "t"}, "mcp"),
+    ("TodoWrite", {"todos": []}, "native.TodoWrite", {"todos": []}, "no_effect"),
+    (
+        "NotebookEdit",
+        {"notebook_path": "n.ipynb"},
+        "native.NotebookEdit",
+        {"notebook_path": "n.ipynb"},
+        "unknown",
+    ),
+    ("mcp__broken", {}, "native.mcp__broken", {}, "unknown"),
+]
+
+
+@pytest.mark.parametrize(("native", "native_input", "tool", "args", "kind"), MAPPINGS)
+def test_it_maps_each_native_tool(
+    native: str, native_input: dict[str, Any], tool: str, args: dict[str, Any], kind: str
+) -> None:
+    mapped = map_native(native, native_input, CWD)
+    assert (mapped.tool, mapped.args, mapped.kind, mapped.problem) == (tool, args, kind, "")
+
+
+@pytest.mark.parametrize(
+    ("native", "native_input", "problem"),
+    [
+        ("Bash", {}, "`command` must be a string, got nothing"),
+        ("Bash", {"command": ["ls"]}, "`command` must be a string, got list"),
+        ("Bash", {"command": "ls", "timeout": "soon"}, "`timeout` must be a number, got str"),
+        ("Write", {"file_path": 3, "content": "x"}, "`file_path` must be a string, got int"),
+        (
+            "Edit",
+            {"file_path": "a", "old_string": "a", "new_string": "b", "replace_all": "yes"},
+            "`replace_all` must be true or false, got str",
+        ),
+    ],
+)
+def test_it_names_what_does_not_fit_the_native_shape(
+    native: str, native_input: dict[str, Any], problem: str
+) -> None:
+    assert map_native(native, native_input, CWD).problem == problem
+
+
+def test_mcp_names_keep_underscores_inside_the_tool() -> None:
+    assert native_tool_name("mcp__my_server__do__it") == "mcp.my_server.do__it"
+
+
+def judge(native: str, native_input: dict[str, Any], policy: Any = DEFAULT, cwd: str = CWD) -> Any:
+    _, prepared = prepare_native(policy, native, native_input, cwd, SessionCounters())
+    return prepared
+
+
+GATE: list[tuple[str, dict[str, Any], str, str]] = [
+    ("Bash", {"command": "ls -la"}, "approved", "builtin:default-allow"),
+    (
+        "Bash",
+        {"command": "git status && grep -r TODO src | wc -l"},
+        "approved",
+        "builtin:default-allow",
+    ),
+    ("Bash", {"command": "ls > listing.txt"}, "awaiting_approval", "gateway:not-read-only"),
+    ("Bash", {"command": "touch a"}, "awaiting_approval", "gateway:not-read-only"),
+    ("Bash", {"command": "python -c 'print(1)'"}, "awaiting_approval", "builtin:opaque-command"),
+    ("Bash", {"command": "cat $(ls)"}, "awaiting_approval", "builtin:opaque-command"),
+    ("Bash", {"command": "cat .env"}, "awaiting_approval", "builtin:command-secret"),
+    ("Bash", {"command": "curl https://example.com"}, "awaiting_approval", "gateway:not-read-only"),
+    ("Bash", {"command": "rm -rf /"}, "denied", "builtin:blocked-command"),
+    ("Bash", {"command": "chmod -R 777 /"}, "denied", "builtin:dangerous-command"),
+    (
+        "Write",
+        {"file_path": f"{CWD}/src/a.py", "content": "x = 1\n"},
+        "approved",
+        "builtin:default-allow",
+    ),
+    (
+        "Write",
+        {"file_path": f"{CWD}/.env", "content": "K=1\n"},
+        "awaiting_approval",
+        "builtin:protected-path",
+    ),
+    (
+        "Write",
+        {"file_path": "/etc/passwd", "content": "x"},
+        "denied",
+        "invariant:outside-workspace",
+    ),
+    ("Write", {"file_path": f"{CWD}/.git/config", "content": "x"}, "denied", "invariant:git-dir"),
+    (
+        "Edit",
+        {"file_path": f"{CWD}/a.py", "old_string": "a", "new_string": "b"},
+        "approved",
+        "builtin:default-allow",
+    ),
+    (
+        "Edit",
+        {"file_path": f"{CWD}/a.py", "old_string": "a", "new_string": "b", "replace_all": True},
+        "awaiting_approval",
+        "builtin:require-approval-above",
+    ),
+    ("Read", {"file_path": f"{CWD}/README.md"}, "approved", "builtin:read-only"),
+    ("Read", {"file_path": f"{CWD}/.env"}, "awaiting_approval", "builtin:secret-path"),
+    ("Glob", {"pattern": "*.py"}, "approved", "builtin:read-only"),
+    ("Grep", {"pattern": "x"}, "approved", "builtin:read-only"),
+    ("TodoWrite", {"todos": []}, "approved", "gateway:no-effect"),
+    ("mcp__github__create_issue", {"title": "t"}, "awaiting_approval", "gateway:mcp-tool"),
+    ("NotebookEdit", {"notebook_path": "n.ipynb"}, "awaiting_approval", "gateway:unknown-tool"),
+    ("Bash", {"command": ""}, "failed", ""),
+    ("Write", {"file_path": 1, "content": "x"}, "failed", ""),
+]
+
+
+@pytest.mark.parametrize(("native", "native_input", "status", "rule"), GATE)
+def test_gate_mode_judges_each_call_from_its_input(
+    native: str, native_input: dict[str, Any], status: str, rule: str
+) -> None:
+    prepared = judge(native, native_input)
+    assert prepared.status == status, prepared
+    assert (prepared.verdict.rule if prepared.verdict else "") == rule
+
+
+def test_an_allow_rule_lets_a_writing_command_and_an_mcp_tool_run() -> None:
+    rules = (
+        Rule(id=1, tool="run_command", args={"command": "make *"}, decision="allow"),
+        Rule(id=2, tool="mcp.github.*", args={}, decision="allow"),
+    )
+    policy = replace(DEFAULT, rules=rules)
+    assert judge("Bash", {"command": "make build"}, policy).status == "approved"
+    assert judge("mcp__github__create_issue", {"title": "t"}, policy).status == "approved"
+    assert judge("Bash", {"command": "make build > log"}, DEFAULT).status == "awaiting_approval"
+
+
+def test_a_deny_rule_reaches_an_effect_free_tool() -> None:
+    policy = replace(DEFAULT, rules=(Rule(id=7, tool="native.*", args={}, decision="deny"),))
+    assert judge("TodoWrite", {"todos": []}, policy).status == "denied"
+
+
+def test_previews_come_from_the_input_alone() -> None:
+    write = judge("Write", {"file_path": f"{CWD}/new.txt", "content": "one\ntwo\n"})
+    assert write.preview["diff"].splitlines()[2:] == ["@@ -0,0 +1,2 @@", "+one", "+two"]
+    assert write.changed_lines == 2
+    assert write.preview["gateway"]["where"] == "runs on the agent's machine, not sandboxed"
+    edit = judge(
+        "Edit", {"file_path": f"{CWD}/a.py", "old_string": "a = 1\n", "new_string": "a = 2\n"}
+    )
+    assert "-a = 1" in edit.preview["diff"] and "+a = 2" in edit.preview["diff"]
+    assert edit.changed_lines == 2
+    bash = judge("Bash", {"command": "ls | wc -l"})
+    assert [part["program"] for part in bash.preview["parts"]] == ["ls", "wc"]
+    assert bash.preview["sandboxed"] is False
+
+
+def test_a_huge_write_waits_for_a_person_by_its_size(tmp_path: Path) -> None:
+    content = "line\n" * 300
+    prepared = judge("Write", {"file_path": f"{CWD}/big.txt", "content": content})
+    assert prepared.status == "awaiting_approval"
+    assert prepared.verdict.rule == "builtin:require-approval-above"

@@ -1,0 +1,252 @@
+"""`POST /api/hooks/claude-code`: every hook event of Claude Code, one URL.
+
+Claude Code only obeys a 2xx answer with a JSON body; anything else (a 4xx, a timeout) is
+a non-blocking error and the tool runs. So this view always answers 200 with a decision:
+a missing or bad token, a malformed or hostile event, an internal error are a `deny`
+that says why (the model reads it). A call that needs a person holds the request,
+without a thread, until it is decided or `AGENTWEB_HOOK_WAIT_SECONDS` pass (`waiting`).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST
+
+from tools_app import services
+from tools_app.core.tools.jsonsafe import UnsafeJSON, loads
+from tools_app.live import waiting
+from tools_app.models import ApiToken, Decision, ToolCall
+from tools_app.selectors import records
+from tools_app.services import gateway
+
+logger = logging.getLogger(__name__)
+
+Status = ToolCall.Status
+PRE, POST, POST_FAILURE = "PreToolUse", "PostToolUse", "PostToolUseFailure"
+# Events agentweb has no use for: answered with `{}` (no opinion).
+IGNORED_EVENTS = frozenset(
+    {"SessionStart", "SessionEnd", "UserPromptSubmit", "Stop", "SubagentStart", "SubagentStop"}
+    | {"Notification", "PreCompact", "PostCompact", "PermissionRequest", "PermissionDenied"}
+    | {"Setup", "TeammateIdle", "TaskCompleted", "TaskCreated", "ConfigChange", "CwdChanged"}
+    | {"FileChanged", "WorktreeCreate", "WorktreeRemove", "InstructionsLoaded", "Elicitation"}
+    | {"ElicitationResult", "PostToolBatch", "StopFailure", "UserPromptExpansion"}
+)
+# The statuses that end a hook's wait: decided one way or the other.
+ANSWERABLE = frozenset({Status.APPROVED, Status.RUNNING, *ToolCall.FINAL_STATUSES})
+MAX_ID_CHARS = 200
+
+
+class BadEvent(ValueError):
+    """The event cannot be taken; the message says what is wrong with it."""
+
+
+def deny(reason: str, event: str = PRE) -> dict[str, Any]:
+    """A refusal in the shape Claude Code reads for this event."""
+    if event in {POST, POST_FAILURE}:
+        return {"decision": "block", "reason": reason}
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": PRE,
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        }
+    }
+
+
+def allow(reason: str, updated_input: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": PRE,
+            "permissionDecision": "allow",
+            "permissionDecisionReason": reason,
+            "updatedInput": updated_input,
+        }
+    }
+
+
+@csrf_exempt  # a bearer token, never a browser's cookie, authenticates a hook
+@require_POST
+async def claude_code_hook(request: HttpRequest) -> JsonResponse:
+    try:
+        answer = await _answer(request)
+    except Exception:
+        logger.exception("the hook endpoint failed")
+        answer = deny(
+            "agentweb could not judge this tool use (an internal error; its log has the "
+            "details): it is denied to be safe"
+        )
+    return JsonResponse(answer, status=200)
+
+
+async def _answer(request: HttpRequest) -> dict[str, Any]:
+    token = await sync_to_async(_token)(request.headers.get("Authorization", ""))
+    if isinstance(token, str):
+        return deny(token)
+    try:
+        event = _event(request)
+    except BadEvent as exc:
+        return deny(f"agentweb refused the hook event: {exc}")
+    name = event["hook_event_name"]
+    if name in IGNORED_EVENTS:
+        return {}
+    if name == PRE:
+        return await _pre_tool_use(token, event)
+    return await sync_to_async(_post_tool_use)(token, event)
+
+
+def _token(header: str) -> ApiToken | str:
+    """The agent token of the request, or why there is none."""
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() != "bearer" or not value.strip():
+        return (
+            "agentweb refused the hook: no bearer token (send `Authorization: Bearer "
+            "$AGENTWEB_TOKEN`, with AGENTWEB_TOKEN in the hook's allowedEnvVars)"
+        )
+    found = services.api_token_authenticate(token=value.strip())
+    if found is None:
+        return "agentweb refused the hook: the bearer token is not valid (unknown or revoked)"
+    if found.scope != ApiToken.Scope.AGENT:
+        return "agentweb refused the hook: use an `agent` token, not a review token"
+    return found
+
+
+def _event(request: HttpRequest) -> dict[str, Any]:
+    try:
+        body = request.body
+    except RequestDataTooBig:
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        raise BadEvent(f"it is larger than {limit} bytes (AGENTWEB_MAX_BODY_BYTES)") from None
+    try:
+        event = loads(body, name="the event")
+    except UnsafeJSON as exc:
+        raise BadEvent(str(exc)) from None
+    if not isinstance(event, dict):
+        raise BadEvent(f"it must be a JSON object, not {type(event).__name__}")
+    name = event.get("hook_event_name")
+    if not isinstance(name, str) or not name:
+        raise BadEvent("`hook_event_name` is missing or not a string")
+    if name not in IGNORED_EVENTS and name not in {PRE, POST, POST_FAILURE}:
+        raise BadEvent(f"unknown hook_event_name {name[:100]!r}")
+    if name not in IGNORED_EVENTS:
+        _check_tool_event(event)
+    return event
+
+
+def _check_tool_event(event: dict[str, Any]) -> None:
+    for field in ("session_id", "tool_use_id", "tool_name"):
+        _id(event, field)
+    cwd = event.get("cwd")
+    if not isinstance(cwd, str) or not cwd.startswith("/") or len(cwd) > 4096:
+        raise BadEvent("`cwd` must be an absolute path (a string of at most 4096 characters)")
+    if not isinstance(event.get("tool_input"), dict):
+        raise BadEvent("`tool_input` must be a JSON object")
+    if event.get("agent_id") is not None:
+        _id(event, "agent_id")
+
+
+def _id(event: dict[str, Any], field: str) -> str:
+    value = event.get(field)
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_ID_CHARS:
+        raise BadEvent(f"`{field}` must be a non-empty string of at most {MAX_ID_CHARS} characters")
+    return value
+
+
+# --- PreToolUse ------------------------------------------------------------------------
+
+
+async def _pre_tool_use(token: ApiToken, event: dict[str, Any]) -> dict[str, Any]:
+    call = await sync_to_async(_receive)(token, event)
+    if call.status not in ANSWERABLE:
+        wait = float(settings.AGENTWEB_HOOK_WAIT_SECONDS)
+        async with waiting.listening(call.session_id) as listener:
+            await listener.answer(call.pk, wait, sync_to_async(_status), until=ANSWERABLE)
+    return await sync_to_async(_final_answer)(call.pk)
+
+
+def _receive(token: ApiToken, event: dict[str, Any]) -> ToolCall:
+    session = gateway.gateway_session_for(
+        user=token.user,
+        external_id=event["session_id"],
+        cwd=event["cwd"],
+        agent_id=event.get("agent_id") or "",
+        agent_type=str(event.get("agent_type") or "")[:100],
+    )
+    return gateway.gateway_call_receive(
+        session=session,
+        native_tool=event["tool_name"],
+        native_input=event["tool_input"],
+        tool_use_id=event["tool_use_id"],
+    )
+
+
+def _status(call_id: int) -> dict[str, Any]:
+    call = ToolCall.objects.get(pk=call_id)
+    return {"status": records.tool_call_as_dict(call)["status"]}
+
+
+def _final_answer(call_id: int) -> dict[str, Any]:
+    """The hook's answer for the call as it is now; a final answer is recorded as given."""
+    call = ToolCall.objects.select_related("session").get(pk=call_id)
+    if records.tool_call_overdue(call):
+        return deny(_refusal(call, expired=True))
+    if call.status in {Status.PENDING, Status.AWAITING_APPROVAL}:
+        url = f"{settings.AGENTWEB_BASE_URL.rstrip('/')}/sessions/{call.session_id}/"
+        return deny(
+            f"still awaiting approval (call {call.pk}, {url}): send the same call again to "
+            "keep waiting"
+        )
+    call = gateway.gateway_call_answered(call=call)
+    if call.started_at and call.status in {Status.RUNNING, Status.SUCCEEDED, Status.FAILED}:
+        return allow(_allowed(call), dict(call.native_input or {}))
+    return deny(_refusal(call))
+
+
+def _allowed(call: ToolCall) -> str:
+    try:
+        person = call.human.user if call.human.decision == Decision.Choice.APPROVE else None
+    except Decision.DoesNotExist:
+        person = None
+    if person is not None:
+        return f"approved in agentweb by {person.get_username()} (call {call.pk})"
+    return f"allowed by agentweb's policy (call {call.pk}): {call.reason}"
+
+
+def _refusal(call: ToolCall, *, expired: bool = False) -> str:
+    if expired or call.status == Status.EXPIRED:
+        return f"agentweb: nobody decided call {call.pk} in time; the approval request expired"
+    if call.status == Status.CANCELLED:
+        return f"agentweb: call {call.pk} was cancelled ({call.result or 'with its session'})"
+    if call.status == Status.FAILED:
+        return f"agentweb cannot take this tool use (call {call.pk}): {call.result}"
+    why = call.result or call.reason
+    return f"agentweb denied this {call.native_tool} (call {call.pk}): {why}"
+
+
+# --- PostToolUse, PostToolUseFailure ---------------------------------------------------
+
+
+def _post_tool_use(token: ApiToken, event: dict[str, Any]) -> dict[str, Any]:
+    name = event["hook_event_name"]
+    session = gateway.gateway_session_for(
+        user=token.user,
+        external_id=event["session_id"],
+        cwd=event["cwd"],
+        agent_id=event.get("agent_id") or "",
+    )
+    failed = name == POST_FAILURE
+    response = event.get("error") if failed else event.get("tool_response")
+    gateway.gateway_call_finish(
+        session=session,
+        tool_use_id=event["tool_use_id"],
+        succeeded=not failed,
+        ran_input=event["tool_input"],
+        response=response,
+    )
+    return {}

@@ -1,0 +1,348 @@
+"""The gateway's pure part: an agent's own tool use mapped to agentweb's, and judged.
+
+Claude Code (Codex, Gemini) runs its tools on its own machine and asks a hook first.
+agentweb cannot run the call nor read that machine's disk, so a call is judged from its
+input alone: `map_native` turns the native tool and input into an agentweb tool and
+arguments (`Bash` → `run_command`, `Write` → `write_file` …), `prepare_native` validates
+them, builds the preview from the input (a Write's whole content, an Edit's hunk, a
+command's parsed parts) and asks the same policy engine, then applies gate mode: a
+command the policy would let run unseen only because agentweb's sandbox would catch its
+effect is allowed here only when the analysis proves it reads and nothing else, or an
+explicit rule allows it. Unknown tools and MCP tools go to a person unless a rule allows
+them (fail closed). No Django here.
+"""
+
+from __future__ import annotations
+
+import difflib
+import posixpath
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from tools_app.core.engine import STATUS_OF_VERDICT, Prepared
+from tools_app.core.policy.engine import evaluate
+from tools_app.core.policy.preview import command_review
+from tools_app.core.policy.types import CallFacts, PolicySpec, SessionCounters, Verdict
+from tools_app.core.shell.commands import analyse_command
+from tools_app.core.tools.base import MAX_NAME_CHARS
+from tools_app.core.tools.errors import ToolError
+from tools_app.core.tools.jsonsafe import storable_args
+from tools_app.core.tools.registry import validate_args
+from tools_app.core.tools.shell import MAX_TIMEOUT
+
+__all__ = [
+    "NOT_SANDBOXED",
+    "Mapped",
+    "gate",
+    "map_native",
+    "native_tool_name",
+    "prepare_native",
+]
+
+Kind = Literal["core", "mcp", "no_effect", "unknown"]
+NOT_SANDBOXED = "runs on the agent's machine, not sandboxed"
+NATIVE_PREFIX = "native."  # an unknown or effect-free native tool: `native.TodoWrite`
+
+# Native tools that change nothing in the workspace and reach nothing outside the agent:
+# allowed and recorded (an explicit rule may still deny them).
+NO_EFFECT_TOOLS = frozenset(
+    {"TodoWrite", "ToolSearch", "TaskCreate", "TaskGet", "TaskUpdate", "TaskList"}
+    | {"TaskStop", "TaskOutput", "EnterPlanMode", "ExitPlanMode", "AskUserQuestion"}
+)
+
+
+@dataclass(frozen=True)
+class Mapped:
+    """An agentweb tool and arguments for one native tool use; `problem` names what in
+    the native input does not fit the native tool's shape (the call is then refused)."""
+
+    tool: str
+    args: dict[str, Any]
+    kind: Kind
+    problem: str = ""
+    notes: tuple[str, ...] = field(default=())
+
+
+def native_tool_name(native_tool: str) -> str:
+    """The agentweb name a rule matches: `mcp.SERVER.TOOL` for `mcp__SERVER__TOOL`,
+    `native.NAME` for a tool agentweb has no equivalent of."""
+    if native_tool.startswith("mcp__"):
+        server, _, tool = native_tool[len("mcp__") :].partition("__")
+        return f"mcp.{server}.{tool}" if server and tool else f"{NATIVE_PREFIX}{native_tool}"
+    return f"{NATIVE_PREFIX}{native_tool}"
+
+
+def map_native(native_tool: str, native_input: Mapping[str, Any], cwd: str) -> Mapped:
+    """The agentweb call for one native tool use (never raises)."""
+    mapper = _MAPPERS.get(native_tool)
+    if mapper is not None:
+        try:
+            return mapper(native_input, cwd)
+        except _Misfit as exc:
+            return Mapped(_CORE_NAMES[native_tool], {}, "core", str(exc))
+    name = native_tool_name(native_tool)
+    args = storable_args(dict(native_input))
+    if native_tool.startswith("mcp__") and name.startswith("mcp."):
+        return Mapped(name, args, "mcp")
+    kind: Kind = "no_effect" if native_tool in NO_EFFECT_TOOLS else "unknown"
+    return Mapped(name, args, kind)
+
+
+class _Misfit(ValueError):
+    """The native input does not have the native tool's shape."""
+
+
+def _text(native: Mapping[str, Any], name: str, *, required: bool = True) -> str | None:
+    value = native.get(name)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str):
+        raise _Misfit(f"`{name}` must be a string, got {_type_name(value)}")
+    return value
+
+
+def _number(native: Mapping[str, Any], name: str) -> float | None:
+    value = native.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _Misfit(f"`{name}` must be a number, got {_type_name(value)}")
+    return float(value)
+
+
+def _type_name(value: object) -> str:
+    return "nothing" if value is None else type(value).__name__
+
+
+def workspace_path(path: str, cwd: str) -> str:
+    """A native path as the policy sees it: relative to the session's `cwd` when it is
+    inside (spelled lexically), else as given so that the invariant refuses it."""
+    if not posixpath.isabs(path) or not cwd:
+        return path
+    relative = posixpath.relpath(posixpath.normpath(path), posixpath.normpath(cwd))
+    return path if relative == ".." or relative.startswith("../") else relative
+
+
+def _bash(native: Mapping[str, Any], cwd: str) -> Mapped:
+    args: dict[str, Any] = {"command": _text(native, "command")}
+    timeout_ms = _number(native, "timeout")
+    if timeout_ms is not None and timeout_ms > 0:
+        args["timeout"] = min(timeout_ms / 1000, MAX_TIMEOUT)
+    background = native.get("run_in_background") is True
+    notes = ("runs in the background on the agent's machine",) if background else ()
+    return Mapped("run_command", args, "core", notes=notes)
+
+
+def _write(native: Mapping[str, Any], cwd: str) -> Mapped:
+    path = workspace_path(str(_text(native, "file_path")), cwd)
+    return Mapped("write_file", {"path": path, "content": _text(native, "content")}, "core")
+
+
+def _edit(native: Mapping[str, Any], cwd: str) -> Mapped:
+    path = workspace_path(str(_text(native, "file_path")), cwd)
+    args = {"path": path, "old_string": _text(native, "old_string")}
+    args["new_string"] = _text(native, "new_string")
+    every = native.get("replace_all")
+    if every is not None and not isinstance(every, bool):
+        raise _Misfit(f"`replace_all` must be true or false, got {_type_name(every)}")
+    notes = ("replaces every occurrence (replace_all)",) if every else ()
+    return Mapped("edit_file", args, "core", notes=notes)
+
+
+def _read(native: Mapping[str, Any], cwd: str) -> Mapped:
+    args: dict[str, Any] = {"path": workspace_path(str(_text(native, "file_path")), cwd)}
+    for name in ("offset", "limit"):
+        value = native.get(name)
+        if value is not None:
+            args[name] = value
+    return Mapped("read_file", args, "core")
+
+
+def _glob(native: Mapping[str, Any], cwd: str) -> Mapped:
+    where = _text(native, "path", required=False) or "."
+    args = {"path": workspace_path(where, cwd), "pattern": _text(native, "pattern")}
+    return Mapped("list_files", {**args, "recursive": True}, "core")
+
+
+def _grep(native: Mapping[str, Any], cwd: str) -> Mapped:
+    where = _text(native, "path", required=False) or "."
+    args: dict[str, Any] = {"pattern": _text(native, "pattern")}
+    args["path"] = workspace_path(where, cwd)
+    include = _text(native, "glob", required=False)
+    if include:
+        args["include"] = include
+    return Mapped("search_codebase", args, "core")
+
+
+def _web_fetch(native: Mapping[str, Any], cwd: str) -> Mapped:
+    return Mapped("web_fetch", {"url": _text(native, "url")}, "core")
+
+
+def _agent(native: Mapping[str, Any], cwd: str) -> Mapped:
+    title = (_text(native, "description", required=False) or "sub-agent")[:MAX_NAME_CHARS]
+    prompt = _text(native, "prompt")
+    return Mapped("spawn_subagent", {"title": title or "sub-agent", "description": prompt}, "core")
+
+
+_Mapper = Callable[[Mapping[str, Any], str], Mapped]
+_MAPPERS: dict[str, _Mapper] = {
+    "Bash": _bash,
+    "Write": _write,
+    "Edit": _edit,
+    "Read": _read,
+    "Glob": _glob,
+    "Grep": _grep,
+    "WebFetch": _web_fetch,
+    "Agent": _agent,
+    "Task": _agent,
+}
+_CORE_NAMES = {
+    "Bash": "run_command",
+    "Write": "write_file",
+    "Edit": "edit_file",
+    "Read": "read_file",
+    "Glob": "list_files",
+    "Grep": "search_codebase",
+    "WebFetch": "web_fetch",
+    "Agent": "spawn_subagent",
+    "Task": "spawn_subagent",
+}
+
+
+# --- judging ---------------------------------------------------------------------------
+
+
+def prepare_native(
+    policy: PolicySpec,
+    native_tool: str,
+    native_input: Mapping[str, Any],
+    cwd: str,
+    counters: SessionCounters,
+) -> tuple[Mapped, Prepared]:
+    """Map, validate, preview and judge one native tool use, from its input alone.
+
+    The Prepared's status is `failed` (the input does not fit), `denied`,
+    `awaiting_approval` or `approved` (the agent may run it)."""
+    mapped = map_native(native_tool, native_input, cwd)
+    if mapped.problem:
+        error = f"{native_tool}'s input does not fit its shape: {mapped.problem}"
+        return mapped, Prepared(status="failed", args=mapped.args, error=error)
+    args = mapped.args
+    if mapped.kind == "core":
+        try:
+            validated = validate_args(mapped.tool, mapped.args)
+            args = validated.model_dump(exclude_none=True, exclude_unset=True)
+        except ToolError as exc:
+            return mapped, Prepared(status="failed", args=mapped.args, error=str(exc))
+    workspace = Path(cwd or "/nonexistent-agent-cwd")
+    preview, lines = input_preview(mapped, args, workspace, policy)
+    facts = CallFacts(mapped.tool, args, workspace, lines)
+    verdict = gate(mapped, args, evaluate(policy, facts, counters))
+    prepared = Prepared(
+        status=STATUS_OF_VERDICT[verdict.kind],
+        args=args,
+        verdict=verdict,
+        preview={**preview, "gateway": _gateway_facts(native_tool, mapped)},
+        changed_lines=lines,
+    )
+    return mapped, prepared
+
+
+def _gateway_facts(native_tool: str, mapped: Mapped) -> dict[str, Any]:
+    return {"native_tool": native_tool, "where": NOT_SANDBOXED, "notes": list(mapped.notes)}
+
+
+def gate(mapped: Mapped, args: Mapping[str, Any], verdict: Verdict) -> Verdict:
+    """Gate mode: what the policy allows only because agentweb would have run it in its
+    sandbox (a command's effect judged after the fact), or allows by default (a tool it
+    does not know), waits for a person instead. An explicit rule's verdict stands."""
+    if verdict.kind != "allow" or verdict.rule.startswith("rule "):
+        return _named_for_gateway(mapped, verdict)
+    if mapped.kind == "no_effect":
+        return Verdict(
+            "allow", f"{mapped.tool} changes nothing in the workspace", "gateway:no-effect"
+        )
+    if mapped.kind in {"mcp", "unknown"}:
+        what = "an MCP tool" if mapped.kind == "mcp" else "a tool agentweb does not know"
+        return Verdict(
+            "require_approval",
+            f"{mapped.tool} is {what}; it {NOT_SANDBOXED}, so a person approves it unless "
+            "a policy rule allows it by name",
+            f"gateway:{mapped.kind}-tool",
+        )
+    if mapped.tool == "run_command":
+        analysis = analyse_command(str(args.get("command", "")))
+        if not analysis.reads_only:
+            return Verdict(
+                "require_approval",
+                "the command is not proven to only read (every part a known read-only "
+                f"program, no redirection that writes); it {NOT_SANDBOXED}, so a person "
+                "approves it unless a policy rule allows it",
+                "gateway:not-read-only",
+            )
+    return verdict
+
+
+def _named_for_gateway(mapped: Mapped, verdict: Verdict) -> Verdict:
+    """The skill-tool check also fires on `mcp.…` and `native.…` names (they hold a dot):
+    say what the tool really is."""
+    if verdict.rule != "builtin:skill-tool" or mapped.kind == "core":
+        return verdict
+    what = "an MCP tool" if mapped.kind == "mcp" else "a tool agentweb does not know"
+    if mapped.kind == "no_effect":
+        return Verdict(
+            "allow", f"{mapped.tool} changes nothing in the workspace", "gateway:no-effect"
+        )
+    return Verdict(
+        "require_approval",
+        f"{mapped.tool} is {what}; it {NOT_SANDBOXED}, so a person approves it unless a "
+        "policy rule allows it by name",
+        f"gateway:{mapped.kind}-tool",
+    )
+
+
+# --- previews from the input alone ---------------------------------------------------
+
+
+def input_preview(
+    mapped: Mapped, args: Mapping[str, Any], workspace: Path, policy: PolicySpec
+) -> tuple[dict[str, Any], int | None]:
+    """What a reviewer sees and the lines the call changes, from the input alone."""
+    if mapped.tool == "write_file":
+        content = str(args.get("content", ""))
+        diff = _diff(str(args["path"]), "", content, new_file=True)
+        lines = len(content.splitlines())
+        return {"path": args["path"], "diff": diff, "changed_lines": lines}, lines
+    if mapped.tool == "edit_file":
+        old, new = str(args.get("old_string", "")), str(args.get("new_string", ""))
+        diff = _diff(str(args["path"]), old, new)
+        lines = _changed(diff)
+        every = "replace_all" in " ".join(mapped.notes)
+        preview = {"path": args["path"], "diff": diff, "changed_lines": lines}
+        # How often the string occurs on the agent's disk is unknown: not counted.
+        return preview, None if every else lines
+    if mapped.tool == "run_command":
+        command = str(args["command"])
+        analysis = analyse_command(command)
+        parts, _ = command_review(analysis, workspace, tuple(policy.secret_paths))
+        preview = {"command": command, "timeout": args.get("timeout", 120), "parts": parts}
+        return {**preview, "opaque": list(analysis.opaque), "sandboxed": False}, None
+    return {}, None
+
+
+def _diff(path: str, old: str, new: str, *, new_file: bool = False) -> str:
+    before = "/dev/null" if new_file else f"a/{path}"
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True), new.splitlines(keepends=True), before, f"b/{path}"
+    )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def _changed(diff: str) -> int:
+    return sum(
+        1
+        for line in diff.splitlines()
+        if line[:1] in {"+", "-"} and not line.startswith(("+++", "---"))
+    )

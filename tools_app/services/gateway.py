@@ -1,0 +1,346 @@
+"""The gateway's writes: sessions and calls of agents that run their own tools.
+
+A gateway session is one per (token user, the agent's session id), with no clone and no
+agent loop: the agent's machine runs the tools and asks first through a hook. Each tool
+use is one ToolCall, found again by its `tool_use_id`; the policy judges it from its
+input (`core.gateway.prepare_native`). An allowed call is `approved` until the hook
+answers (then `running`: the agent runs it) and its PostToolUse makes it `succeeded`
+or `failed`. Nothing here runs a tool.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from tools_app.core import engine
+from tools_app.core.gateway import prepare_native
+from tools_app.core.policy.types import PolicySpec, Verdict
+from tools_app.core.tools.jsonsafe import storable_args, storable_text
+from tools_app.live import events
+from tools_app.models import AgentSession, Policy, ToolCall
+from tools_app.services.lifecycle import tool_call_move
+from tools_app.services.policies import load_policy_or_denial
+from tools_app.services.tool_calls import session_counters
+
+Status = ToolCall.Status
+Kind = AgentSession.Kind
+GATEWAY_RUNNER = "gateway"  # a gateway call runs on the agent's machine, never here
+MAX_RESULT_CHARS = 20_000
+# The statuses of a call the model has not been told about yet, which a retry with the
+# same input may join (never a second card for one change).
+JOINABLE = (
+    Status.AWAITING_APPROVAL,
+    Status.APPROVED,
+    Status.DENIED,
+    Status.EXPIRED,
+    Status.CANCELLED,
+)
+CLOSED = (AgentSession.Status.DONE, AgentSession.Status.FAILED, AgentSession.Status.CANCELLED)
+
+
+def gateway_session_for(
+    *, user: Any, external_id: str, cwd: str, agent_id: str = "", agent_type: str = ""
+) -> AgentSession:
+    """The session of one agent session (made on its first event); a sub-agent's calls
+    go to a child session of it."""
+    session = _session_get_or_create(user, external_id, cwd, parent=None)
+    if not agent_id:
+        return session
+    return _session_get_or_create(
+        user, f"{external_id}/{agent_id}", cwd, parent=session, label=agent_type or "sub-agent"
+    )
+
+
+def _session_get_or_create(
+    user: Any, external_id: str, cwd: str, *, parent: AgentSession | None, label: str = ""
+) -> AgentSession:
+    found = _session_find(user, external_id)
+    if found is not None:
+        return found
+    try:
+        return _session_create(user, external_id, cwd, parent, label)
+    except IntegrityError:  # made by a concurrent event of the same session
+        session = _session_find(user, external_id)
+        assert session is not None
+        return session
+
+
+def _session_find(user: Any, external_id: str) -> AgentSession | None:
+    return (
+        AgentSession.objects.select_related("policy")
+        .filter(creator=user, external_id=external_id, kind=Kind.GATEWAY)
+        .first()
+    )
+
+
+@transaction.atomic
+def _session_create(
+    user: Any, external_id: str, cwd: str, parent: AgentSession | None, label: str
+) -> AgentSession:
+    policy = parent.policy if parent else Policy.objects.get(name="default")
+    task = f"{label} of " if parent else ""
+    session = AgentSession.objects.create(
+        task=storable_text(f"{task}an agent working in {cwd}"[:2000]),
+        repo="",
+        workspace="",
+        kind=Kind.GATEWAY,
+        status=AgentSession.Status.RUNNING,
+        policy=policy,
+        creator=user,
+        parent=parent,
+        depth=parent.depth + 1 if parent else 0,
+        cwd=cwd,
+        external_id=external_id,
+    )
+    data = {"status": session.status, "task": session.task, "repo": "", "cwd": cwd}
+    events.event_append(session_id=session.pk, type="session.created", data=data)
+    return session
+
+
+# --- PreToolUse ------------------------------------------------------------------------
+
+
+def gateway_call_receive(
+    *, session: AgentSession, native_tool: str, native_input: dict[str, Any], tool_use_id: str
+) -> ToolCall:
+    """The call for one tool use, judged: the same call for a re-sent event, the earlier
+    unanswered call for a retry of the same input, else a new one."""
+    existing = ToolCall.objects.filter(session=session, tool_use_id=tool_use_id).first()
+    if existing is not None:
+        return existing
+    joined = _join_retry(session, native_tool, native_input, tool_use_id)
+    if joined is not None:
+        return joined
+    try:
+        call = _call_create(session, native_tool, native_input, tool_use_id)
+    except IntegrityError:  # the same event, sent twice at once
+        return ToolCall.objects.get(session=session, tool_use_id=tool_use_id)
+    return _call_judge(call)
+
+
+def _join_retry(
+    session: AgentSession, native_tool: str, native_input: dict[str, Any], tool_use_id: str
+) -> ToolCall | None:
+    """A model whose call was answered "still awaiting approval" sends it again with a new
+    tool_use_id: it joins that call, which then answers to the new id."""
+    wanted = requested_hash(native_input)
+    candidates = ToolCall.objects.filter(
+        session=session, native_tool=native_tool, status__in=JOINABLE, hook_answered_at=None
+    ).order_by("-id")
+    for call in candidates[:20]:
+        if _gateway_facts(call).get("requested") != wanted:
+            continue
+        if ToolCall.objects.filter(pk=call.pk, hook_answered_at=None).update(
+            tool_use_id=tool_use_id
+        ):
+            call.tool_use_id = tool_use_id
+            return call
+    return None
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def requested_hash(native_input: Any) -> str:
+    """What the agent asked to run, as a retry is compared with it (a reviewer's edit
+    changes `native_input`, never this)."""
+    return hashlib.sha256(_canonical(storable_args(native_input)).encode()).hexdigest()
+
+
+def _gateway_facts(call: ToolCall) -> dict[str, Any]:
+    facts = (call.preview or {}).get("gateway") if isinstance(call.preview, dict) else None
+    return facts if isinstance(facts, dict) else {}
+
+
+@transaction.atomic
+def _call_create(
+    session: AgentSession, native_tool: str, native_input: dict[str, Any], tool_use_id: str
+) -> ToolCall:
+    call = ToolCall.objects.create(
+        session=session,
+        tool=storable_text(native_tool[:200]),
+        args={},
+        status=Status.PENDING,
+        native_tool=storable_text(native_tool[:200]),
+        native_input=storable_args(native_input),
+        tool_use_id=tool_use_id,
+    )
+    events.tool_call_event(call, "tool_call.received")
+    return call
+
+
+def _call_judge(call: ToolCall) -> ToolCall:
+    """Ask the policy, in gate mode, and record its verdict through the lifecycle."""
+    session = call.session
+    spec = load_policy_or_denial(session.policy)
+    native_input = dict(call.native_input or {})
+    prepared = _prepare(spec, call, native_input)
+    prepared = _with_requested(prepared, requested_hash(native_input))
+    fields = _verdict_fields(call, prepared, spec)
+    if prepared.status == Status.APPROVED:
+        moved = tool_call_move(call, "gateway_allow", **fields)
+    elif prepared.status == Status.AWAITING_APPROVAL:
+        moved = tool_call_move(call, "judge_wait", **fields)
+    else:
+        moved = tool_call_move(call, "judge_end", to=prepared.status, **fields)
+    if not moved:
+        call.refresh_from_db()
+    return call
+
+
+def _prepare(
+    spec: PolicySpec | Verdict, call: ToolCall, native_input: dict[str, Any]
+) -> engine.Prepared:
+    session = call.session
+    if session.status in CLOSED:
+        spec = Verdict(
+            "deny",
+            f"session {session.pk} is {session.status} in agentweb; it takes no more calls",
+            "gateway:session-closed",
+        )
+    if isinstance(spec, Verdict):
+        return engine.Prepared(status=Status.DENIED, args={}, verdict=spec)
+    counters = session_counters(session)
+    mapped, prepared = prepare_native(spec, call.native_tool, native_input, session.cwd, counters)
+    call.tool = mapped.tool
+    return prepared
+
+
+def gateway_prepare_edit(*, call: ToolCall, native_input: dict[str, Any]) -> engine.Prepared:
+    """A reviewer's edit of a gateway call, in the agent's own shape, judged again."""
+    spec = load_policy_or_denial(call.session.policy)
+    prepared = _prepare(spec, call, native_input)
+    return _with_requested(prepared, _gateway_facts(call).get("requested"))
+
+
+def _with_requested(prepared: engine.Prepared, requested: Any) -> engine.Prepared:
+    preview = dict(prepared.preview or {})
+    preview["gateway"] = {**preview.get("gateway", {}), "requested": requested}
+    return replace(prepared, preview=preview)
+
+
+def _verdict_fields(
+    call: ToolCall, prepared: engine.Prepared, spec: PolicySpec | Verdict
+) -> dict[str, Any]:
+    now = timezone.now()
+    verdict = prepared.verdict
+    awaiting = prepared.status == Status.AWAITING_APPROVAL
+    final = prepared.status in {Status.FAILED, Status.DENIED}
+    return {
+        "tool": call.tool,
+        "args": prepared.args,
+        "args_hash": engine.args_hash(call.tool, prepared.args),
+        "verdict": verdict.kind if verdict else "",
+        "reason": verdict.reason if verdict else prepared.error,
+        "rule": verdict.rule if verdict else "validation",
+        "policy_version": spec.version if isinstance(spec, PolicySpec) else None,
+        "preview": prepared.preview,
+        "changed_lines": prepared.changed_lines,
+        "result": prepared.error or (verdict.reason if final and verdict else ""),
+        "decided_at": None if awaiting else now,
+        "finished_at": now if final else None,
+        "expires_at": (
+            now + timedelta(seconds=call.session.policy.approval_timeout_seconds)
+            if awaiting
+            else None
+        ),
+    }
+
+
+def gateway_call_answered(*, call: ToolCall) -> ToolCall:
+    """The hook was given this call's final answer: an approved call is now the agent's
+    to run (`running`); any other is marked answered, so a retry no longer joins it."""
+    now = timezone.now()
+    if call.status == Status.APPROVED:
+        tool_call_move(
+            call, "claim_run", started_at=now, runner=GATEWAY_RUNNER, hook_answered_at=now
+        )
+    elif call.hook_answered_at is None:
+        ToolCall.objects.filter(pk=call.pk, hook_answered_at=None).update(hook_answered_at=now)
+    call.refresh_from_db()
+    return call
+
+
+# --- PostToolUse, PostToolUseFailure ---------------------------------------------------
+
+
+def gateway_call_finish(
+    *,
+    session: AgentSession,
+    tool_use_id: str,
+    succeeded: bool,
+    ran_input: Any,
+    response: Any,
+) -> ToolCall | None:
+    """Record what the agent's tool did: the output as the result, the real patch as the
+    diff, and a flag when the input that ran is not the one agentweb allowed."""
+    call = ToolCall.objects.filter(session=session, tool_use_id=tool_use_id).first()
+    if call is None:
+        return None
+    if call.status == Status.APPROVED:  # the answer and this event crossed
+        tool_call_move(call, "claim_run", started_at=timezone.now(), runner=GATEWAY_RUNNER)
+    ran = _ran(call, ran_input, response)
+    result = _result_text(response, succeeded)
+    if ran.get("differs"):
+        result = f"{ran['differs']}\n\n{result}"
+    status = Status.SUCCEEDED if succeeded else Status.FAILED
+    preview = {**(call.preview or {}), "ran": ran}
+    fields: dict[str, Any] = {"result": result, "preview": preview, "finished_at": timezone.now()}
+    if not tool_call_move(call, "finish", to=status, **fields):
+        call.refresh_from_db()
+    return call
+
+
+def _ran(call: ToolCall, ran_input: Any, response: Any) -> dict[str, Any]:
+    ran: dict[str, Any] = {}
+    patch = response.get("structuredPatch") if isinstance(response, dict) else None
+    if isinstance(patch, list):
+        ran["diff"] = patch_text(call.args.get("path", ""), patch)
+    if isinstance(ran_input, dict) and _canonical(storable_args(ran_input)) != _canonical(
+        call.native_input
+    ):
+        ran["input"] = storable_args(ran_input)
+        ran["differs"] = (
+            f"Warning: the input that ran differs from the one agentweb allowed (call {call.pk})."
+        )
+    return ran
+
+
+def patch_text(path: str, hunks: list[Any]) -> str:
+    """Claude Code's `structuredPatch` as a unified diff."""
+    out = [f"--- a/{path}\n", f"+++ b/{path}\n"]
+    for hunk in hunks:
+        if not isinstance(hunk, dict):
+            continue
+        head = (
+            f"@@ -{hunk.get('oldStart', 0)},{hunk.get('oldLines', 0)} "
+            f"+{hunk.get('newStart', 0)},{hunk.get('newLines', 0)} @@\n"
+        )
+        out.append(head)
+        out.extend(f"{line}\n" for line in hunk.get("lines", []) if isinstance(line, str))
+    return storable_text("".join(out))
+
+
+def _result_text(response: Any, succeeded: bool) -> str:
+    if isinstance(response, str):
+        text = response
+    elif isinstance(response, dict) and ("stdout" in response or "stderr" in response):
+        text = "\n".join(str(response.get(k) or "") for k in ("stdout", "stderr")).strip()
+    elif isinstance(response, dict) and "filePath" in response:
+        kind = response.get("type") or "edit"
+        text = f"{kind}: {response.get('filePath')}"
+    else:
+        text = json.dumps(response, ensure_ascii=False, default=str)
+    if not succeeded and not text:
+        text = "the tool failed on the agent's machine"
+    if len(text) > MAX_RESULT_CHARS:
+        text = text[:MAX_RESULT_CHARS] + f"\n… (truncated at {MAX_RESULT_CHARS} characters)"
+    return storable_text(text)
