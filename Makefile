@@ -7,7 +7,13 @@ PORT ?= 8000
 # The tests marked `postgres` (database semantics) run a second time on PostgreSQL when it answers.
 PG_URL ?= postgres://postgres@127.0.0.1:5432/test
 
-.PHONY: run test lint unit install system-deps format bench fuzz clean
+# The agents the gateway tests drive (tests/agents): Claude Code, pinned, from npm into a
+# cache; where npm is unreachable the tests that need it are skipped, saying so.
+CLAUDE_CODE_VERSION ?= 2.1.332
+AGENTS_CACHE := .cache/npm-agents
+CLAUDE := $(AGENTS_CACHE)/node_modules/@anthropic-ai/claude-code/bin/claude.exe
+
+.PHONY: run test lint unit install system-deps agents format bench fuzz clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,6 +36,14 @@ system-deps:
 		|| echo "warning: could not install$$missing; tests that need them are skipped"; \
 	fi
 
+agents:
+	@if [ -x $(CLAUDE) ] && $(CLAUDE) --version 2>/dev/null | grep -q '^$(CLAUDE_CODE_VERSION) '; then :; \
+	elif command -v npm >/dev/null; then \
+		mkdir -p $(AGENTS_CACHE) && npm install -q --prefix $(AGENTS_CACHE) --no-audit --no-fund \
+			@anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION) \
+		|| echo "warning: could not install Claude Code; the tests in tests/agents are skipped"; \
+	else echo "warning: no npm; the tests in tests/agents are skipped"; fi
+
 run: install
 	$(BIN)/python manage.py up --port $(PORT)
 
@@ -38,7 +52,7 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy .
 
-test: install system-deps lint
+test: install system-deps agents lint
 	$(BIN)/python -m pytest
 	@if $(BIN)/python -c "import psycopg; psycopg.connect('$(PG_URL)', connect_timeout=3).close()" 2>/dev/null; then \
 		echo "PostgreSQL answers at $(PG_URL): the tests marked postgres again, on it"; \

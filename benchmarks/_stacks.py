@@ -184,7 +184,7 @@ class Inboxes:
         for index, sock in enumerate(self.sockets):
             sock.setblocking(False)
             self.selector.register(sock, selectors.EVENT_READ, [index, bytearray()])
-        self.running = True
+        self.running, self.closed = True, 0
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
 
@@ -209,13 +209,20 @@ class Inboxes:
             for key, _ in self.selector.select(timeout=0.2):
                 now = time.perf_counter()
                 sock: socket.socket = key.fileobj  # type: ignore[assignment]
-                with contextlib.suppress(BlockingIOError):
+                try:
                     chunk = sock.recv(65536)
-                    if not chunk:
-                        self.selector.unregister(sock)
-                        continue
-                    key.data[1] += chunk
-                    self._frames(sock, key.data[1], now)
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    chunk = b""
+                if not chunk:  # closed by the server: counted, and no longer waited for
+                    self.selector.unregister(sock)
+                    with self.cond:
+                        self.closed += 1
+                        self.cond.notify_all()
+                    continue
+                key.data[1] += chunk
+                self._frames(sock, key.data[1], now)
 
     def _frames(self, sock: socket.socket, buffer: bytearray, now: float) -> None:
         while len(buffer) >= 2:
@@ -243,9 +250,11 @@ class Inboxes:
 
     def arrivals(self, call_id: int, timeout: float = 60) -> list[float]:
         """perf_counter times at which each socket received the call's event."""
-        count = len(self.sockets)
         with self.cond:
-            if not self.cond.wait_for(lambda: len(self.seen.get(call_id, ())) >= count, timeout):
+            if not self.cond.wait_for(
+                lambda: len(self.seen.get(call_id, ())) >= len(self.sockets) - self.closed, timeout
+            ):
+                count = len(self.sockets) - self.closed
                 got = len(self.seen.get(call_id, ()))
                 raise RuntimeError(f"call {call_id}: the event reached {got} of {count} sockets")
             return self.seen.pop(call_id)

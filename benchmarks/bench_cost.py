@@ -40,6 +40,7 @@ from _stacks import Target, load, worktree
 from bench_api import make_repo
 
 AGENT_TURN = "tools_app.tasks.agent_turn"
+LIMITS = {"AGENTWEB_MAX_ITERATIONS": "1000"}  # a long script is not stopped at 50 turns
 BLOCK = 10
 
 
@@ -157,11 +158,11 @@ def main() -> None:
     arguments.add_argument("--before", metavar="REF", help="also measure this commit")
     arguments.add_argument("--rounds", type=int, help="blocks of 10 reads (default 20)")
     arguments.add_argument("--sessions", type=int, help="scripted sessions (default 3)")
-    arguments.add_argument("--steps", type=int, help="reads per session (default 60)")
+    arguments.add_argument("--steps", type=int, help="reads per session (default 45)")
     options = arguments.parse_args()
     options.rounds = options.rounds or (2 if options.quick else 20)
     options.sessions = options.sessions or (1 if options.quick else 3)
-    options.steps = options.steps or (20 if options.quick else 60)
+    options.steps = options.steps or (20 if options.quick else 45)
     tmp = Path(tempfile.mkdtemp(prefix="bench-cost-"))
     targets: list[Target] = []
     results: dict[str, Any] = {
@@ -172,8 +173,8 @@ def main() -> None:
             repo = make_repo(tmp, (options.rounds + 1) * BLOCK + options.steps)
             script = write_script(tmp, options.steps)
             if before is not None:
-                targets.append(Target(f"before ({options.before})", before, tmp, 1))
-            targets.append(Target("after", ROOT, tmp, 1))
+                targets.append(Target(f"before ({options.before})", before, tmp, 1, LIMITS))
+            targets.append(Target("after", ROOT, tmp, 1, LIMITS))
             for target in targets:
                 target.start(repo)
             results["load_before"] = load()

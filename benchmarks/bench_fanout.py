@@ -61,6 +61,7 @@ def measure(targets: list[Target], clients: int, calls: int) -> dict[str, Any]:
                 fan_out_round(target, inboxes[target.name], offset, round_)
                 time.sleep(0.02)
         cpu_after = {t.name: t.cpu() for t in targets}
+        closed = {name: box.closed for name, box in inboxes.items()}
     finally:
         for box in inboxes.values():
             box.close()
@@ -71,6 +72,7 @@ def measure(targets: list[Target], clients: int, calls: int) -> dict[str, Any]:
             "event_ms": summary(events),
             "last_socket_p50_ms": statistics.median(target.samples["last_socket_ms"]),
             "p90_ms": percentile(events, 0.9),
+            "sockets_closed_by_the_server": closed[target.name],
             "cpu_ms_per_call": {
                 role: (cpu_after[target.name][role] - seconds) * 1000 / calls
                 for role, seconds in cpu_before[target.name].items()

@@ -124,7 +124,11 @@ def daphne(root: Path, env: dict[str, str], log: Path) -> Iterator[str]:
         yield url
     finally:
         os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=30)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # still rendering a page of 5,000 cards
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
 
 
 def _answers(url: str) -> bool:
@@ -134,7 +138,7 @@ def _answers(url: str) -> bool:
 
 
 def login(url: str) -> httpx.Client:
-    browser = httpx.Client(base_url=url, trust_env=False, timeout=120)
+    browser = httpx.Client(base_url=url, trust_env=False, timeout=900)
     browser.get("/login/")
     form = {"username": "rita", "password": PASSWORD,
             "csrfmiddlewaretoken": browser.cookies["csrftoken"]}  # fmt: skip
@@ -194,8 +198,10 @@ def measure(browsers: dict[str, httpx.Client], rounds: int) -> dict[str, Any]:
 def main() -> None:
     arguments = parser(__doc__.splitlines()[0])
     arguments.add_argument("--before", metavar="REF", help="also serve this commit's tree")
+    arguments.add_argument("--rounds", type=int, help="rounds (default 5, 3 with --quick)")
     options = arguments.parse_args()
     calls, rounds = (500, 3) if options.quick else (5_000, 5)
+    rounds = options.rounds or rounds
     tmp = Path(tempfile.mkdtemp(prefix="bench-inbox-"))
     env = stack_env(tmp / "var") | {"AGENTWEB_CHANNEL_LAYER": "memory"}
     (tmp / "var").mkdir()
@@ -215,7 +221,7 @@ def main() -> None:
             for browser in browsers.values():
                 stack.callback(browser.close)
             for browser in browsers.values():
-                get(browser, "/approvals/")  # warm up: templates, connections
+                get(browser, "/sessions/")  # warm up: base templates, connections
             results["gets"] = measure(browsers, rounds)
     finally:
         if options.before:

@@ -44,7 +44,7 @@ class Worker:
         self._wait_ready()
 
     def _wait_ready(self) -> None:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120  # a machine under load takes a minute to start one
         while b"ready." not in self.log.read_bytes():
             if self.process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError("celery worker did not start:\n" + self.log.read_text()[-3000:])

@@ -13,7 +13,7 @@ from tests.browser.server import PASSWORD
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),
-    pytest.mark.timeout(60),
+    pytest.mark.timeout(120),  # the first browser test starts Chromium, the worker and daphne
 ]
 
 

@@ -83,7 +83,8 @@ class Listener:
         """Return when an event says the call is final, or after `timeout` seconds."""
 
         def final(event: dict[str, Any]) -> bool:
-            return event.get("tool_call") == call_id and event.get("status") in until
+            status = event.get("status")
+            return event.get("tool_call") == call_id and status in until
 
         await self.until(final, timeout)
 

@@ -49,7 +49,7 @@ def policy_import(*, data: object) -> Policy:
             position=index,
             tool=rule.tool,
             args=dict(rule.args),
-            decision=rule.decision,
+            decision=rule.verdict,
             reason=rule.reason,
         )
         for index, rule in enumerate(spec.rules)

@@ -88,7 +88,7 @@ def _allow_rule_verdict(context: CallContext) -> Verdict | None:
 
 def _bounded(rule: Rule) -> bool:
     """A require_approval rule still sends the call to a person: only an allow is bounded."""
-    return rule.reviewer_bounded and rule.decision == "allow"
+    return rule.reviewer_bounded and rule.verdict == "allow"
 
 
 def _passed_over(approval: Verdict, rule: Rule) -> Verdict:
@@ -103,7 +103,7 @@ def _passed_over(approval: Verdict, rule: Rule) -> Verdict:
 def _rule_verdict(rule: Rule | None) -> Verdict | None:
     if rule is None:
         return None
-    return Verdict(rule.decision, rule.reason or _generated_reason(rule), f"rule {rule.id}")
+    return Verdict(rule.verdict, rule.reason or _generated_reason(rule), f"rule {rule.id}")
 
 
 _VERBS = {"deny": "denies", "allow": "allows", "require_approval": "asks a person to approve"}
@@ -111,7 +111,7 @@ _VERBS = {"deny": "denies", "allow": "allows", "require_approval": "asks a perso
 
 def _generated_reason(rule: Rule) -> str:
     args = json.dumps(dict(rule.args), sort_keys=True) if rule.args else "any arguments"
-    return f"rule {rule.id} {_VERBS[rule.decision]} {rule.tool} with {args}"
+    return f"rule {rule.id} {_VERBS[rule.verdict]} {rule.tool} with {args}"
 
 
 def _fallthrough(context: CallContext) -> Verdict:

@@ -186,7 +186,7 @@ def _rule_from_dict(index: int, data: Mapping[str, Any]) -> Rule:
         id=str(data.get("id", index + 1)),
         tool=data["tool"],
         args=dict(data.get("args", {})),
-        decision=data["decision"],
+        verdict=data["decision"],
         reason=data.get("reason", ""),
     )
 
@@ -207,7 +207,7 @@ def policy_from_dict(data: Mapping[str, Any]) -> PolicySpec:
 
 def _rule_to_dict(index: int, rule: Rule) -> dict[str, Any]:
     data: dict[str, Any] = {} if rule.id == str(index + 1) else {"id": rule.id}
-    data |= {"tool": rule.tool, "args": dict(rule.args), "decision": rule.decision}
+    data |= {"tool": rule.tool, "args": dict(rule.args), "decision": rule.verdict}
     return data | {"reason": rule.reason}
 
 

@@ -50,7 +50,7 @@ def rule_matches(rule: Rule, context: CallContext) -> bool:
     """True when the rule's tool and every one of its argument patterns match."""
     if not tool_matches(rule, context.tool):
         return False
-    deny = rule.decision == "deny"
+    deny = rule.verdict == "deny"
     for name, pattern in rule.args.items():
         if context.tool == "run_command" and name == "command":
             if not _command_matches(pattern, context, deny=deny):
@@ -93,7 +93,7 @@ def first_matching_rule(
     """The first rule of one kind (deny, or allow/require_approval) that matches; a rule
     that may not decide this call (`self_approval`) is passed over."""
     for rule in rules:
-        if (rule.decision == "deny") != deny or self_approval(rule, context):
+        if (rule.verdict == "deny") != deny or self_approval(rule, context):
             continue
         if rule_matches(rule, context):
             return rule
@@ -111,7 +111,7 @@ def self_approval(rule: Rule, context: CallContext) -> bool:
     author = rule.remembered_by
     return (
         bool(author)
-        and rule.decision != "deny"
+        and rule.verdict != "deny"
         and context.policy.require_distinct_reviewer
         and author == context.counters.creator
     )

@@ -28,7 +28,8 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Rule:
-    """An admin's explicit rule: `{tool, args: {NAME: PATTERN}, decision, reason}`.
+    """An admin's explicit rule: `{tool, args: {NAME: PATTERN}, decision, reason}` in a
+    policy file, where `decision` is the verdict it gives (`verdict` here).
 
     `id` names it in decisions ("rule 12"); a PATTERN is a glob, or a regular
     expression when it starts with `re:`. `remembered_by` is the id of the reviewer
@@ -43,7 +44,7 @@ class Rule:
     id: str
     tool: str
     args: Mapping[str, str]
-    decision: VerdictKind
+    verdict: VerdictKind
     reason: str = ""
     remembered_by: str = ""
     reviewer_bounded: bool = False
