@@ -33,7 +33,7 @@ from tools_app.models import AgentSession, ToolCall
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),
-    pytest.mark.usefixtures("stack"),
+    pytest.mark.worker,
 ]
 
 WAIT = 8  # AGENTWEB_MCP_WAIT_SECONDS of the daphne under test
