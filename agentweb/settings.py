@@ -286,3 +286,7 @@ AGENTWEB_MAX_SUBAGENT_DEPTH = envint("AGENTWEB_MAX_SUBAGENT_DEPTH", 2)
 AGENTWEB_SKILL_SECRETS = envlist("AGENTWEB_SKILL_SECRETS", "")
 # `up` starts the scripted demo session on its first run (no API key needed).
 AGENTWEB_DEMO = envbool("AGENTWEB_DEMO", True)
+
+# The audit trail (/audit/, GET /api/audit): entries older than this many days are
+# pruned by the periodic sweep; 0 keeps them all.
+AGENTWEB_AUDIT_DAYS = envint("AGENTWEB_AUDIT_DAYS", 365)

@@ -19,7 +19,16 @@ from ninja.errors import AuthenticationError
 from ninja.security import HttpBearer, SessionAuth
 from pydantic import Field
 
-from tools_app import access, api_input, api_skills, selectors, services, tool_schemas, waiting
+from tools_app import (
+    access,
+    api_audit,
+    api_input,
+    api_skills,
+    selectors,
+    services,
+    tool_schemas,
+    waiting,
+)
 from tools_app.api_schemas import (
     DecisionIn,
     DecisionOut,
@@ -32,11 +41,13 @@ from tools_app.api_schemas import (
     ToolCallOut,
     ToolCallPage,
 )
-from tools_app.models import AgentSession, ToolCall
+from tools_app.models import AgentSession, AuditEntry, ToolCall
 from tools_app.pagination import PageQuery, page
 from tools_app.policy import SessionCounters
 
 MAX_WAIT_SECONDS = 300.0
+
+Via = AuditEntry.Via
 
 
 class BearerToken(HttpBearer):
@@ -134,7 +145,9 @@ def session_detail(request: HttpRequest, session_id: int) -> dict[str, Any]:
 
 @api.post("/sessions/{session_id}/cancel", response={200: SessionOut, 403: ErrorOut, 404: ErrorOut})
 def session_cancel(request: HttpRequest, session_id: int) -> dict[str, Any]:
-    session = services.session_cancel(session=_session_to_act_on(request, session_id))
+    session = services.session_cancel(
+        session=_session_to_act_on(request, session_id), user=request.user, via=Via.API
+    )
     return selectors.session_as_dict(session)
 
 
@@ -259,6 +272,7 @@ def tool_call_decision(request: HttpRequest, tool_call_id: int, body: DecisionIn
     decided = services.tool_call_decide(
         call=call, user=request.user, scope=scope(request), decision=body.decision,
         reason=body.reason, args=body.args, remember=body.remember, rule_args=body.rule_args,
+        via=Via.API,
     )  # fmt: skip
     return selectors.tool_call_as_dict(decided)
 
@@ -292,3 +306,4 @@ def policy_evaluate(request: HttpRequest, name: str, body: EvaluateIn) -> dict[s
 
 
 api_skills.register(api)  # /api/skills: its own module, mounted here
+api_audit.register(api)  # /api/audit too

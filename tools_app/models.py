@@ -411,3 +411,7 @@ class PullRequest(models.Model):
 
     def __str__(self) -> str:
         return spelled(f"#{self.number} {self.title}")
+
+
+# Its own module (one app): imported here so that Django and `tools_app.models` know it.
+from tools_app.audit_models import AuditEntry as AuditEntry  # noqa: E402

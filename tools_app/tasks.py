@@ -41,12 +41,14 @@ def agent_turn(session_id: int) -> None:
 
 @shared_task(name="tools_app.tasks.sweep")
 def sweep() -> None:
-    """Every few seconds: expire overdue approvals, resend lost work, recover crashed runs."""
+    """Every few seconds: expire overdue approvals, resend lost work, recover crashed runs,
+    prune the audit trail past its retention."""
     services.tool_call_expire_overdue()
     services.tool_call_recover_interrupted()
     services.tool_call_requeue_orphans()
     services.session_requeue_unprepared()
     services.agent_requeue_stalled()
+    services.audit_prune()
 
 
 @worker_ready.connect

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from tools_app import session_views, skill_views, views, views_approvals
+from tools_app import audit_views, session_views, skill_views, views, views_approvals
 
 urlpatterns = [
     path("", views_approvals.approvals, name="home"),
@@ -27,6 +27,8 @@ urlpatterns = [
         name="session_timeline",
     ),
     path("sessions/<int:session_id>/cancel/", session_views.session_cancel, name="session_cancel"),
+    path("audit/", audit_views.audit, name="audit"),
+    path("audit/export/", audit_views.audit_export, name="audit_export"),
     path("skills/", skill_views.skill_list, name="skills"),
     path("skills/new/", skill_views.skill_new, name="skill_new"),
     path("skills/export/", skill_views.skill_export, name="skill_export"),
