@@ -351,3 +351,6 @@ class AuditEntryAdmin(ReadOnlyAdmin):
 
     def get_actions(self, request: HttpRequest) -> dict[str, Any]:
         return {}  # not even the bulk delete action
+
+
+from tools_app import notify_admin  # noqa: E402,F401  (channels, deliveries: their own module)

@@ -47,6 +47,11 @@ class Policy(models.Model):
         default=600, help_text="Seconds: a command asking for a longer timeout needs a person."
     )
     approval_timeout_seconds = models.PositiveIntegerField(default=3600)
+    escalate_after_seconds = models.PositiveIntegerField(
+        default=0,
+        help_text="Seconds: a call still waiting this long goes to the escalation channels "
+        "too (0: never).",
+    )
     version = models.PositiveIntegerField(default=1, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -413,5 +418,11 @@ class PullRequest(models.Model):
         return spelled(f"#{self.number} {self.title}")
 
 
-# Its own module (one app): imported here so that Django and `tools_app.models` know it.
+# In their own modules (one app): imported here so that Django and `tools_app.models`
+# know them.
 from tools_app.audit_models import AuditEntry as AuditEntry  # noqa: E402
+from tools_app.channel_models import Channel as Channel  # noqa: E402
+from tools_app.channel_models import Delivery as Delivery  # noqa: E402
+from tools_app.channel_models import DeliveryAttempt as DeliveryAttempt  # noqa: E402
+from tools_app.channel_models import NotifyPreference as NotifyPreference  # noqa: E402
+from tools_app.channel_models import SlackUser as SlackUser  # noqa: E402

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from tools_app import audit_views, session_views, skill_views, views, views_approvals
+from tools_app import audit_views, session_views, skill_views, slack_views, views, views_approvals
 
 urlpatterns = [
     path("", views_approvals.approvals, name="home"),
@@ -28,6 +28,11 @@ urlpatterns = [
     ),
     path("sessions/<int:session_id>/cancel/", session_views.session_cancel, name="session_cancel"),
     path("audit/", audit_views.audit, name="audit"),
+    path(
+        "slack/interactivity/<slug:channel_name>/",
+        slack_views.slack_interactivity,
+        name="slack_interactivity",
+    ),
     path("audit/export/", audit_views.audit_export, name="audit_export"),
     path("skills/", skill_views.skill_list, name="skills"),
     path("skills/new/", skill_views.skill_new, name="skill_new"),

@@ -23,6 +23,7 @@ from django.db.models import Q
 
 from tools_app import events
 from tools_app.models import AgentSession, Decision, ToolCall
+from tools_app.services.notifications import notify_moved
 from tools_app.services.queueing import agent_turn_enqueue
 from tools_app.tools.catalogue import EFFECT_TOOL
 from tools_app.tools.effect_apply import drop_held_effect
@@ -121,6 +122,7 @@ def tool_call_move(
             then(call)
         events.tool_call_events(call, [*spec.passes_through, target])
         _after(call, spec.after)
+        notify_moved(call, move, previous)
     if spec.drops_held_effect and (source or previous) == Status.AWAITING_APPROVAL:
         effect_discard(call=call)
     return True
