@@ -43,7 +43,8 @@ class Receiver:
 
     def check(self, headers: dict[str, str], body: bytes) -> bool:
         """The receiver's own check: t=…,v1=HMAC-SHA256(secret, "t.body"), fresh."""
-        parts = dict(p.split("=", 1) for p in headers.get("X-Agentweb-Signature", "").split(","))
+        header = headers.get("X-Agentweb-Signature", "")
+        parts = dict(p.split("=", 1) for p in header.split(",") if "=" in p)
         stamp = parts.get("t", "")
         if not stamp.isdigit() or abs(time.time() - int(stamp)) > 300:
             return False
