@@ -55,10 +55,12 @@ format: install
 fuzz: install
 	HYPOTHESIS_PROFILE=deep $(BIN)/python -m pytest tests/unit/test_tool_args_fuzz.py tests/unit/test_commit_preview_property.py
 
-# The benchmarks' quick-mode smoke test (left out of `make test`), then the full benchmarks.
+# The benchmarks' quick-mode smoke test (left out of `make test`), then the full benchmarks;
+# issue 23's fan-out and cost figures side by side with COST_BEFORE (BENCHMARKS.md, issue 23).
+COST_BEFORE ?= faec57f
 bench: install
 	$(BIN)/python -m pytest -m bench tests/integration/test_benchmarks_smoke.py
-	$(BIN)/python benchmarks/run_all.py
+	$(BIN)/python benchmarks/run_all.py --cost-before $(COST_BEFORE)
 
 clean:
 	rm -rf $(VENV) var .mypy_cache .ruff_cache .pytest_cache

@@ -14,6 +14,7 @@ from typing import Any
 
 import dj_database_url
 import django_stubs_ext
+from django.core.exceptions import ImproperlyConfigured
 
 # Lets the typed generics of django-stubs (ModelAdmin[Policy], …) run.
 django_stubs_ext.monkeypatch()
@@ -101,7 +102,7 @@ MIDDLEWARE = [
     # Static files from STATIC_ROOT once `collectstatic` ran; before, agentweb/asgi.py
     # serves them from the source folders.
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "tools_app.middleware.body_size_limit",
+    "tools_app.web.middleware.body_size_limit",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -121,8 +122,8 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "tools_app.context_processors.pending_approvals",
-                "tools_app.notify_context.failing_channels",
+                "tools_app.web.context_processors.pending_approvals",
+                "tools_app.web.notify_context.failing_channels",
             ],
         },
     },
@@ -230,6 +231,11 @@ CELERY_TASK_TIME_LIMIT = 2 * 3600 + 60
 CELERY_TASK_PUBLISH_RETRY = True
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0.2, "interval_step": 0.3}
 CELERY_TASK_ALWAYS_EAGER = envbool("AGENTWEB_TASKS_EAGER", False)
+# Celery closes the database connection before and after every task; a pool process keeps
+# its SQLite connection for this many tasks instead (opening one, with its PRAGMAs, was
+# about 5% of the worker's CPU per call: BENCHMARKS.md, "Per call and per turn").
+# PostgreSQL keeps closing.
+CELERY_DB_REUSE_MAX = 1000 if str(DATABASES["default"]["ENGINE"]).endswith("sqlite3") else None
 CELERY_BEAT_SCHEDULE = {
     "sweep": {"task": "tools_app.tasks.sweep", "schedule": 5.0},
 }
@@ -243,16 +249,31 @@ def channel_layer_host(redis_url: str) -> dict[str, Any]:
     return {"address": redis_url, "socket_timeout": 15}
 
 
-CHANNEL_LAYERS: dict[str, Any] = {
-    "default": (
-        {"BACKEND": "channels.layers.InMemoryChannelLayer"}
-        if os.environ.get("AGENTWEB_CHANNEL_LAYER") == "memory"
-        else {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [channel_layer_host(REDIS_URL)]},
-        }
-    )
+CHANNEL_LAYER_BACKENDS = {
+    # One PUBLISH per group, joins confirmed, lost connections said (tools_app/live/layer.py).
+    "pubsub": "tools_app.live.layer.PubSubChannelLayer",
+    # channels_redis's per-channel layer, the default until issue 23 (BENCHMARKS.md,
+    # "One push to many").
+    "redis": "channels_redis.core.RedisChannelLayer",
+    # One process only (no Redis): events never leave the process that publishes them.
+    "memory": "channels.layers.InMemoryChannelLayer",
 }
+
+
+def channel_layers(redis_url: str, kind: str = "pubsub") -> dict[str, Any]:
+    """CHANNEL_LAYERS for `kind` (AGENTWEB_CHANNEL_LAYER: pubsub, redis or memory)."""
+    if kind not in CHANNEL_LAYER_BACKENDS:
+        choices = ", ".join(CHANNEL_LAYER_BACKENDS)
+        raise ImproperlyConfigured(
+            f"AGENTWEB_CHANNEL_LAYER is {kind!r}; it must be one of {choices}"
+        )
+    layer: dict[str, Any] = {"BACKEND": CHANNEL_LAYER_BACKENDS[kind]}
+    if kind != "memory":
+        layer["CONFIG"] = {"hosts": [channel_layer_host(redis_url)]}
+    return {"default": layer}
+
+
+CHANNEL_LAYERS = channel_layers(REDIS_URL, os.environ.get("AGENTWEB_CHANNEL_LAYER") or "pubsub")
 
 # Commits made by agents carry this identity, never the server user's git config.
 AGENTWEB_GIT_AUTHOR_NAME = os.environ.get("AGENTWEB_GIT_AUTHOR_NAME", "agentweb")

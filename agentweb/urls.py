@@ -6,7 +6,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from tools_app.api import api
+from tools_app.api.routes import api
 
 urlpatterns = [
     path("admin/", admin.site.urls),

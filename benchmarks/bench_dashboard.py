@@ -146,7 +146,7 @@ def list_page(browser: httpx.Client, total: int, gets: int) -> dict[str, Any]:
     from django.test.utils import CaptureQueriesContext
 
     from tools_app.models import AgentSession
-    from tools_app.pagination import cursor_encode
+    from tools_app.selectors.pagination import cursor_encode
 
     ids = list(AgentSession.objects.order_by("-id").values_list("id", flat=True))
     middle = ids[len(ids) // 2]

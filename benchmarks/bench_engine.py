@@ -23,10 +23,13 @@ import _common  # noqa: F401 - puts the project root on sys.path
 import django
 from _common import emit, markdown_table, parser, summary
 
-from tools_app import engine
-from tools_app.policy import DEFAULT_POLICY, SessionCounters, policy_from_dict
-from tools_app.tools.base import SandboxOptions, ToolContext
-from tools_app.tools.search import rg_binary
+from tools_app.core import engine
+from tools_app.core.policy.defaults import DEFAULT_POLICY
+from tools_app.core.policy.loader import policy_from_dict
+from tools_app.core.policy.types import SessionCounters
+from tools_app.core.tools.base import SandboxOptions, ToolContext
+from tools_app.core.tools.registry import get_tool
+from tools_app.core.tools.search import rg_binary
 
 SMALL_FILE = "src/small.py"
 SEARCH = "search_codebase"
@@ -75,9 +78,10 @@ def context(workspace: Path) -> ToolContext:
 
 
 def through_engine(policy: Any, workspace: Path, tool: str, args: dict[str, Any]) -> str:
-    prepared = engine.prepare(policy, tool, args, workspace, SessionCounters())
+    spec = get_tool(tool)
+    prepared = engine.prepare(policy, spec, args, workspace, SessionCounters())
     assert prepared.status == "approved", prepared
-    outcome = engine.execute(tool, prepared.args, context(workspace))
+    outcome = engine.execute(spec, prepared.args, context(workspace))
     assert outcome.status == "succeeded", outcome
     return outcome.result
 
@@ -99,13 +103,14 @@ def bench_read(policy: Any, workspace: Path, rounds: int) -> dict[str, Any]:
     samples: dict[str, list[float]] = {}
     counters = SessionCounters()
     tool_context = context(workspace)
+    spec = get_tool("read_file")
     for _ in range(rounds):
         timed(samples, "engine", 1e3, through_engine, policy, workspace, "read_file", args)
         timed(samples, "raw", 1e3, raw_read, path)
         prepared = timed(
-            samples, "prepare", 1e3, engine.prepare, policy, "read_file", args, workspace, counters
+            samples, "prepare", 1e3, engine.prepare, policy, spec, args, workspace, counters
         )
-        timed(samples, "execute", 1e3, engine.execute, "read_file", prepared.args, tool_context)
+        timed(samples, "execute", 1e3, engine.execute, spec, prepared.args, tool_context)
     return {name: summary(values) for name, values in samples.items()}
 
 

@@ -24,10 +24,12 @@ from typing import Any
 import _common  # noqa: F401 - puts the project root on sys.path
 from _common import emit, markdown_table, parser, summary
 
-from tools_app.policy import DEFAULT_POLICY, CallFacts, SessionCounters, evaluate, policy_from_dict
-from tools_app.policy.patterns import shape_of
-from tools_app.policy.types import PolicySpec
-from tools_app.shell.commands import _analyse
+from tools_app.core.policy.defaults import DEFAULT_POLICY
+from tools_app.core.policy.engine import evaluate
+from tools_app.core.policy.loader import policy_from_dict
+from tools_app.core.policy.patterns import shape_of
+from tools_app.core.policy.types import CallFacts, PolicySpec, SessionCounters
+from tools_app.core.shell.commands import _analyse
 
 LONG_PIPELINE = (
     "bash -c \"cd src && grep -rn 'TODO' . | sort | uniq -c | sort -rn | head -n 20 "
@@ -104,7 +106,7 @@ def decisions(policy: PolicySpec, workspace: Path) -> dict[str, str]:
     found = {}
     for kind, tool, args, lines in CALLS:
         decision = evaluate(policy, CallFacts(tool, args, workspace, lines), counters)
-        found[kind] = f"{decision.decision} ({decision.rule})"
+        found[kind] = f"{decision.kind} ({decision.rule})"
     return found
 
 

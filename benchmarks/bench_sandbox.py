@@ -22,10 +22,10 @@ from typing import Any
 import _common  # noqa: F401 - puts the project root on sys.path
 from _common import emit, markdown_table, parser, summary
 
-from tools_app.policy.defaults import DEFAULT_SECRET_PATHS
-from tools_app.tools import sandbox, secret_files
-from tools_app.tools.base import SandboxOptions
-from tools_app.tools.overlay import cow_available, run_copy_on_write
+from tools_app.core.policy.defaults import DEFAULT_SECRET_PATHS
+from tools_app.core.tools import processes, secret_files
+from tools_app.core.tools.base import SandboxOptions
+from tools_app.core.tools.overlay import cow_available, run_copy_on_write
 
 ARGV = ["true"]
 
@@ -34,19 +34,19 @@ def old_build_command(workspace: Path, argv: list[str]) -> list[str]:
     """The bwrap command line before copy-on-write (its tree walks left out)."""
     root = os.path.realpath(workspace)
     cmd = [shutil.which("bwrap") or "bwrap", "--ro-bind", "/", "/", "--dev", "/dev"]
-    cmd += ["--proc", "/proc", "--tmpfs", "/tmp", "--dir", sandbox.SANDBOX_HOME]
+    cmd += ["--proc", "/proc", "--tmpfs", "/tmp", "--dir", processes.SANDBOX_HOME]
     cmd += ["--bind", root, root, "--unshare-all", "--new-session", "--die-with-parent"]
     return [*cmd, "--chdir", root, "--", *argv]
 
 
 def run_plain(workspace: Path) -> None:
-    assert sandbox.run_plain(workspace, ARGV, timeout=30).exit_code == 0
+    assert processes.run_plain(workspace, ARGV, timeout=30).exit_code == 0
 
 
 def run_old(workspace: Path) -> None:
-    env = sandbox.scrubbed_env(sandbox.SANDBOX_HOME)
+    env = processes.scrubbed_env(processes.SANDBOX_HOME)
     cmd = old_build_command(workspace, ARGV)
-    result = sandbox.run_process(cmd, cwd=str(workspace), env=env, timeout=30, sandboxed=True)
+    result = processes.run_process(cmd, cwd=str(workspace), env=env, timeout=30, sandboxed=True)
     assert result.exit_code == 0
 
 

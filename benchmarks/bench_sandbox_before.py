@@ -23,15 +23,15 @@ import _common
 from _common import emit, markdown_table, parser, summary
 from bench_sandbox import loadavg, make_tree, tree_dir
 
-from tools_app.tools.base import SandboxOptions
-from tools_app.tools.overlay import cow_available, run_copy_on_write
+from tools_app.core.tools.base import SandboxOptions
+from tools_app.core.tools.overlay import cow_available, run_copy_on_write
 
 # The child: one line in (a workspace path), one line out (ms for one `true`).
 SERVE = """
 import sys, time
 from pathlib import Path
-from tools_app.tools.base import SandboxOptions
-from tools_app.tools.overlay import run_copy_on_write
+from tools_app.core.tools.base import SandboxOptions
+from tools_app.core.tools.overlay import run_copy_on_write
 for line in sys.stdin:
     start = time.perf_counter_ns()
     with run_copy_on_write(Path(line.strip()), ["true"], SandboxOptions(), timeout=30) as run:

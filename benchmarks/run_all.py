@@ -3,7 +3,9 @@
 Each script runs in its own process, so that one's imports, caches and threads do not
 colour the next. `make bench` runs this. `--quick` runs them in their smoke mode;
 `--json FILE` writes every script's results into one file; `--before REF` makes
-`bench_latency.py` measure that commit's stack too, side by side with this one.
+`bench_latency.py` and `bench_inbox.py` measure that commit too, side by side with this
+one, and `--cost-before REF` does the same for issue 23's `bench_fanout.py` and
+`bench_cost.py` (without it they measure this checkout alone).
 """
 
 from __future__ import annotations
@@ -26,16 +28,25 @@ SCRIPTS = (
     "bench_runtime.py",
     "bench_latency.py",
     "bench_dashboard.py",
+    "bench_fanout.py",
+    "bench_cost.py",
+    "bench_inbox.py",
 )
+COST_SCRIPTS = ("bench_fanout.py", "bench_cost.py")
+TAKE_BEFORE = {"bench_latency.py", "bench_inbox.py"}  # the scripts that take --before REF
 
 
-def run(script: str, quick: bool, folder: Path, before: str | None) -> dict[str, object]:
+def run(
+    script: str, quick: bool, folder: Path, before: str | None, cost_before: str | None
+) -> dict[str, object]:
     out = folder / f"{script}.json"
     command = [sys.executable, str(HERE / script), "--json", str(out)]
     if quick:
         command.append("--quick")
-    if before and script == "bench_latency.py":
+    if before and script in TAKE_BEFORE:
         command += ["--before", before]
+    if cost_before and script in COST_SCRIPTS:
+        command += ["--before", cost_before]
     start = time.monotonic()
     done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if done.returncode != 0:
@@ -47,14 +58,19 @@ def run(script: str, quick: bool, folder: Path, before: str | None) -> dict[str,
 
 def main() -> None:
     arguments = parser(__doc__.splitlines()[0])
-    arguments.add_argument("--before", metavar="REF", help="bench_latency.py: also this commit")
+    arguments.add_argument(
+        "--before", metavar="REF", help="bench_latency.py, bench_inbox.py: also this commit"
+    )
+    arguments.add_argument(
+        "--cost-before", metavar="REF", help="bench_fanout.py, bench_cost.py: also this commit"
+    )
     options = arguments.parse_args()
     info = machine()
     print(f"Machine: {info['nproc']} CPUs, Python {info['python']}, {info['platform']}\n")
     collected = []
     with tempfile.TemporaryDirectory(prefix="bench-all-") as tmp:
         for script in SCRIPTS:
-            result = run(script, options.quick, Path(tmp), options.before)
+            result = run(script, options.quick, Path(tmp), options.before, options.cost_before)
             collected.append(result)
             print(f"## {script} ({result['seconds']} s)\n")
             for table in result["tables"]:  # type: ignore[attr-defined]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ import pytest
 from hypothesis import settings
 
 from tests.helpers import Worker, git
-from tools_app import redis_server
+from tools_app.live import redis_server
 
 # Hypothesis: few examples in `make test`, many in `make fuzz` (HYPOTHESIS_PROFILE=deep).
 # The tests pin no counts of their own, so both tiers run every property.
@@ -20,10 +21,11 @@ settings.register_profile("deep", max_examples=200)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    """A git repository with one commit: a README, a module, a .env and a manifest."""
-    root = tmp_path / "ws"
+@pytest.fixture(scope="session")
+def workspace_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A git repository with one commit: a README, a module, a .env and a manifest; made
+    once a run, copied for each test that wants one."""
+    root = tmp_path_factory.mktemp("template") / "ws"
     root.mkdir()
     (root / "README.md").write_text("# Title\n\nA small project.\n")
     (root / "src").mkdir()
@@ -34,6 +36,14 @@ def workspace(tmp_path: Path) -> Path:
     git(root, "-c", "user.email=t@example.com", "-c", "user.name=T", "add", "-A")
     git(root, "-c", "user.email=t@example.com", "-c", "user.name=T", "commit", "-q", "-m", "init")
     return root
+
+
+@pytest.fixture
+def workspace(workspace_template: Path, tmp_path: Path) -> Path:
+    """This test's own copy of the template repository (a copy costs less than the four
+    git commands that make one)."""
+    hook_samples = shutil.ignore_patterns("*.sample")  # what `git init` writes as examples
+    return Path(shutil.copytree(workspace_template, tmp_path / "ws", ignore=hook_samples))
 
 
 # --- real services: Redis and a Celery worker ---------------------------------------------
@@ -81,18 +91,19 @@ def database_url() -> str:
 
 
 @pytest.fixture(scope="session")
-def stack(
+def services_env(
     redis_url: str,
     django_db_setup: None,
     django_db_blocker: Any,
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[Worker]:
-    """Point this process at the test Redis and start one worker; yields the worker."""
-    from channels.layers import channel_layers
+) -> dict[str, str]:
+    """Point this process at the test Redis (broker and channel layer), its own queues and
+    a workspaces folder; returns the environment a worker or daphne needs for the same."""
+    from channels.layers import channel_layers as layers
     from django.conf import settings
 
     from agentweb.celery import app
-    from agentweb.settings import channel_layer_host, kombu_url
+    from agentweb.settings import channel_layers, kombu_url
 
     queue = f"agentweb-test-{os.getpid()}"
     host_queue = f"host.test-{os.getpid()}"
@@ -100,26 +111,49 @@ def stack(
     settings.REDIS_URL = redis_url
     settings.CELERY_TASK_DEFAULT_QUEUE = queue
     settings.AGENTWEB_WORKSPACES = workspaces
-    settings.CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [channel_layer_host(redis_url)]},
-        }
-    }
-    channel_layers.backends = {}
+    settings.CHANNEL_LAYERS = channel_layers(redis_url)  # the worker's layer: the same
+    layers.backends = {}
     app.conf.broker_url = kombu_url(redis_url)
     app.conf.task_default_queue = queue
     with django_db_blocker.unblock():
         url = database_url()
-    env = {
+    return {
         **os.environ,
         "DATABASE_URL": url,
         "REDIS_URL": redis_url,
+        "AGENTWEB_CHANNEL_LAYER": "pubsub",
         "AGENTWEB_QUEUE": queue,
         "AGENTWEB_WORKER_QUEUE": host_queue,
         "AGENTWEB_WORKSPACES": str(workspaces),
     }
-    worker = Worker(env, f"{queue},{host_queue}", tmp_path_factory.mktemp("logs") / "worker.log")
+
+
+@pytest.fixture(scope="session")
+def stack(
+    services_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Worker]:
+    """One real Celery worker on the test database and Redis, for the session; yields it."""
+    queues = f"{services_env['AGENTWEB_QUEUE']},{services_env['AGENTWEB_WORKER_QUEUE']}"
+    worker = Worker(services_env, queues, tmp_path_factory.mktemp("logs") / "worker.log")
     worker.start()
     yield worker
     worker.stop()
+
+
+@pytest.fixture
+def eager(services_env: dict[str, str], settings: Any) -> None:
+    """Tasks run in this process, at the commit that sends them (CELERY_TASK_ALWAYS_EAGER:
+    `services/queueing.task_send` applies the task instead of sending it). Events still go
+    through the test Redis's channel layer, so `?wait` wakes as it does in production."""
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+
+
+@pytest.fixture(autouse=True)
+def task_runner(request: pytest.FixtureRequest) -> None:
+    """`@pytest.mark.worker`: the session's real Celery worker runs the tasks (the queue,
+    crashes, concurrency); `@pytest.mark.eager`: they run in this process. A test marked
+    both (a worker test in an eager module) gets the worker."""
+    if request.node.get_closest_marker("worker"):
+        request.getfixturevalue("stack")
+    elif request.node.get_closest_marker("eager"):
+        request.getfixturevalue("eager")

@@ -5,6 +5,7 @@ Plain functions and classes only, importable before Django is set up."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -50,6 +51,31 @@ class Worker:
             time.sleep(0.1)
         self.log.write_bytes(b"")
 
+    def wait_idle(self, timeout: float = 60) -> None:
+        """Return once nothing is left for this worker: its queues in Redis are empty and
+        every task it received has ended (succeeded, raised, retried) — twice in a row, a
+        poll apart. What a task still in flight would do has then been done."""
+        import redis
+
+        client = redis.Redis.from_url(self.env["REDIS_URL"])
+        deadline = time.monotonic() + timeout
+        calm = 0
+        try:
+            while calm < 2:
+                queued = sum(client.llen(queue) for queue in self.queues.split(","))
+                calm = calm + 1 if queued == 0 and not self.running() else 0
+                assert time.monotonic() < deadline, f"worker busy: {self.running()}"
+                time.sleep(0.05)
+        finally:
+            client.close()
+
+    def running(self) -> set[str]:
+        """The ids of the tasks this worker received and has not ended."""
+        text = self.log.read_text(errors="replace")
+        received = set(re.findall(r"\[([0-9a-f-]{36})\] received", text))
+        ended = set(re.findall(r"\[([0-9a-f-]{36})\] (?:succeeded|raised|retry|failed)", text))
+        return received - ended
+
     def kill(self) -> None:
         os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait()
@@ -61,6 +87,26 @@ class Worker:
                 self.process.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+def processes_running(text: str) -> bool:
+    """Whether any process on this machine has `text` in its command line."""
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if text.encode() in cmdline.read_bytes().replace(b"\0", b" "):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def wait_gone(text: str, timeout: float = 30) -> None:
+    """Until no process has `text` in its command line (polled every 50 ms): a command
+    whose line holds `text` can then do nothing more."""
+    deadline = time.monotonic() + timeout
+    while processes_running(text):
+        assert time.monotonic() < deadline, f"a process running {text!r} is still alive"
+        time.sleep(0.05)
 
 
 def files_holding(workspace: Path, text: str) -> list[str]:

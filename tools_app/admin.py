@@ -18,8 +18,9 @@ from django.urls import URLPattern, path
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from tools_app import access, rendering, selectors, services
-from tools_app.forms import POLICY_GROUPS, PolicyForm, PolicyRuleForm, TryCallForm
+from tools_app import access, services
+from tools_app.core import rendering
+from tools_app.core.policy.types import SessionCounters
 from tools_app.models import (
     AgentSession,
     ApiToken,
@@ -33,9 +34,10 @@ from tools_app.models import (
     SkillTool,
     ToolCall,
 )
-from tools_app.policy import SessionCounters
+from tools_app.selectors import records
 from tools_app.services.policies import policy_changed, policy_delete
 from tools_app.services.skills import skill_audit
+from tools_app.web.admin_forms import POLICY_GROUPS, PolicyForm, PolicyRuleForm, TryCallForm
 
 ADMIN = AuditEntry.Via.ADMIN  # the audit trail's "from where"
 
@@ -151,7 +153,7 @@ class PolicyAdmin(admin.ModelAdmin[Policy]):
                 workspace=workspace,
                 counters=counters,
             ).as_dict()
-            result["note"] = selectors.tracked_secrets_note(policy, workspace)
+            result["note"] = records.tracked_secrets_note(policy, workspace)
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
@@ -175,13 +177,6 @@ def _try_where(request: HttpRequest, form: TryCallForm) -> tuple[Path, SessionCo
         form.add_error("session", f"There is no session {session_id} you may see.")
         return None
     return Path(session.workspace), services.session_counters(session)
-
-
-FINISHED = (
-    AgentSession.Status.DONE,
-    AgentSession.Status.FAILED,
-    AgentSession.Status.CANCELLED,
-)
 
 
 def revealed(name: str) -> Callable[[Any, Any], SafeString]:
@@ -240,8 +235,8 @@ class ReadOnlyAdmin(admin.ModelAdmin[Any]):
 
 @admin.register(ToolCall)
 class ToolCallAdmin(ReadOnlyAdmin):
-    list_display = ("id", "session", "tool_shown", "status", "decision", "rule", "created_at")
-    list_filter = ("status", "decision", "tool")
+    list_display = ("id", "session", "tool_shown", "status", "verdict", "rule", "created_at")
+    list_filter = ("status", "verdict", "tool")
     search_fields = ("tool", "reason", "rule")
     agent_text = ("tool", "args", "reason", "rule", "preview", "result", "runner")
 
@@ -286,7 +281,7 @@ class AgentSessionAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Cancel the selected sessions")
     def cancel_sessions(self, request: HttpRequest, queryset: QuerySet[AgentSession]) -> None:
-        open_sessions = queryset.exclude(status__in=FINISHED)
+        open_sessions = queryset.exclude(status__in=AgentSession.FINISHED_STATUSES)
         allowed = [s for s in open_sessions if access.may_act_on_session(request.user, s)]
         for session in allowed:
             services.session_cancel(session=session, user=request.user, via=ADMIN)

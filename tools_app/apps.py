@@ -9,4 +9,4 @@ class ToolsAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from tools_app import system_checks  # noqa: F401  (registers them)
+        from tools_app import checks  # noqa: F401  (registers them)

@@ -7,8 +7,8 @@ import json
 from django.conf import settings
 from django.db import models
 
-from tools_app.policy import DEFAULT_POLICY
-from tools_app.rendering import spelled
+from tools_app.core.policy.defaults import DEFAULT_POLICY
+from tools_app.core.rendering import spelled
 
 
 def default_protected_paths() -> list[str]:
@@ -63,13 +63,18 @@ class Policy(models.Model):
         return self.name
 
 
-class PolicyRule(models.Model):
-    """`{tool, args: {NAME: PATTERN}, decision, reason}`, applied in `position` order."""
+class Verdict(models.TextChoices):
+    """What the policy answers about a call (`policy.Verdict`): a rule's verdict and the
+    one a tool call got. A person's answer is a `Decision`."""
 
-    class Verdict(models.TextChoices):
-        ALLOW = "allow"
-        DENY = "deny"
-        REQUIRE_APPROVAL = "require_approval"
+    ALLOW = "allow"
+    DENY = "deny"
+    REQUIRE_APPROVAL = "require_approval"
+
+
+class PolicyRule(models.Model):
+    """`{tool, args: {NAME: PATTERN}, decision, reason}`, applied in `position` order;
+    its `decision` (the policy file's key) is the verdict it gives."""
 
     policy = models.ForeignKey(Policy, on_delete=models.CASCADE, related_name="rules")
     position = models.PositiveIntegerField(default=0)
@@ -117,6 +122,9 @@ class AgentSession(models.Model):
     class Kind(models.TextChoices):
         AGENT = "agent", "agent session"
         CLI = "cli", "command line call"
+
+    # The statuses a session ends in: the one place they are written.
+    FINISHED_STATUSES = frozenset({Status.DONE, Status.FAILED, Status.CANCELLED})
 
     task = models.TextField()
     repo = models.CharField(max_length=1000)
@@ -194,7 +202,8 @@ class ToolCall(models.Model):
     args = models.JSONField(default=dict, blank=True)
     args_hash = models.CharField(max_length=64, blank=True)
     status = models.CharField(max_length=20, choices=Status.choices)
-    decision = models.CharField(max_length=20, blank=True)
+    # The policy's verdict; empty until judged, or when the arguments were invalid.
+    verdict = models.CharField(max_length=20, blank=True, choices=Verdict.choices)
     reason = models.TextField(blank=True)
     rule = models.CharField(max_length=200, blank=True)
     policy_version = models.PositiveIntegerField(null=True, blank=True)
@@ -258,9 +267,10 @@ class AgentMessage(models.Model):
 
 
 class Decision(models.Model):
-    """A person's decision on a tool call awaiting approval: who, what, why, when."""
+    """A person's decision on a tool call awaiting approval: who, what, why, when (the
+    policy's answer is the call's `verdict`)."""
 
-    class Verdict(models.TextChoices):
+    class Choice(models.TextChoices):
         APPROVE = "approve"
         DENY = "deny"
 
@@ -268,7 +278,7 @@ class Decision(models.Model):
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
-    decision = models.CharField(max_length=10, choices=Verdict.choices)
+    decision = models.CharField(max_length=10, choices=Choice.choices)
     reason = models.TextField(blank=True)
     edited_args = models.JSONField(null=True, blank=True)
     remember = models.BooleanField(default=False)

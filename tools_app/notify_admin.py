@@ -19,10 +19,10 @@ from django.core.validators import validate_email
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from tools_app.forms import LinesField
+from tools_app.core.notify.outbound import url_problem
 from tools_app.models import Channel, Delivery, DeliveryAttempt, NotifyPreference, SlackUser
-from tools_app.notify.outbound import url_problem
 from tools_app.services.delivery import SLACK_API, delivery_send_again
+from tools_app.web.admin_forms import LinesField
 
 SECRETS = ("secret", "signing_secret")
 KEEP = "Write-only: never shown once saved. Leave empty to keep the saved one."

@@ -1,9 +1,13 @@
 // The approvals inbox, live: cards are server-rendered fragments fetched when the
 // /ws/approvals/ socket announces a change, inserted or swapped in place. The socket is
 // live.js's (one per page, which also owns the tab title): this script follows its
-// "agentweb:approvals" and "agentweb:live" events. A card the reviewer is working in
-// (focus inside, or text typed) is never replaced: a banner is added above it instead.
-// Every form also works without this script.
+// "agentweb:approvals", "agentweb:live" and "agentweb:pending" (the exact count) events.
+// A card the reviewer is working in (focus inside, or text typed) is never replaced: a
+// banner is added above it instead. The first page of cards comes with the page; older
+// pages are fetched (`?before=` the last card's id) when the reviewer nears the end, asks
+// ("Load more") or presses j on the last card. Live changes touch only the loaded range:
+// a call older than the last loaded card arrives with its page. Every form also works
+// without this script (the "Load more" link is then a page of its own).
 (function () {
   "use strict";
   const inbox = document.getElementById("inbox");
@@ -16,6 +20,11 @@
   const cards = () => Array.from(document.querySelectorAll("#cards > .card"));
   const cardOf = (id) => document.getElementById("call-" + id);
   const isPending = (card) => card.dataset.status === "awaiting_approval";
+  const more = () => document.getElementById("cards-more");
+  const nextBefore = () => Number((more() && more().dataset.next) || 0);
+  // A call is in the loaded range unless older pages are still to come and it is older
+  // than the last card loaded.
+  const loaded = (id) => !nextBefore() || Number(id) > nextBefore();
 
   function parseOne(html, selector) {
     const template = document.createElement("template");
@@ -58,14 +67,15 @@
   function put(fresh, userAction) {
     const current = cardOf(fresh.dataset.call);
     if (!current) {
-      if (isPending(fresh)) place(fresh);
+      if (isPending(fresh) && loaded(fresh.dataset.call)) place(fresh);
     } else if (!userAction && busy(current)) {
       if (!isPending(fresh)) markDecided(current, fresh);
     } else {
+      const focused = document.activeElement === current;
       current.replaceWith(fresh);
+      if (focused) fresh.focus({ preventScroll: true });  // j/k go on from here
     }
     wire(fresh);
-    updateCount();
   }
 
   function refresh(id) {
@@ -78,8 +88,9 @@
   }
 
   async function resync() {
-    // A reconnect may have missed more than the socket replays: reload the list.
-    const answer = await fetch(inbox.dataset.cardsUrl, { credentials: "same-origin" });
+    // A reconnect may have missed more than the socket replays: reload the loaded range.
+    const limit = Math.min(Math.max(cards().length, 1), 200);
+    const answer = await fetch(`${inbox.dataset.cardsUrl}?limit=${limit}`, { credentials: "same-origin" });
     if (!answer.ok) return;
     const list = parseOne(await answer.text(), "#cards");
     const listed = new Set();
@@ -96,7 +107,7 @@
     // The snapshot is the truth when the socket opens: fetch the cards the page rendered
     // before a change it then missed (a call that arrived, or was decided, meanwhile).
     const waiting = new Set((snapshot.tool_calls || []).map((call) => String(call.id)));
-    waiting.forEach((id) => { if (!cardOf(id)) refresh(id); });
+    waiting.forEach((id) => { if (!cardOf(id) && loaded(id)) refresh(id); });
     cards().filter((card) => isPending(card) && !waiting.has(card.dataset.call))
       .forEach((card) => refresh(card.dataset.call));
   }
@@ -115,6 +126,61 @@
       ? "Live: new calls appear here as they arrive."
       : "Live updates paused; reconnecting…";
     if (state.reconnected) resync();
+  }
+
+  // --- older pages ---------------------------------------------------------------------
+
+  let loading = null;
+
+  function loadMore() {
+    // One page at a time; resolves true when a page was added.
+    if (loading) return loading;
+    const before = nextBefore();
+    if (!before) return Promise.resolve(false);
+    const link = more().querySelector("a");
+    if (link) link.setAttribute("aria-busy", "true");
+    loading = (async () => {
+      const answer = await fetch(`${inbox.dataset.cardsUrl}?before=${before}`, { credentials: "same-origin" });
+      if (!answer.ok) throw new Error(`the server answered ${answer.status}`);
+      const template = document.createElement("template");
+      template.innerHTML = await answer.text();
+      const box = cardsBox();
+      template.content.querySelectorAll("#cards > .card").forEach((fresh) => {
+        if (cardOf(fresh.dataset.call)) return;  // placed live meanwhile
+        box.appendChild(fresh);
+        wire(fresh);
+      });
+      const following = template.content.getElementById("cards-more");
+      if (following) more().replaceWith(following);
+      watchEnd();
+      return true;
+    })().catch((error) => {
+      if (link) link.removeAttribute("aria-busy");
+      status.textContent = "Could not load older calls: " + error.message;
+      return false;
+    }).finally(() => { loading = null; });
+    return loading;
+  }
+
+  let watcher = null;
+
+  function watchEnd() {
+    // Near the bottom (within about a screen), the next page is fetched by itself.
+    if (!("IntersectionObserver" in window) || !more()) return;
+    if (!watcher) {
+      watcher = new IntersectionObserver((entries) => {
+        if (entries.some((entry) => entry.isIntersecting)) loadMore();
+      }, { rootMargin: "0px 0px 800px 0px" });
+    }
+    watcher.disconnect();
+    if (nextBefore()) watcher.observe(more());
+  }
+
+  function onMoreClick(event) {
+    const link = event.target.closest("#cards-more a");
+    if (!link) return;
+    event.preventDefault();
+    loadMore();
   }
 
   // --- deciding by fetch -------------------------------------------------------------
@@ -209,9 +275,14 @@
     });
   }
 
-  function updateCount() {
-    const pending = cards().filter(isPending).length;
-    document.getElementById("inbox-count").textContent = pending ? `(${pending})` : "";
+  function showCount(count) {
+    // Every call awaiting a decision (live.js's count), not only the loaded pages'.
+    document.getElementById("inbox-count").textContent = count ? `(${count})` : "";
+  }
+
+  function focusCard(card) {
+    card.focus();
+    card.scrollIntoView({ block: "nearest" });
   }
 
   function keys(event) {
@@ -225,10 +296,13 @@
       j: () => all[Math.min(index + 1, all.length - 1)],
       k: () => all[Math.max(index - 1, 0)],
     };
-    if (act[event.key] && all.length) {
-      const next = act[event.key]();
-      next.focus();
-      next.scrollIntoView({ block: "nearest" });
+    if (event.key === "j" && all.length && index === all.length - 1 && nextBefore()) {
+      loadMore().then((added) => {  // the last loaded card: j goes on into the next page
+        const after = cards()[index + 1];
+        if (added && after) focusCard(after);
+      });
+    } else if (act[event.key] && all.length) {
+      focusCard(act[event.key]());
     } else if (current && event.key === "a") {
       const button = current.querySelector("button.approve:not([disabled])");
       if (button) button.click();
@@ -243,12 +317,14 @@
 
   document.addEventListener("submit", submit);
   document.addEventListener("keydown", keys);
+  inbox.addEventListener("click", onMoreClick);
   cards().forEach(wire);
-  updateCount();
+  watchEnd();
   tick();
   setInterval(tick, 1000);
   if (inbox.dataset.live) {  // live.js opens the socket for those who review, and only them
     document.addEventListener("agentweb:approvals", (event) => onEvent(event.detail));
     document.addEventListener("agentweb:live", (event) => onLive(event.detail));
+    document.addEventListener("agentweb:pending", (event) => showCount(event.detail.count));
   }
 })();

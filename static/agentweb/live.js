@@ -1,12 +1,15 @@
 // Every page: the phone menu, the live pending-approvals counter (header and tab title),
 // and opt-in browser notifications when a call arrives while the tab is hidden.
 //
-// This is the page's one client of /ws/approvals/ and the one writer of the tab title: a
-// snapshot of the calls awaiting a decision, then every tool_call.* event with a `seq`;
-// after a dropped connection it reconnects (backoff with jitter) with ?last_seq= and gets
-// exactly what it missed, each `seq` once. Pages follow the same socket instead of opening
-// their own: each event is dispatched on `document` as "agentweb:approvals" (detail: the
-// event), and the connection's state as "agentweb:live" (detail: {open, reconnected}).
+// This is the page's one live client: `agentwebLive.follow(path, handlers)` opens one
+// socket per path however many follow it, reconnects after a drop (backoff with jitter)
+// with ?last_seq= and hands on each `seq` once. live.js follows /ws/approvals/ itself and
+// is the one writer of the tab title: a snapshot of the calls awaiting a decision, then
+// every tool_call.* event. Pages follow the same socket instead of opening their own:
+// each event is dispatched on `document` as "agentweb:approvals" (detail: the event),
+// the connection's state as "agentweb:live" (detail: {open, reconnected}) and the number
+// of calls awaiting a decision as "agentweb:pending" (detail: {count}). The session page
+// follows its /ws/sessions/<id>/ through `follow` too.
 (function () {
   "use strict";
 
@@ -19,6 +22,61 @@
     });
   }
 
+  // --- one socket per path: reconnect, backoff with jitter, each seq once -------------
+
+  const streams = {};
+
+  // handlers: {lastSeq (the seq the page was rendered at, or null for a snapshot first),
+  // event(event), state({open, reconnected})}. Returns {seen(seq)}: a page that learnt a
+  // newer seq another way (a fetched fragment) says so, and a reconnect asks from there.
+  function follow(path, handlers) {
+    if (!("WebSocket" in window)) return { seen: function () {} };
+    let stream = streams[path];
+    if (!stream) {
+      stream = streams[path] = { path: path, lastSeq: null, retry: 1000, opened: 0, handlers: [] };
+      if (typeof handlers.lastSeq === "number") stream.lastSeq = handlers.lastSeq;
+      connect(stream);
+    }
+    stream.handlers.push(handlers);
+    return { seen: function (seq) { stream.lastSeq = Math.max(stream.lastSeq || 0, seq); } };
+  }
+
+  function tell(stream, name, value) {
+    stream.handlers.forEach(function (handlers) { if (handlers[name]) handlers[name](value); });
+  }
+
+  function connect(stream) {
+    const scheme = location.protocol === "https:" ? "wss" : "ws";
+    const query = stream.lastSeq === null ? "" : "?last_seq=" + stream.lastSeq;
+    const socket = new WebSocket(scheme + "://" + location.host + stream.path + query);
+    socket.onopen = function () {
+      stream.retry = 1000;
+      stream.opened += 1;
+      tell(stream, "state", { open: true, reconnected: stream.opened > 1 });
+    };
+    socket.onmessage = function (message) {
+      const event = JSON.parse(message.data);
+      const numbered = typeof event.seq === "number";
+      if (event.type === "snapshot") {
+        if (numbered) stream.lastSeq = event.seq;
+      } else if (numbered) {
+        if (stream.lastSeq !== null && event.seq <= stream.lastSeq) return;  // already had
+        stream.lastSeq = event.seq;
+      }
+      tell(stream, "event", event);
+    };
+    socket.onclose = function () {
+      tell(stream, "state", { open: false, reconnected: false });
+      // Jitter, so that the tabs a server restart dropped do not all come back at once.
+      setTimeout(function () { connect(stream); }, stream.retry * (0.5 + Math.random() / 2));
+      stream.retry = Math.min(stream.retry * 2, 30000);
+    };
+  }
+
+  window.agentwebLive = { follow: follow };
+
+  // --- the approvals counter, the tab title, notifications ----------------------------
+
   const socketPath = document.body.dataset.approvalsSocket;
   if (!socketPath || !("WebSocket" in window)) return;
 
@@ -27,13 +85,11 @@
   const badge = document.getElementById("pending-count");
   const baseTitle = document.title.replace(/^\(\d+\) /, "");
   const waiting = new Set();
-  let lastSeq = null;
-  let retry = 1000;
-  let opened = 0;
 
   function render() {
     const count = waiting.size;
     document.title = (count ? "(" + count + ") " : "") + baseTitle;
+    document.dispatchEvent(new CustomEvent("agentweb:pending", { detail: { count: count } }));
     if (!badge) return;
     badge.dataset.count = String(count);
     badge.querySelector(".count").textContent = String(count);
@@ -76,29 +132,8 @@
     document.dispatchEvent(new CustomEvent("agentweb:approvals", { detail: event }));
   }
 
-  function announce(open) {
-    const detail = { open: open, reconnected: open && opened > 1 };
-    document.dispatchEvent(new CustomEvent("agentweb:live", { detail: detail }));
-  }
-
-  function connect() {
-    const scheme = location.protocol === "https:" ? "wss" : "ws";
-    const query = lastSeq === null ? "" : "?last_seq=" + lastSeq;
-    const socket = new WebSocket(scheme + "://" + location.host + socketPath + query);
-    socket.onopen = function () { retry = 1000; opened += 1; announce(true); };
-    socket.onmessage = function (message) {
-      const event = JSON.parse(message.data);
-      if (typeof event.seq === "number" && lastSeq !== null && event.seq <= lastSeq &&
-          event.type !== "snapshot") return;  // already counted
-      if (typeof event.seq === "number") lastSeq = event.seq;
-      apply(event);
-    };
-    socket.onclose = function () {
-      announce(false);
-      // Jitter, so that the tabs a server restart dropped do not all come back at once.
-      setTimeout(connect, retry * (0.5 + Math.random() / 2));
-      retry = Math.min(retry * 2, 30000);
-    };
+  function announce(state) {
+    document.dispatchEvent(new CustomEvent("agentweb:live", { detail: state }));
   }
 
   function setUpNotifyButton() {
@@ -124,5 +159,5 @@
   }
 
   setUpNotifyButton();
-  connect();
+  follow(socketPath, { lastSeq: null, event: apply, state: announce });
 })();

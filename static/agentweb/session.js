@@ -1,20 +1,19 @@
-// The session page: follow /ws/sessions/<id>/ from the `seq` the page was rendered at, and
-// on each event fetch the server-rendered live part again and swap it in place, keeping
-// the scroll position, the open <details> and the focus. A gap in `seq` needs nothing
-// more: the fragment is the whole state, so fetching it fills whatever was missed.
+// The session page: follow /ws/sessions/<id>/ through live.js's one live client (its
+// socket, reconnect and `seq` de-duplication), from the `seq` the page was rendered at,
+// and on each event fetch the server-rendered live part again and swap it in place,
+// keeping the scroll position, the open <details> and the focus. A gap in `seq` needs
+// nothing more: the fragment is the whole state, so fetching it fills whatever was missed.
 (function () {
   "use strict";
 
   const live = document.getElementById("session-live");
   const status = document.getElementById("live-status");
-  if (!live || !("WebSocket" in window) || !("fetch" in window)) return;
+  if (!live || !window.agentwebLive || !("fetch" in window)) return;
 
-  let lastSeq = Number(live.dataset.seq || 0);
   let timer = null;
   let fetching = false;
   let again = false;
-  let retry = 1000;
-  let reconnecting = false;
+  let stream = null;
 
   function openDetails() {
     return new Set(Array.from(live.querySelectorAll("details[open][id]"), (d) => d.id));
@@ -29,7 +28,7 @@
     template.innerHTML = html;
     const part = template.content.querySelector(".session-live");
     if (!part) return;
-    lastSeq = Math.max(lastSeq, Number(part.dataset.seq || 0));
+    stream.seen(Number(part.dataset.seq || 0));
     live.replaceChildren(template.content);
     opened.forEach(function (id) {
       const details = document.getElementById(id);
@@ -62,28 +61,13 @@
     timer = setTimeout(refresh, 150);  // a burst of events becomes one fetch
   }
 
-  function connect() {
-    const scheme = location.protocol === "https:" ? "wss" : "ws";
-    const url = scheme + "://" + location.host + live.dataset.socket + "?last_seq=" + lastSeq;
-    const socket = new WebSocket(url);
-    socket.onopen = function () {
-      retry = 1000;
-      status.textContent = "Live: updates appear as they happen.";
-      if (reconnecting) schedule();  // a fetch that failed while offline is made good
-    };
-    socket.onmessage = function (message) {
-      const event = JSON.parse(message.data);
-      if (event.type !== "snapshot" && event.seq <= lastSeq) return;  // already shown
-      lastSeq = Math.max(lastSeq, Number(event.seq || 0));
-      schedule();
-    };
-    socket.onclose = function () {
-      reconnecting = true;
-      status.textContent = "Live updates paused; reconnecting…";
-      setTimeout(connect, retry);
-      retry = Math.min(retry * 2, 30000);
-    };
+  function state(now) {
+    status.textContent = now.open ? "Live: updates appear as they happen." :
+      "Live updates paused; reconnecting…";
+    if (now.reconnected) schedule();  // a fetch that failed while offline is made good
   }
 
-  connect();
+  stream = window.agentwebLive.follow(live.dataset.socket, {
+    lastSeq: Number(live.dataset.seq || 0), event: schedule, state: state,
+  });
 })();

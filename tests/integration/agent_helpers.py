@@ -14,7 +14,7 @@ from tests.helpers import Worker
 from tests.integration.helpers import Api
 from tools_app.models import AgentMessage, AgentSession
 
-FINISHED = {"done", "failed", "cancelled"}
+FINISHED = AgentSession.FINISHED_STATUSES
 
 
 def script(folder: Path, steps: list[dict[str, Any]], name: str = "plan.json") -> str:
@@ -89,17 +89,6 @@ def assert_paired(conversation: list[dict[str, Any]]) -> None:
         following = conversation[position + 1]
         assert following["role"] == "tool_results"
         assert [result["id"] for result in following["results"]] == ids
-
-
-def processes_running(text: str) -> bool:
-    """Whether any process on this machine has `text` in its command line."""
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            if text.encode() in cmdline.read_bytes().replace(b"\0", b" "):
-                return True
-        except OSError:
-            continue
-    return False
 
 
 @contextmanager

@@ -28,12 +28,13 @@ from django.test import Client
 from django.utils import timezone
 
 from agentweb.asgi import application
-from tools_app import routing, services, urls
+from tools_app import services, urls
 from tools_app.admin import PolicyAdmin
-from tools_app.api import api
+from tools_app.api.routes import api
+from tools_app.core.tools.forge import Proposal
+from tools_app.live import routing
 from tools_app.models import AgentSession, Policy, PullRequest, ToolCall
 from tools_app.services.pull_request_store import PullRequestStore
-from tools_app.tools.forge import Proposal
 
 pytestmark = pytest.mark.django_db
 
@@ -207,7 +208,7 @@ def world(workspace: Path, creator: User, reviewer: User, outsider: User, superu
     )  # fmt: skip
     call = ToolCall.objects.create(
         session=session, tool="write_file", args={"path": ".env", "content": "KEY=new\n"},
-        status=ToolCall.Status.AWAITING_APPROVAL, decision="require_approval",
+        status=ToolCall.Status.AWAITING_APPROVAL, verdict="require_approval",
         expires_at=timezone.now() + timedelta(hours=1),
     )  # fmt: skip
     pull = _pull(session, "feature/a")

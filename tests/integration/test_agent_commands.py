@@ -1,4 +1,5 @@
-"""`run_agent` and `demo`: the command line's way into the runtime, with a real worker."""
+"""`run_agent` and `demo`: the command line's way into the runtime (tasks in this
+process: `eager`)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from tools_app.models import AgentSession, ToolCall
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),
-    pytest.mark.usefixtures("stack"),
+    pytest.mark.eager,
 ]
 
 

@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from tests.integration.agent_helpers import script, tool
 from tools_app.models import AgentMessage, AgentSession, Event, Policy
 from tools_app.runtime.conversation import tool_result, tool_results_message, user_message
-from tools_app.runtime.providers import ScriptedProvider
+from tools_app.runtime.providers.scripted import ScriptedProvider
 from tools_app.services import agent_context
 
 pytestmark = pytest.mark.django_db

@@ -11,12 +11,11 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import Worker
+from tests.helpers import Worker, processes_running
 from tests.integration.agent_helpers import (
     dedicated_worker,
     done,
     messages,
-    processes_running,
     results,
     script,
     start_agent,
@@ -28,7 +27,7 @@ from tests.integration.helpers import Api
 from tests.unit.provider_server import Answer, ProviderServer
 from tools_app.models import AgentMessage, Event, ToolCall
 
-pytestmark = [pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+pytestmark = [pytest.mark.django_db(transaction=True, serialized_rollback=True), pytest.mark.worker]
 
 APPEND = "echo x >> log.txt"
 

@@ -4,7 +4,6 @@ servers speaking the OpenAI and Anthropic wire protocols, with a recognisable ke
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ from tests.unit.provider_server import Answer, ProviderServer
 from tools_app import tasks
 from tools_app.models import AgentMessage, AgentSession, Event, ToolCall
 
-pytestmark = [pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+pytestmark = [pytest.mark.django_db(transaction=True, serialized_rollback=True), pytest.mark.worker]
 
 OPENAI_KEY = "sk-openai-test-KEY-7f3a9c1e5b"
 ANTHROPIC_KEY = "sk-ant-test-KEY-2d8e6b4f0a"
@@ -183,7 +182,7 @@ def test_an_anthropic_session_runs_tools_and_never_keeps_the_key(
 
 
 def test_a_refused_request_fails_the_session_once_without_retries(
-    alice: Api, workspace: Path, openai: ProviderServer
+    alice: Api, workspace: Path, openai: ProviderServer, provider_worker: Worker
 ) -> None:
     refusal = {"error": {"message": "model 'test-model' does not exist", "type": "invalid"}}
     openai.answer(Answer(refusal, 400))
@@ -194,7 +193,7 @@ def test_a_refused_request_fails_the_session_once_without_retries(
         "The model provider failed: openai:test-model: HTTP 400 (refused): "
         "model 'test-model' does not exist"
     )
-    time.sleep(1)  # a retry, or a turn task sent again, would reach the server now
+    provider_worker.wait_idle()  # a retry, or a turn task sent again, has reached the server
     assert len(openai.requests) == 1
     assert not AgentMessage.objects.filter(session_id=session_id, role="assistant").exists()
     assert session.turn_runner == ""
@@ -223,7 +222,7 @@ def test_cancel_during_a_model_turn_keeps_nothing_of_its_answer(
 
 @pytest.mark.postgres
 def test_duplicated_turn_tasks_ask_the_model_once_per_turn(
-    alice: Api, workspace: Path, openai: ProviderServer
+    alice: Api, workspace: Path, openai: ProviderServer, provider_worker: Worker
 ) -> None:
     openai.answer(
         Answer(completion(("list_files", {"path": "."})), delay=2), Answer(completion(TASK_DONE))
@@ -237,7 +236,7 @@ def test_duplicated_turn_tasks_ask_the_model_once_per_turn(
     assert session.status == "done"
     for _ in range(3):  # and spare ones after the end
         tasks.agent_turn.apply_async((session_id,), queue=queue)
-    time.sleep(1)  # a spare task that asked the model would have reached the server now
+    provider_worker.wait_idle()  # a spare task that asked the model has reached the server
     assert len(openai.requests) == 2
     assert session.iterations == 2
     assert len(messages(session_id)) == 4

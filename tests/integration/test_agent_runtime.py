@@ -1,19 +1,20 @@
-"""The agent runtime end to end: scripted models driven by a real Celery worker, checked
-on the stored conversation, the workspace and the session."""
+"""The agent runtime end to end: scripted models, checked on the stored conversation, the
+workspace and the session. Turns and calls run in this process (`eager`); what needs a
+real Celery worker (a wait that holds no slot and its continuation, a cancel while a
+command runs, a session busy in the worker) is marked `worker`."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.helpers import Worker, processes_running
 from tests.integration.agent_helpers import (
     assert_paired,
     done,
     messages,
-    processes_running,
     results,
     script,
     start_agent,
@@ -28,7 +29,7 @@ from tools_app.runtime import prompts
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),
-    pytest.mark.usefixtures("stack"),
+    pytest.mark.eager,
 ]
 
 CI = ".github/workflows/ci.yml"
@@ -75,8 +76,9 @@ def test_a_scripted_session_reads_edits_and_finishes(
     assert session.system_prompt.endswith("fix the bug\n")
 
 
+@pytest.mark.worker
 def test_a_session_waits_for_an_approval_and_then_goes_on(
-    alice: Api, rita: Api, workspace: Path, tmp_path: Path
+    alice: Api, rita: Api, workspace: Path, tmp_path: Path, stack: Worker
 ) -> None:
     model = script(
         tmp_path,
@@ -86,10 +88,9 @@ def test_a_session_waits_for_an_approval_and_then_goes_on(
     session = wait_status(session_id, "waiting")
     waiting = ToolCall.objects.get(session_id=session_id)
     assert (waiting.status, waiting.agent_key) == ("awaiting_approval", "1:0")
-    for _ in range(2):  # nothing moves while it waits, and no turn is held
-        time.sleep(0.5)
-        assert AgentMessage.objects.filter(session_id=session_id).count() == 2
-        assert AgentSession.objects.get(pk=session_id).turn_runner == ""
+    stack.wait_idle()  # the worker holds no task (no slot) while the session waits
+    assert AgentMessage.objects.filter(session_id=session_id).count() == 2
+    assert AgentSession.objects.get(pk=session_id).turn_runner == ""
     answer = rita.post(f"/tool-calls/{waiting.pk}/decision", {"decision": "approve"})
     assert answer.status_code == 200, answer.content
     session = wait_status(session_id)
@@ -276,8 +277,9 @@ def test_a_bad_model_spec_is_refused_and_nothing_is_stored(alice: Api, workspace
 # --- cancel -------------------------------------------------------------------------------
 
 
+@pytest.mark.worker
 def test_cancel_during_a_command_kills_it_and_stops_the_agent(
-    alice: Api, workspace: Path, tmp_path: Path
+    alice: Api, workspace: Path, tmp_path: Path, stack: Worker
 ) -> None:
     marker = "sleep 29.75"
     steps = [tool("run_command", command=f"{marker} && touch after.txt"), done("never")]
@@ -295,12 +297,13 @@ def test_cancel_during_a_command_kills_it_and_stops_the_agent(
     session = AgentSession.objects.get(pk=session_id)
     assert (session.status, session.summary) == ("cancelled", "cancelled")
     count = AgentMessage.objects.filter(session_id=session_id).count()
-    time.sleep(1)  # a turn task still in flight would add a message or a call now
+    stack.wait_idle()  # a turn task still in flight would have added a message or a call
     assert AgentMessage.objects.filter(session_id=session_id).count() == count == 2
     assert ToolCall.objects.filter(session_id=session_id).count() == 1
     assert not Path(session.workspace, "after.txt").exists()
 
 
+@pytest.mark.worker
 def test_a_session_run_by_its_model_takes_no_calls_over_the_api(
     alice: Api, workspace: Path, tmp_path: Path
 ) -> None:

@@ -1,17 +1,18 @@
-"""spawn_subagent through a real worker: child sessions, their reports, tokens and approvals.
+"""spawn_subagent: child sessions, their reports, tokens and approvals. The turns run in
+this process (`eager`); cancelling a family while a real worker runs it is marked `worker`.
 
-The stack's worker has no `fast` model, so a sub-agent falls back to its parent's model:
+Neither has a `fast` model, so a sub-agent falls back to its parent's model:
 the same script, replayed from its first step as a new conversation. A script that starts
 with spawn_subagent therefore nests until the depth cap (2) stops the deepest child."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import Group, User
 
+from tests.helpers import Worker
 from tests.integration.agent_helpers import (
     done,
     messages,
@@ -28,7 +29,7 @@ from tools_app.models import AgentMessage, AgentSession, Policy, ToolCall
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),
-    pytest.mark.usefixtures("stack"),
+    pytest.mark.eager,
 ]
 
 CI = ".github/workflows/ci.yml"
@@ -140,8 +141,9 @@ def test_a_sub_agents_protected_write_waits_under_the_four_eyes_rule(
     assert {call.human.user_id for call in writes} == {reviewer.pk}
 
 
+@pytest.mark.worker
 def test_cancelling_a_parent_cancels_its_waiting_sub_agents(
-    alice: Api, workspace: Path, tmp_path: Path
+    alice: Api, workspace: Path, tmp_path: Path, stack: Worker
 ) -> None:
     steps = [SPAWN, tool("write_file", path=CI, content="x\n"), done()]
     parent_id = start_agent(alice, workspace, script(tmp_path, steps))
@@ -156,5 +158,5 @@ def test_cancelling_a_parent_cancels_its_waiting_sub_agents(
     spawns = ToolCall.objects.filter(tool="spawn_subagent").exclude(status="failed")
     assert {call.status for call in spawns} == {"cancelled"}
     counts = {s.pk: len(messages(s.pk)) for s in family(parent_id)}
-    time.sleep(1)  # a turn task still in flight would add a message now
+    stack.wait_idle()  # a turn task still in flight would have added a message
     assert {s.pk: len(messages(s.pk)) for s in family(parent_id)} == counts

@@ -1,5 +1,8 @@
-"""The REST API with a real Celery worker on a real Redis: what an external agent and a
-reviewer do over plain HTTP."""
+"""The REST API on a real Redis: what an external agent and a reviewer do over plain HTTP.
+
+The logic runs its tasks in this process (`eager`); what only a queue and a real Celery
+worker show (a killed worker, duplicated messages, a broker that is down, a command
+cancelled while it runs) is marked `worker`."""
 
 from __future__ import annotations
 
@@ -11,17 +14,18 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from tests.helpers import Worker
+from tests.helpers import Worker, processes_running, wait_gone
 from tests.integration.helpers import Api, call, start_session, wait_final
 from tools_app import services, tasks
 from tools_app.models import AgentSession, Policy, PolicyRule, ToolCall
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),
-    pytest.mark.usefixtures("stack"),
+    pytest.mark.eager,
 ]
 
 
+@pytest.mark.worker
 def test_an_allowed_call_runs_in_the_worker(alice: Api, workspace: Path) -> None:
     session = start_session(alice, workspace)
     assert Path(session["workspace"]).joinpath(".git").is_dir()
@@ -51,7 +55,7 @@ def test_approval_round_trip(alice: Api, rita: Api, workspace: Path) -> None:
 
 def test_a_denial_carries_the_reason_to_the_agent(alice: Api, rita: Api, workspace: Path) -> None:
     session = start_session(alice, workspace)
-    waiting = call(alice, session, "run_command", wait=2, command="npm install left-pad")
+    waiting = call(alice, session, "run_command", wait=0.01, command="npm install left-pad")
     answer = rita.post(
         f"/tool-calls/{waiting['id']}/decision", {"decision": "deny", "reason": "no new deps"}
     )
@@ -63,7 +67,7 @@ def test_edit_then_approve_runs_the_edited_arguments(
     alice: Api, rita: Api, workspace: Path
 ) -> None:
     session = start_session(alice, workspace)
-    waiting = call(alice, session, "write_file", wait=2, path=".env", content="A=1\n")
+    waiting = call(alice, session, "write_file", wait=0.01, path=".env", content="A=1\n")
     rita.post(
         f"/tool-calls/{waiting['id']}/decision",
         {"decision": "approve", "args": {"path": ".env", "content": "A=2\n"}},
@@ -76,7 +80,7 @@ def test_edited_arguments_the_policy_denies_are_denied(
     alice: Api, rita: Api, workspace: Path
 ) -> None:
     session = start_session(alice, workspace)
-    waiting = call(alice, session, "write_file", wait=2, path=".env", content="A=1\n")
+    waiting = call(alice, session, "write_file", wait=0.01, path=".env", content="A=1\n")
     answer = rita.post(
         f"/tool-calls/{waiting['id']}/decision",
         {"decision": "approve", "args": {"path": "../outside.txt", "content": "x"}},
@@ -90,20 +94,20 @@ def test_approve_and_remember_allows_the_same_call_next_time(
     alice: Api, rita: Api, workspace: Path
 ) -> None:
     session = start_session(alice, workspace)
-    waiting = call(alice, session, "run_command", wait=2, command="git config user.name bob")
+    waiting = call(alice, session, "run_command", wait=0.01, command="git config user.name bob")
     rita.post(f"/tool-calls/{waiting['id']}/decision", {"decision": "approve", "remember": True})
     rule = PolicyRule.objects.get()
     assert (rule.tool, rule.decision) == ("run_command", "allow")
     again = call(alice, session, "run_command", command="git config user.name bob")
     assert (again["decision"], again["rule"]) == ("allow", f"rule {rule.pk}")
-    other = call(alice, session, "run_command", wait=2, command="git config user.name eve")
+    other = call(alice, session, "run_command", wait=0.01, command="git config user.name eve")
     assert other["status"] == "awaiting_approval"
 
 
 @pytest.mark.postgres
 def test_a_second_decision_gets_409(alice: Api, rita: Api, workspace: Path) -> None:
     session = start_session(alice, workspace)
-    waiting = call(alice, session, "write_file", wait=2, path=".env", content="A=1\n")
+    waiting = call(alice, session, "write_file", wait=0.01, path=".env", content="A=1\n")
     first = rita.post(f"/tool-calls/{waiting['id']}/decision", {"decision": "deny"})
     second = rita.post(f"/tool-calls/{waiting['id']}/decision", {"decision": "approve"})
     assert (first.status_code, second.status_code) == (200, 409)
@@ -114,7 +118,7 @@ def test_agent_tokens_and_outsiders_cannot_decide(
     alice: Api, charlie: Api, workspace: Path
 ) -> None:
     session = start_session(alice, workspace)
-    waiting = call(alice, session, "write_file", wait=2, path=".env", content="A=1\n")
+    waiting = call(alice, session, "write_file", wait=0.01, path=".env", content="A=1\n")
     assert (
         alice.post(f"/tool-calls/{waiting['id']}/decision", {"decision": "approve"}).status_code
         == 403
@@ -131,7 +135,7 @@ def test_a_creator_may_deny_but_not_approve_under_distinct_reviewer(
 ) -> None:
     Policy.objects.filter(name="default").update(require_distinct_reviewer=True)
     session = start_session(rita, workspace)
-    first = call(rita, session, "write_file", wait=2, path=".env", content="A=1\n")
+    first = call(rita, session, "write_file", wait=0.01, path=".env", content="A=1\n")
     assert (
         rita.post(f"/tool-calls/{first['id']}/decision", {"decision": "approve"}).status_code == 403
     )
@@ -149,12 +153,13 @@ def test_a_pending_approval_expires_and_never_runs(alice: Api, rita: Api, worksp
     assert Path(session["workspace"], ".env").read_text() == "SECRET=shh\n"
 
 
+@pytest.mark.worker
 def test_a_killed_worker_loses_nothing_and_the_call_runs_once(
     alice: Api, rita: Api, workspace: Path, stack: Worker
 ) -> None:
     session = start_session(alice, workspace)
     waiting = call(
-        alice, session, "run_command", wait=2, command="pip install six; echo ran >> ran.txt"
+        alice, session, "run_command", wait=0.01, command="pip install six; echo ran >> ran.txt"
     )
     assert waiting["status"] == "awaiting_approval"
     stack.kill()
@@ -164,7 +169,7 @@ def test_a_killed_worker_loses_nothing_and_the_call_runs_once(
         stack.start()
     assert wait_final(alice, waiting["id"])["status"] == "succeeded"
     tasks.execute_tool_call.apply_async([waiting["id"]], queue=session_queue(session))
-    time.sleep(1)
+    stack.wait_idle()  # the message sent again has been handled
     assert Path(session["workspace"], "ran.txt").read_text() == "ran\n"
 
 
@@ -172,15 +177,20 @@ def session_queue(session: dict[str, Any]) -> str:
     return AgentSession.objects.get(pk=session["id"]).worker_queue
 
 
+@pytest.mark.worker
 @pytest.mark.postgres
-def test_a_duplicated_execute_message_runs_once(alice: Api, rita: Api, workspace: Path) -> None:
+def test_a_duplicated_execute_message_runs_once(
+    alice: Api, rita: Api, workspace: Path, stack: Worker
+) -> None:
     session = start_session(alice, workspace)
-    waiting = call(alice, session, "run_command", wait=2, command="git push; echo ran >> ran.txt")
+    waiting = call(
+        alice, session, "run_command", wait=0.01, command="git push; echo ran >> ran.txt"
+    )
     rita.post(f"/tool-calls/{waiting['id']}/decision", {"decision": "approve"})
     for _ in range(3):
         tasks.execute_tool_call.apply_async([waiting["id"]], queue=session_queue(session))
     assert wait_final(alice, waiting["id"])["status"] == "succeeded"
-    time.sleep(1)
+    stack.wait_idle()  # all three duplicates have been handled
     assert Path(session["workspace"], "ran.txt").read_text() == "ran\n"
 
 
@@ -254,18 +264,22 @@ def test_sessions_are_listed_newest_first_and_filtered(
     assert charlie.get(f"/sessions/{first['id']}").status_code == 404
 
 
+@pytest.mark.worker
 def test_cancel_kills_a_running_command(alice: Api, workspace: Path) -> None:
     session = start_session(alice, workspace)
-    running = call(alice, session, "run_command", wait=0, command="sleep 3; echo late > late.txt")
-    deadline = time.monotonic() + 10
+    marker = "sleep 30.375"  # in the command line of the shell and of its sleep
+    running = call(alice, session, "run_command", wait=0, command=f"{marker}; echo late > late.txt")
+    deadline = time.monotonic() + 30
     while alice.get(f"/tool-calls/{running['id']}").json()["status"] != "running":
         assert time.monotonic() < deadline, "the command never started"
         time.sleep(0.02)
-    started = time.monotonic()
+    while not processes_running(marker):
+        assert time.monotonic() < deadline, "the command never started"
+        time.sleep(0.02)
     answer = alice.post(f"/sessions/{session['id']}/cancel", {})
     assert answer.json()["status"] == "cancelled"
     assert wait_final(alice, running["id"])["status"] == "cancelled"
-    time.sleep(max(0.0, started + 3.5 - time.monotonic()))  # past the moment it would write
+    wait_gone(marker)  # no process left that could write late.txt
     assert not Path(session["workspace"], "late.txt").exists()
     late = alice.post(
         f"/sessions/{session['id']}/tool-calls", {"tool": "list_files", "args": {"path": "."}}
@@ -307,6 +321,7 @@ def test_policy_dry_run_and_detail(alice: Api) -> None:
     assert not ToolCall.objects.exists()
 
 
+@pytest.mark.worker
 def test_redis_down_is_a_503_and_the_call_is_kept(alice: Api, workspace: Path) -> None:
     from agentweb.celery import app
 
@@ -346,6 +361,7 @@ def test_local_repositories_outside_the_allowed_roots_are_refused(
     assert not AgentSession.objects.exists()
 
 
+@pytest.mark.worker
 def test_a_session_whose_clone_task_was_lost_is_prepared_by_the_sweep(
     alice: Api, workspace: Path
 ) -> None:

@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 
 from tests.integration.helpers import Api
 from tools_app.models import AgentSession, Decision, Policy, ToolCall
-from tools_app.pagination import cursor_encode
+from tools_app.selectors.pagination import cursor_encode
 
 pytestmark = pytest.mark.django_db
 
@@ -81,7 +81,7 @@ def test_tool_calls_and_approvals_in_pages_oldest_first(
             tool="write_file",
             args={"path": f"f{i}", "content": ""},
             status=ToolCall.Status.AWAITING_APPROVAL,
-            decision="require_approval",
+            verdict="require_approval",
         ).pk
         for i in range(7)
     ]
@@ -167,7 +167,7 @@ def test_a_page_costs_the_same_queries_whatever_its_size(
             tool="write_file",
             args={"path": f"f{i}", "content": ""},
             status=ToolCall.Status.AWAITING_APPROVAL if i % 2 else ToolCall.Status.DENIED,
-            decision="require_approval",
+            verdict="require_approval",
         )
         if not i % 2:
             Decision.objects.create(tool_call=call, user=reviewer, decision="deny")

@@ -14,7 +14,7 @@ from tools_app.models import PullRequest
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),
-    pytest.mark.usefixtures("stack"),
+    pytest.mark.eager,
 ]
 
 
@@ -34,9 +34,9 @@ def test_a_commit_records_only_what_its_preview_showed(
 ) -> None:
     session = start_session(alice, workspace)
     ws = session["workspace"]
-    big = call(alice, session, "write_file", path="big.txt", content=lines(240))
+    big = call(alice, session, "write_file", wait=0.01, path="big.txt", content=lines(240))
     assert approve(rita, big)["status"] == "succeeded"
-    commit = call(alice, session, "git_commit", message="add big")
+    commit = call(alice, session, "git_commit", wait=0.01, message="add big")
     assert commit["status"] == "awaiting_approval"
     assert commit["preview"]["files"] == ["big.txt"]
     sneaky = call(alice, session, "write_file", path="sneaky.py", content="import os\n")
@@ -58,7 +58,7 @@ def test_a_pull_request_never_pushes_a_head_nobody_reviewed(
     )
     call(alice, session, "write_file", path="feature.py", content="x = 1\n")
     assert call(alice, session, "git_commit", message="feature")["status"] == "succeeded"
-    proposal = call(alice, session, "create_pull_request", title="Feature X")
+    proposal = call(alice, session, "create_pull_request", wait=0.01, title="Feature X")
     assert proposal["status"] == "awaiting_approval"
     previewed = proposal["preview"]["state"]["head_commit"]
     call(alice, session, "write_file", path="later.py", content="y = 2\n")
@@ -79,7 +79,7 @@ def test_an_approved_pull_request_pushes_exactly_the_previewed_head(
     call(alice, session, "git_branch", action="create", name="feature/y")
     call(alice, session, "write_file", path="feature.py", content="x = 1\n")
     call(alice, session, "git_commit", message="feature")
-    proposal = call(alice, session, "create_pull_request", title="Feature Y")
+    proposal = call(alice, session, "create_pull_request", wait=0.01, title="Feature Y")
     assert approve(rita, proposal)["status"] == "succeeded"
     pushed = git(workspace, "rev-parse", "refs/heads/feature/y").strip()
     assert pushed == proposal["preview"]["state"]["head_commit"]
@@ -93,7 +93,7 @@ def test_an_approved_write_never_undoes_a_later_edit(
     assert call(alice, session, "write_file", path="big.txt", content="first\n")["status"] == (
         "succeeded"
     )
-    write = call(alice, session, "write_file", path="big.txt", content=lines(240))
+    write = call(alice, session, "write_file", wait=0.01, path="big.txt", content=lines(240))
     assert write["status"] == "awaiting_approval"
     edit = call(alice, session, "edit_file", path="big.txt", old_string="first", new_string="1st")
     assert edit["status"] == "succeeded"
@@ -108,14 +108,14 @@ def test_an_approved_write_runs_when_nothing_changed(
     alice: Api, rita: Api, workspace: Path
 ) -> None:
     session = start_session(alice, workspace)
-    write = call(alice, session, "write_file", path="big.txt", content=lines(240))
+    write = call(alice, session, "write_file", wait=0.01, path="big.txt", content=lines(240))
     assert approve(rita, write)["status"] == "succeeded"
     assert Path(session["workspace"], "big.txt").read_text() == lines(240)
 
 
 def test_reading_a_secret_waits_for_a_person(alice: Api, rita: Api, workspace: Path) -> None:
     session = start_session(alice, workspace)
-    read = call(alice, session, "read_file", path=".env")
+    read = call(alice, session, "read_file", wait=0.01, path=".env")
     assert (read["status"], read["rule"]) == ("awaiting_approval", "builtin:secret-path")
     assert "shh" not in str(read)
     search = call(alice, session, "search_codebase", pattern="SECRET", include="**/.env*")

@@ -23,8 +23,8 @@ from django.core.management.base import CommandError
 
 from tests.integration.helpers import Api
 from tools_app import services
+from tools_app.core.tools.jsonsafe import storable_json
 from tools_app.models import AgentSession, Policy, PolicyRule, ToolCall
-from tools_app.tools.jsonsafe import storable_json
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
@@ -52,7 +52,7 @@ def waiting_call(session: AgentSession) -> ToolCall:
         tool="write_file",
         args={"path": ".env", "content": "A=1\n"},
         status=ToolCall.Status.AWAITING_APPROVAL,
-        decision="require_approval",
+        verdict="require_approval",
     )
 
 

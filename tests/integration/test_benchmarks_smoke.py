@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.bench
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(1200)  # nine scripts, three stacks at once in two of them
 @pytest.mark.skipif(
     os.environ.get("DATABASE_URL", "").startswith("postgres"),
     reason="the benchmarks make their own SQLite stack; the SQLite run already ran them",
@@ -26,7 +26,7 @@ def test_every_benchmark_runs_in_quick_mode(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     done = subprocess.run(
         [sys.executable, "benchmarks/run_all.py", "--quick", "--json", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=570,
+        cwd=ROOT, capture_output=True, text=True, timeout=1170,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads(out.read_text())

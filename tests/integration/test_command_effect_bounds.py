@@ -18,8 +18,8 @@ from django.contrib.auth.models import User
 
 from tests.unit.helpers import requires_cow
 from tools_app import services
+from tools_app.core.tools import effect_reader
 from tools_app.models import AgentSession, Policy, ToolCall
-from tools_app.tools import effect_reader
 
 pytestmark = [pytest.mark.django_db, requires_cow]
 

@@ -189,7 +189,7 @@ def host_without_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     """A PATH with git and the shells but neither unshare nor bubblewrap."""
     import shutil
 
-    from tools_app.tools import overlay
+    from tools_app.core.tools import overlay
 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()

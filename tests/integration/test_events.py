@@ -15,7 +15,8 @@ from channels.layers import channel_layers, get_channel_layer
 from django.contrib.auth.models import User
 from django.db import transaction
 
-from tools_app import events, services
+from tools_app import services
+from tools_app.live import events
 from tools_app.models import AgentSession, Event, Policy
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]

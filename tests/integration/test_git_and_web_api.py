@@ -18,7 +18,7 @@ from tools_app.models import Policy, PullRequest
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),
-    pytest.mark.usefixtures("stack"),
+    pytest.mark.eager,
 ]
 
 
@@ -48,7 +48,12 @@ def test_a_pull_request_is_previewed_approved_pushed_and_recorded(
     assert "Shorter greeting" in log["result"]
 
     waiting = call(
-        alice, session, "create_pull_request", wait=2, title="Shorter greeting", body="Why: brevity"
+        alice,
+        session,
+        "create_pull_request",
+        wait=0.01,
+        title="Shorter greeting",
+        body="Why: brevity",
     )
     assert waiting["status"] == "awaiting_approval"
     preview = waiting["preview"]
@@ -76,7 +81,7 @@ def test_a_commit_above_the_threshold_waits_with_its_exact_diff(alice: Api, orig
     Policy.objects.filter(name="default").update(require_approval_above=3, max_diff_lines=1000)
     session = start_session(alice, origin)
     Path(session["workspace"], "notes.txt").write_text("".join(f"line {n}\n" for n in range(10)))
-    waiting = call(alice, session, "git_commit", wait=2, message="Add notes")
+    waiting = call(alice, session, "git_commit", wait=0.01, message="Add notes")
     assert waiting["status"] == "awaiting_approval"
     assert waiting["rule"] == "builtin:require-approval-above"
     assert "+line 9" in waiting["preview"]["diff"]

@@ -46,7 +46,7 @@ def session(workspace: Path, creator: User, reviewer: User) -> AgentSession:
     )  # fmt: skip
     call = ToolCall.objects.create(
         session=session, tool="run_command", args={"command": f"echo {HOSTILE}"},
-        status=ToolCall.Status.SUCCEEDED, decision="require_approval",
+        status=ToolCall.Status.SUCCEEDED, verdict="require_approval",
         reason=f"Reason {HOSTILE}", rule="test", result=f"Result {HOSTILE}",
         preview={"command": f"echo {HOSTILE}"},
     )  # fmt: skip
@@ -98,7 +98,9 @@ def test_the_pull_request_page_marks_hidden_characters_in_title_body_commits_and
     assert_marked(page, times=5)  # <title>, heading, body, commit, diff
     assert "<title>#1 Title invoice&lt;U+202E&gt;fdp.exe" in page
     assert "Body invoice<mark" in page and "Subject invoice<mark" in page
-    assert "+b = &#x27;invoice<mark" in page
+    # The diff through the inbox's diff view: highlighted, numbered, the override marked.
+    assert 'class="diff-unified"' in page and "hidden characters</strong> in this diff" in page
+    assert '<span class="tok-s">invoice<mark class="hidden-char"' in page
 
 
 # JSON spells a control character (ESC) `\u001b` by itself: count the text fields.

@@ -42,7 +42,7 @@ def overdue(session: AgentSession) -> ToolCall:
     """A write that waited for a person past its deadline; the sweep has not run yet."""
     return ToolCall.objects.create(
         session=session, tool="write_file", args={"path": ".env", "content": "KEY=new\n"},
-        status=ToolCall.Status.AWAITING_APPROVAL, decision="require_approval",
+        status=ToolCall.Status.AWAITING_APPROVAL, verdict="require_approval",
         expires_at=timezone.now() - timedelta(seconds=5),
     )  # fmt: skip
 

@@ -67,7 +67,7 @@ def waiting(session: AgentSession) -> ToolCall:
 def held(session: AgentSession, tool: str, args: dict[str, Any]) -> ToolCall:
     return ToolCall.objects.create(
         session=session, tool=tool, args=args, status=ToolCall.Status.AWAITING_APPROVAL,
-        decision="require_approval", reason="a person decides", rule="test",
+        verdict="require_approval", reason="a person decides", rule="test",
         expires_at=timezone.now() + timedelta(hours=1),
     )  # fmt: skip
 

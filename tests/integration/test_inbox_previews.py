@@ -13,9 +13,9 @@ from django.utils import timezone
 
 from tests.helpers import git
 from tools_app import services
+from tools_app.core.skills.executors import SkillCall
+from tools_app.core.skills.executors import preview as skill_preview
 from tools_app.models import AgentSession, Decision, Policy, PolicyRule, ToolCall
-from tools_app.skills.executors import SkillCall
-from tools_app.skills.executors import preview as skill_preview
 
 pytestmark = pytest.mark.django_db
 
@@ -52,7 +52,7 @@ def held(session: AgentSession, tool: str, **args: Any) -> ToolCall:
     """A call of a tool that has no preview of its own, as the engine would hold it."""
     return ToolCall.objects.create(
         session=session, tool=tool, args=args, status=ToolCall.Status.AWAITING_APPROVAL,
-        decision="require_approval", reason="a person decides", rule="test",
+        verdict="require_approval", reason="a person decides", rule="test",
         expires_at=timezone.now() + timedelta(hours=1),
     )  # fmt: skip
 

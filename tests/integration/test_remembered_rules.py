@@ -233,7 +233,7 @@ def held(session: AgentSession, tool: str, args: dict[str, str], rule: str) -> T
     """A call that waited for `rule` (what the policy said is not re-judged on approval)."""
     return ToolCall.objects.create(
         session=session, tool=tool, args=args, status=ToolCall.Status.AWAITING_APPROVAL,
-        decision="require_approval", reason="a reason; a person must approve it", rule=rule,
+        verdict="require_approval", reason="a reason; a person must approve it", rule=rule,
         expires_at=timezone.now() + timedelta(hours=1),
     )  # fmt: skip
 

@@ -43,7 +43,7 @@ def make_session(creator: User | None, **fields: object) -> AgentSession:
 def awaiting(session: AgentSession, **fields: object) -> ToolCall:
     values: dict[str, object] = {
         "tool": "write_file", "args": {"path": ".env", "content": "KEY=new\n"},
-        "status": ToolCall.Status.AWAITING_APPROVAL, "decision": "require_approval",
+        "status": ToolCall.Status.AWAITING_APPROVAL, "verdict": "require_approval",
         "expires_at": timezone.now() + timedelta(hours=1),
     }  # fmt: skip
     values.update(fields)

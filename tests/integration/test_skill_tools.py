@@ -1,6 +1,7 @@
 """Skill tools end to end: a scripted agent whose task activates a skill calls its tool,
-the policy sends it to Rita, and a real worker runs the approved definition — a command
-in the sandbox, a request to a real server on 127.0.0.1, a rendered prompt."""
+the policy sends it to Rita, and the approved definition runs (tasks in this process:
+`eager`) — a command in the sandbox, a request to a real server on 127.0.0.1, a rendered
+prompt."""
 
 from __future__ import annotations
 
@@ -31,13 +32,19 @@ from tools_app.services.skill_calls import secret_value
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),
-    pytest.mark.usefixtures("stack"),
+    pytest.mark.eager,
 ]
 
-# Set before the worker starts (collection comes first): the worker reads it by name.
+# The secret a skill may use is read from the environment by name.
 TOKEN_SETTING = "AGENTWEB_TEST_SKILL_TOKEN"
 os.environ[TOKEN_SETTING] = "Bearer s3cret-token"
-os.environ["AGENTWEB_SKILL_SECRETS"] = TOKEN_SETTING  # the workers offer it to skills
+
+
+@pytest.fixture(autouse=True)
+def skill_secrets(settings: Any) -> None:
+    """The workers offer this one secret to skills (AGENTWEB_SKILL_SECRETS)."""
+    settings.AGENTWEB_SKILL_SECRETS = [TOKEN_SETTING]
+
 
 NASTY = "x\"; touch pwned1; $(touch pwned2) `touch pwned3` && rm -rf . ; echo '$HOME' #"
 STAMP = {

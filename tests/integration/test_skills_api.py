@@ -17,7 +17,7 @@ from tests.integration.helpers import Api, call, start_session
 from tools_app import services
 from tools_app.models import Event, Skill, ToolCall
 
-pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+pytestmark = [pytest.mark.django_db(transaction=True, serialized_rollback=True), pytest.mark.eager]
 
 DEPLOY: dict[str, Any] = {
     "name": "deploy",
@@ -120,11 +120,11 @@ def test_import_skills_refuses_a_template_that_would_be_shown_unrendered(tmp_pat
 
 
 def test_put_replaces_and_renames_and_delete_keeps_past_calls(
-    sam_api: Api, alice: Api, rita: Api, workspace: Path, stack: Any
+    sam_api: Api, alice: Api, rita: Api, workspace: Path
 ) -> None:
     sam_api.post("/skills", DEPLOY)
     session = start_session(alice, workspace, task="Ship version 2")
-    made = call(alice, session, "deploy_staging", version="2")
+    made = call(alice, session, "deploy_staging", wait=0.01, version="2")
     assert made["status"] == "awaiting_approval"
     changed = {**DEPLOY, "name": "shipit", "triggers": ["ship it"]}
     answer = put(sam_api, "/skills/deploy", changed)
@@ -136,7 +136,7 @@ def test_put_replaces_and_renames_and_delete_keeps_past_calls(
 
 
 def test_a_matching_task_activates_the_skill_and_offers_its_tools(
-    sam_api: Api, alice: Api, rita: Api, workspace: Path, stack: Any
+    sam_api: Api, alice: Api, rita: Api, workspace: Path
 ) -> None:
     sam_api.post("/skills", DEPLOY)
     matched = alice.post("/skills/match", {"task": "Ship it: the release is due"}).json()
@@ -151,7 +151,7 @@ def test_a_matching_task_activates_the_skill_and_offers_its_tools(
         tools = alice.get(f"/sessions/{session['id']}/tools?format={fmt}").json()
         names = [t[key]["name"] if fmt == "openai" else t[key] for t in tools]
         assert len(names) >= 16 and "deploy_staging" in names and "run_command" in names
-    made = call(alice, session, "deploy_staging", version="2.0")
+    made = call(alice, session, "deploy_staging", wait=0.01, version="2.0")
     assert made["tool"] == "deploy.deploy_staging"
     assert (made["status"], made["rule"]) == ("awaiting_approval", "builtin:skill-tool")
     assert made["preview"]["text"] == "Deploying 2.0 to staging."
@@ -164,7 +164,7 @@ def test_a_matching_task_activates_the_skill_and_offers_its_tools(
 
 
 def test_a_tool_of_a_skill_that_is_not_active_is_refused(
-    sam_api: Api, alice: Api, workspace: Path, stack: Any
+    sam_api: Api, alice: Api, workspace: Path
 ) -> None:
     sam_api.post("/skills", DEPLOY)
     session = start_session(alice, workspace, task="fix the bug")
@@ -243,11 +243,11 @@ def test_an_agent_skills_folder_imports_and_says_which_never_activate(tmp_path: 
 
 
 def test_edited_arguments_are_checked_against_the_definition_the_reviewer_saw(
-    sam_api: Api, alice: Api, rita: Api, workspace: Path, stack: Any
+    sam_api: Api, alice: Api, rita: Api, workspace: Path
 ) -> None:
     sam_api.post("/skills", DEPLOY)
     session = start_session(alice, workspace, task="deploy version 1")
-    made = call(alice, session, "deploy_staging", version="1")
+    made = call(alice, session, "deploy_staging", wait=0.01, version="1")
     template = {"kind": "prompt", "template": "Something else: $version"}
     Skill.objects.get(name="deploy").tools.update(executor=template)
     path = f"/tool-calls/{made['id']}/decision"

@@ -131,7 +131,7 @@ def test_execution_refuses_arguments_that_changed_after_approval(
 def approve_by_hand(call: ToolCall, reviewer: User) -> None:
     """What a reviewer's approval leaves behind: the call approved and their Decision row."""
     ToolCall.objects.filter(pk=call.pk).update(status="approved")
-    Decision.objects.create(tool_call=call, user=reviewer, decision=Decision.Verdict.APPROVE)
+    Decision.objects.create(tool_call=call, user=reviewer, decision=Decision.Choice.APPROVE)
 
 
 @pytest.mark.postgres
@@ -157,7 +157,7 @@ def test_only_a_persons_decision_row_counts_as_their_approval(
     is not treated as approved by a person: its lines still count since the last real
     approval, and its sandbox is not widened."""
     call = submit(session, "write_file", path=".env", content="A=1\n")
-    assert call.decision == "require_approval"
+    assert call.verdict == "require_approval"
     ToolCall.objects.filter(pk=call.pk).update(status="approved")
     call.refresh_from_db()
     assert not tool_context(session, call).sandbox.approved

@@ -59,9 +59,8 @@ def wait_for(url: str, process: subprocess.Popen[bytes], timeout: float = 90) ->
 @pytest.mark.timeout(180)
 def test_up_serves_everything_and_ctrl_c_stops_it(tmp_path: Path) -> None:
     port = free_port()
-    env = {
-        key: value for key, value in os.environ.items() if key not in {"REDIS_URL", "DATABASE_URL"}
-    }
+    own = {"REDIS_URL", "DATABASE_URL", "DJANGO_SETTINGS_MODULE"}  # `up` as a user runs it
+    env = {key: value for key, value in os.environ.items() if key not in own}
     env.update(AGENTWEB_VAR=str(tmp_path / "var"), DJANGO_DEBUG="0")
     log = (tmp_path / "up.log").open("wb")
     up = subprocess.Popen(

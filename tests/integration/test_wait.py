@@ -1,5 +1,8 @@
 """`?wait` wakes on the call's final event, reads the database after each wake-up, and
-without a channel layer reads it about once a second: never a fast polling loop."""
+without a channel layer reads it about once a second: never a fast polling loop.
+
+The events that wake a wait come from a real worker in another process (`worker`); the
+reads of a call that waits for a person need no task to run (`eager`)."""
 
 from __future__ import annotations
 
@@ -13,11 +16,12 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from tests.integration.helpers import Api, call, start_session
-from tools_app import api, waiting
+from tools_app.api import routes
+from tools_app.live import waiting
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),
-    pytest.mark.usefixtures("stack"),
+    pytest.mark.eager,
 ]
 
 
@@ -25,13 +29,13 @@ pytestmark = [
 def reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Every database read of a call that `?wait` makes, by call id."""
     seen: list[int] = []
-    current = api._current
+    current = routes._current
 
     def counted(call_id: int) -> dict[str, Any]:
         seen.append(call_id)
         return current(call_id)
 
-    monkeypatch.setattr(api, "_current", counted)
+    monkeypatch.setattr(routes, "_current", counted)
     return seen
 
 
@@ -64,6 +68,7 @@ def awaiting_call(alice: Api, session: dict[str, Any]) -> dict[str, Any]:
     return waiting_call
 
 
+@pytest.mark.worker
 def test_wait_answers_with_the_final_status_read_after_the_final_event(
     alice: Api, workspace: Path, reads: list[int]
 ) -> None:
@@ -92,6 +97,7 @@ def test_a_call_awaiting_a_person_is_read_about_once_a_second_while_waiting(
     assert len(queries) <= 8  # the token, the access check and those three reads
 
 
+@pytest.mark.worker
 def test_wait_wakes_when_a_reviewer_decides(
     alice: Api, rita: Api, workspace: Path, reads: list[int]
 ) -> None:
@@ -106,6 +112,7 @@ def test_wait_wakes_when_a_reviewer_decides(
     assert (Path(session["workspace"]) / ".env").read_text() == "A=1\n"
 
 
+@pytest.mark.worker
 @pytest.mark.usefixtures("no_layer")
 def test_without_a_channel_layer_wait_reads_once_a_second(
     alice: Api, workspace: Path, reads: list[int]
@@ -121,6 +128,7 @@ def test_without_a_channel_layer_wait_reads_once_a_second(
     assert 2 <= len(reads) <= 4
 
 
+@pytest.mark.worker
 @pytest.mark.usefixtures("unreachable_layer")
 def test_with_redis_unreachable_wait_still_answers(
     alice: Api, workspace: Path, reads: list[int]

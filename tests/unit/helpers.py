@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from tools_app.tools.base import SandboxOptions, ToolContext
-from tools_app.tools.effect import Effect
-from tools_app.tools.effect_apply import apply_effect
-from tools_app.tools.forge import Proposal, PullRequestRef
-from tools_app.tools.overlay import cow_available
-from tools_app.tools.paths import in_git_dir
-from tools_app.tools.registry import get_tool, validate_args
+from tools_app.core.tools.base import SandboxOptions, ToolContext
+from tools_app.core.tools.effect import Effect
+from tools_app.core.tools.effect_apply import apply_effect
+from tools_app.core.tools.forge import Proposal, PullRequestRef
+from tools_app.core.tools.overlay import cow_available
+from tools_app.core.tools.paths import in_git_dir
+from tools_app.core.tools.registry import get_tool, validate_args
 
 requires_cow = pytest.mark.skipif(
     not cow_available(),

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from tools_app.policy import parts_for_preview
-from tools_app.shell.commands import analyse_command
+from tools_app.core.policy.preview import parts_for_preview
+from tools_app.core.shell.commands import analyse_command
 
 
 def texts(command: str) -> list[str]:

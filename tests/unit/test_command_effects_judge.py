@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from tools_app.command_effects import GIT_INDEX, judge_effect
-from tools_app.policy import SessionCounters
-from tools_app.policy.defaults import DEFAULT_SPEC
-from tools_app.tools.effect import Effect, EffectEntry
+from tools_app.core.command_effects import GIT_INDEX, judge_effect
+from tools_app.core.policy.defaults import DEFAULT_SPEC
+from tools_app.core.policy.types import SessionCounters
+from tools_app.core.tools.effect import Effect, EffectEntry
 
 
 @pytest.fixture

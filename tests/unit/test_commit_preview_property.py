@@ -14,9 +14,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tools_app.tools import git_runner
-from tools_app.tools.base import ToolContext
-from tools_app.tools.git import GitCommitArgs, git_commit
+from tools_app.core.tools import git_runner
+from tools_app.core.tools.base import ToolContext
+from tools_app.core.tools.git import GitCommitArgs, git_commit
 
 Op = Callable[[Path, int], None]
 

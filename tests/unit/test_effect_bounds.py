@@ -10,18 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from tools_app.tools.effect import Effect, EffectEntry
-from tools_app.tools.effect_apply import hold_effect
-from tools_app.tools.effect_reader import (
+from tools_app.core.tools.effect import Effect, EffectEntry
+from tools_app.core.tools.effect_apply import hold_effect
+from tools_app.core.tools.effect_reader import (
     MAX_EFFECT_BYTES,
     MAX_ENTRIES,
     MAX_FILE_BYTES,
     file_mode,
     read_effect,
 )
-from tools_app.tools.errors import ToolError
-from tools_app.tools.overlay import make_scratch, remove_scratch
-from tools_app.tools.trees import remove_tree, walk_files
+from tools_app.core.tools.errors import ToolError
+from tools_app.core.tools.overlay import make_scratch, remove_scratch
+from tools_app.core.tools.trees import remove_tree, walk_files
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY
 

@@ -14,18 +14,19 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import wait_gone
 from tests.unit.helpers import requires_cow
-from tools_app.tools.base import SandboxOptions
-from tools_app.tools.effect import Effect, EffectEntry
-from tools_app.tools.effect_apply import (
+from tools_app.core.tools.base import SandboxOptions
+from tools_app.core.tools.effect import Effect, EffectEntry
+from tools_app.core.tools.effect_apply import (
     apply_effect,
     drop_held_effect,
     hold_effect,
     load_held_effect,
 )
-from tools_app.tools.effect_reader import file_sha256, read_effect
-from tools_app.tools.errors import ToolError
-from tools_app.tools.overlay import CowRun, build_cow_command, make_scratch, run_copy_on_write
+from tools_app.core.tools.effect_reader import file_sha256, read_effect
+from tools_app.core.tools.errors import ToolError
+from tools_app.core.tools.overlay import CowRun, build_cow_command, make_scratch, run_copy_on_write
 
 pytestmark = [pytest.mark.sandbox, requires_cow]
 
@@ -206,10 +207,11 @@ def test_special_files_setuid_and_hard_links_are_refused(ws: Path, cow: list[Cow
 
 
 def test_late_writers_die_with_the_command(ws: Path, cow: list[CowRun]) -> None:
-    command = "(setsid sh -c 'sleep 1; echo late > late.txt' &) ; echo started"
+    pause = f"sleep 1.{os.getpid()}"  # about a second, and a mark on the writer's line
+    command = f"(setsid sh -c '{pause}; echo late > late.txt' &) ; echo started"
     run = _run(cow, ws, command)
     assert _out(run) == "started\n"
-    time.sleep(2)  # a surviving writer would have written after its 1 s
+    wait_gone(pause)  # a surviving writer writes, then ends; a killed one never writes
     assert not (ws / "late.txt").exists()
     assert read_effect(ws, run.scratch / "upper").entries == ()
 
@@ -217,14 +219,15 @@ def test_late_writers_die_with_the_command(ws: Path, cow: list[CowRun]) -> None:
 def test_after_a_timeout_nothing_writes_once_the_effect_is_read(
     ws: Path, cow: list[CowRun]
 ) -> None:
+    pause = f"sleep 1.{os.getpid()}"  # about a second, and a mark on the writer's line
     command = (
-        '(setsid sh -c \'trap "" TERM; for i in 1 2 3 4 5 6 7 8 9; do sleep 1; '
+        f'(setsid sh -c \'trap "" TERM; for i in 1 2 3 4 5 6 7 8 9; do {pause}; '
         "echo $i > late$i.txt; done' &); sleep 30"
     )
     began = time.monotonic()
     run = _run(cow, ws, command, timeout=1)
     assert run.result.timed_out and time.monotonic() - began < 1 + 5 + 2
-    time.sleep(2)  # a surviving writer writes once a second
+    wait_gone(pause)  # a surviving writer writes once a second until it ends
     assert read_effect(ws, run.scratch / "upper") == run.effect
     assert not list(ws.glob("late*"))
 
@@ -396,19 +399,20 @@ def test_an_unprivileged_worker_gets_the_same_sandbox() -> None:
         os.chown(scratch, 65534, 65534)
         for name in ("upper", "work", "merged"):
             os.chown(scratch / name, 65534, 65534)
+        pause = f"sleep 1.{os.getpid()}"  # about a second, and a mark on the writer's line
         script = (
             "id -u; grep CapEff /proc/self/status; "
             "mount -t tmpfs x /tmp 2>/dev/null || echo nomount;"
             f"echo pwned > {outside}/pwned; rm -rf canary;"
             "python3 -c \"open('new.txt','w').write('py')\";"
-            "(setsid sh -c 'sleep 1; echo late > late.txt' &); echo done"
+            f"(setsid sh -c '{pause}; echo late > late.txt' &); echo done"
         )
         cmd = build_cow_command(ws, ["bash", "-c", script], SandboxOptions(), scratch)
         done = _as_nobody(cmd, scratch)
         assert done.stdout.split() == ["65534", "CapEff:", "0000000000000000", "nomount", "done"], (
             done.stdout + done.stderr
         )
-        time.sleep(2)
+        wait_gone(pause)  # a surviving writer writes, then ends
         assert list(outside.iterdir()) == [] and (ws / "canary" / "keep").exists()
         assert not (ws / "new.txt").exists() and not (ws / "late.txt").exists()
         effect = read_effect(ws, scratch / "upper")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tools_app.tools.paths import in_git_dir, protected_match
+from tools_app.core.tools.paths import in_git_dir, protected_match
 
 
 @pytest.mark.parametrize(

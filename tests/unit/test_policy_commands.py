@@ -6,20 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from tools_app.policy import (
-    DEFAULT_POLICY,
-    CallFacts,
-    Decision,
-    PolicySpec,
-    SessionCounters,
-    evaluate,
-    policy_from_dict,
-)
+from tools_app.core.policy.defaults import DEFAULT_POLICY
+from tools_app.core.policy.engine import evaluate
+from tools_app.core.policy.loader import policy_from_dict
+from tools_app.core.policy.types import CallFacts, PolicySpec, SessionCounters, Verdict
 
 DEFAULT = policy_from_dict(DEFAULT_POLICY)
 
 
-def run(command: str, workspace: Path, policy: PolicySpec = DEFAULT) -> Decision:
+def run(command: str, workspace: Path, policy: PolicySpec = DEFAULT) -> Verdict:
     call = CallFacts("run_command", {"command": command}, workspace)
     return evaluate(policy, call, SessionCounters())
 
@@ -118,7 +113,7 @@ RM_ROOT_SPELLINGS = [
 @pytest.mark.parametrize("command", RM_ROOT_SPELLINGS)
 def test_it_denies_every_spelling_of_rm_rf_root(command: str, tmp_path: Path) -> None:
     decision = run(command, tmp_path)
-    assert decision.decision == "deny", decision
+    assert decision.kind == "deny", decision
     assert decision.rule in {"builtin:blocked-command", "builtin:dangerous-command"}
 
 
@@ -127,7 +122,7 @@ def test_it_denies_rm_rf_root_as_dangerous_without_a_blocked_list(
     command: str, tmp_path: Path
 ) -> None:
     decision = run(command, tmp_path, PolicySpec())
-    assert (decision.decision, decision.rule) == ("deny", "builtin:dangerous-command")
+    assert (decision.kind, decision.rule) == ("deny", "builtin:dangerous-command")
 
 
 @pytest.mark.parametrize(
@@ -172,7 +167,7 @@ def test_it_denies_rm_rf_root_as_dangerous_without_a_blocked_list(
 )
 def test_it_denies_dangerous_commands(command: str, tmp_path: Path) -> None:
     decision = run(command, tmp_path, PolicySpec())
-    assert (decision.decision, decision.rule) == ("deny", "builtin:dangerous-command"), decision
+    assert (decision.kind, decision.rule) == ("deny", "builtin:dangerous-command"), decision
 
 
 @pytest.mark.parametrize(
@@ -193,7 +188,7 @@ def test_it_denies_dangerous_commands(command: str, tmp_path: Path) -> None:
     ],
 )
 def test_it_does_not_deny_ordinary_commands_that_look_similar(command: str, tmp_path: Path) -> None:
-    assert run(command, tmp_path, PolicySpec()).decision != "deny"
+    assert run(command, tmp_path, PolicySpec()).kind != "deny"
 
 
 def test_the_dangerous_reason_names_the_command(tmp_path: Path) -> None:
@@ -220,7 +215,7 @@ def test_the_dangerous_reason_names_the_command(tmp_path: Path) -> None:
 def test_a_blocked_command_blocks_its_spellings(pattern: str, command: str, tmp_path: Path) -> None:
     policy = PolicySpec(blocked_commands=(pattern,))
     decision = run(command, tmp_path, policy)
-    assert (decision.decision, decision.rule) == ("deny", "builtin:blocked-command"), decision
+    assert (decision.kind, decision.rule) == ("deny", "builtin:blocked-command"), decision
     assert pattern in decision.reason
 
 
@@ -294,7 +289,7 @@ def test_a_blocked_command_does_not_block_other_commands(
 )
 def test_it_asks_a_person_before_approval_commands(command: str, tmp_path: Path) -> None:
     decision = run(command, tmp_path)
-    assert (decision.decision, decision.rule) == (
+    assert (decision.kind, decision.rule) == (
         "require_approval",
         "builtin:approval-command",
     ), decision
@@ -333,7 +328,7 @@ def test_the_approval_reason_names_the_command_and_the_pattern(tmp_path: Path) -
 def test_it_allows_commands_that_only_mention_approval_commands(
     command: str, tmp_path: Path
 ) -> None:
-    assert run(command, tmp_path).decision == "allow", run(command, tmp_path)
+    assert run(command, tmp_path).kind == "allow", run(command, tmp_path)
 
 
 @pytest.mark.parametrize(
@@ -348,7 +343,7 @@ def test_it_allows_commands_that_only_mention_approval_commands(
 def test_policy_approval_commands_ask_a_person(pattern: str, command: str, tmp_path: Path) -> None:
     policy = PolicySpec(approval_commands=(pattern,))
     decision = run(command, tmp_path, policy)
-    assert (decision.decision, decision.rule) == ("require_approval", "builtin:approval-command")
+    assert (decision.kind, decision.rule) == ("require_approval", "builtin:approval-command")
     assert f"`{pattern}`" in decision.reason
 
 
@@ -377,7 +372,7 @@ def test_writes_onto_protected_paths_ask_a_person(
     command: str, fragment: str, tmp_path: Path
 ) -> None:
     decision = run(command, tmp_path)
-    assert (decision.decision, decision.rule) == ("require_approval", "builtin:protected-path")
+    assert (decision.kind, decision.rule) == ("require_approval", "builtin:protected-path")
     assert fragment in decision.reason
 
 
@@ -394,11 +389,11 @@ def test_writes_onto_protected_paths_ask_a_person(
 def test_reading_protected_paths_or_writing_elsewhere_is_allowed(
     command: str, tmp_path: Path
 ) -> None:
-    assert run(command, tmp_path).decision == "allow"
+    assert run(command, tmp_path).kind == "allow"
 
 
 def test_a_write_target_outside_the_workspace_is_left_to_the_sandbox(tmp_path: Path) -> None:
-    assert run("echo x > /tmp/.env-elsewhere", tmp_path).decision == "allow"
+    assert run("echo x > /tmp/.env-elsewhere", tmp_path).kind == "allow"
 
 
 def test_a_symlink_into_git_is_followed(tmp_path: Path) -> None:
@@ -424,12 +419,12 @@ def test_commands_that_cannot_be_analysed_ask_a_person(
     command: str, fragment: str, tmp_path: Path
 ) -> None:
     decision = run(command, tmp_path)
-    assert (decision.decision, decision.rule) == ("require_approval", "builtin:opaque-command")
+    assert (decision.kind, decision.rule) == ("require_approval", "builtin:opaque-command")
     assert fragment in decision.reason
 
 
 def test_an_empty_command_is_allowed_to_fail_on_its_own(tmp_path: Path) -> None:
-    assert run("   ", tmp_path).decision == "allow"
+    assert run("   ", tmp_path).kind == "allow"
 
 
 # --- issue 12: spellings that were allowed -----------------------------------------------
@@ -480,7 +475,7 @@ def test_it_denies_deletions_of_unknown_or_top_level_paths_in_every_spelling(
     command: str, tmp_path: Path
 ) -> None:
     decision = run(command, tmp_path, PolicySpec())
-    assert (decision.decision, decision.rule) == ("deny", "builtin:dangerous-command"), decision
+    assert (decision.kind, decision.rule) == ("deny", "builtin:dangerous-command"), decision
 
 
 def test_a_run_time_delete_target_is_named_in_the_reason(tmp_path: Path) -> None:
@@ -494,7 +489,7 @@ def test_a_run_time_delete_target_is_named_in_the_reason(tmp_path: Path) -> None
 )
 def test_deleting_the_whole_workspace_asks_a_person(command: str, tmp_path: Path) -> None:
     decision = run(command, tmp_path)
-    assert (decision.decision, decision.rule) == ("require_approval", "builtin:approval-command")
+    assert (decision.kind, decision.rule) == ("require_approval", "builtin:approval-command")
     assert "deletes the whole workspace" in decision.reason
 
 
@@ -567,7 +562,7 @@ DEPENDENCY_INSTALLS = [
 @pytest.mark.parametrize("command", DEPENDENCY_INSTALLS)
 def test_dependency_installs_ask_a_person_in_every_spelling(command: str, tmp_path: Path) -> None:
     decision = run(command, tmp_path)
-    assert (decision.decision, decision.rule) == (
+    assert (decision.kind, decision.rule) == (
         "require_approval",
         "builtin:approval-command",
     ), decision
@@ -600,7 +595,7 @@ def test_dependency_installs_ask_a_person_in_every_spelling(command: str, tmp_pa
 def test_a_program_that_is_not_a_package_manager_does_not_install(
     command: str, tmp_path: Path
 ) -> None:
-    assert run(command, tmp_path).decision == "allow", run(command, tmp_path)
+    assert run(command, tmp_path).kind == "allow", run(command, tmp_path)
 
 
 def test_an_install_reason_names_what_it_does(tmp_path: Path) -> None:
@@ -663,7 +658,7 @@ RISKY_GIT = [
 @pytest.mark.parametrize(("command", "fragment"), RISKY_GIT)
 def test_risky_git_asks_a_person(command: str, fragment: str, tmp_path: Path) -> None:
     decision = run(command, tmp_path)
-    assert (decision.decision, decision.rule) == (
+    assert (decision.kind, decision.rule) == (
         "require_approval",
         "builtin:approval-command",
     ), decision
@@ -702,7 +697,7 @@ def test_risky_git_asks_a_person(command: str, fragment: str, tmp_path: Path) ->
     ],
 )
 def test_ordinary_git_is_allowed(command: str, tmp_path: Path) -> None:
-    assert run(command, tmp_path).decision == "allow", run(command, tmp_path)
+    assert run(command, tmp_path).kind == "allow", run(command, tmp_path)
 
 
 CODE_THE_ANALYSIS_CANNOT_SEE = [
@@ -740,7 +735,7 @@ def test_code_the_analysis_cannot_see_into_goes_to_a_person(
     command: str, fragment: str, tmp_path: Path
 ) -> None:
     decision = run(command, tmp_path)
-    assert (decision.decision, decision.rule) == ("require_approval", "builtin:opaque-command")
+    assert (decision.kind, decision.rule) == ("require_approval", "builtin:opaque-command")
     assert fragment in decision.reason
 
 
@@ -762,4 +757,4 @@ def test_code_the_analysis_cannot_see_into_goes_to_a_person(
     ],
 )
 def test_scripts_in_files_and_plain_text_tools_are_not_opaque(command: str, tmp_path: Path) -> None:
-    assert run(command, tmp_path).decision == "allow", run(command, tmp_path)
+    assert run(command, tmp_path).kind == "allow", run(command, tmp_path)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from django.db import models
 
+from tools_app.core.policy.defaults import DEFAULT_POLICY
+from tools_app.core.policy.types import PLAIN_FIELDS
 from tools_app.models import Policy
-from tools_app.policy import DEFAULT_POLICY
-from tools_app.policy.types import PLAIN_FIELDS
 
 # Columns of the model that are not policy fields: its key, its own notes, its clock.
 NOT_POLICY_FIELDS = {"id", "description", "updated_at"}

@@ -8,15 +8,14 @@ from typing import Any
 
 import pytest
 
-from tools_app.policy import (
-    DEFAULT_POLICY,
+from tools_app.core.policy.defaults import DEFAULT_POLICY
+from tools_app.core.policy.loader import (
     PolicyInvalid,
-    PolicySpec,
-    Rule,
     policy_from_dict,
     policy_to_dict,
     validate_policy_dict,
 )
+from tools_app.core.policy.types import PolicySpec, Rule
 
 
 def problems(data: Any) -> list[str]:

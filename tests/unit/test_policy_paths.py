@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tools_app.policy import DEFAULT_PROTECTED_PATHS
-from tools_app.tools.paths import pattern_problem, protected_match
+from tools_app.core.policy.defaults import DEFAULT_PROTECTED_PATHS
+from tools_app.core.tools.paths import pattern_problem, protected_match
 
 
 @pytest.mark.parametrize(

@@ -11,17 +11,10 @@ from typing import Any
 
 import pytest
 
-from tools_app.policy import (
-    DEFAULT_PROTECTED_PATHS,
-    CallFacts,
-    Decision,
-    PolicySpec,
-    Rule,
-    SessionCounters,
-    evaluate,
-)
-from tools_app.policy.checks import BUILTIN_APPROVALS
-from tools_app.policy.engine import RISKY_APPROVALS, WIDENABLE_APPROVALS
+from tools_app.core.policy.checks import BUILTIN_APPROVALS
+from tools_app.core.policy.defaults import DEFAULT_PROTECTED_PATHS
+from tools_app.core.policy.engine import RISKY_APPROVALS, WIDENABLE_APPROVALS, evaluate
+from tools_app.core.policy.types import CallFacts, PolicySpec, Rule, SessionCounters, Verdict
 
 RITA, ALICE = "7", "3"
 
@@ -37,7 +30,7 @@ def decide(
     path: str = ".env",
     distinct: bool = True,
     workspace: Path,
-) -> Decision:
+) -> Verdict:
     policy = PolicySpec(
         protected_paths=DEFAULT_PROTECTED_PATHS,
         require_distinct_reviewer=distinct,
@@ -55,25 +48,25 @@ def test_a_remembered_rule_never_allows_its_author_s_own_session(path: str, tmp_
     decision = decide(
         [remembered("1", RITA, path="*")], creator=RITA, path=path, workspace=tmp_path
     )
-    assert (decision.decision, decision.rule) == ("require_approval", "builtin:protected-path")
+    assert (decision.kind, decision.rule) == ("require_approval", "builtin:protected-path")
 
 
 def test_the_same_rule_still_allows_someone_else_s_session(tmp_path: Path) -> None:
     decision = decide([remembered("1", RITA, path="*")], creator=ALICE, workspace=tmp_path)
-    assert (decision.decision, decision.rule) == ("allow", "rule 1")
+    assert (decision.kind, decision.rule) == ("allow", "rule 1")
 
 
 def test_without_distinct_reviewers_the_author_s_own_session_is_allowed(tmp_path: Path) -> None:
     """The author may approve their own calls by hand then, so their rule may too."""
     rules = [remembered("1", RITA, path="*")]
     decision = decide(rules, creator=RITA, distinct=False, workspace=tmp_path)
-    assert (decision.decision, decision.rule) == ("allow", "rule 1")
+    assert (decision.kind, decision.rule) == ("allow", "rule 1")
 
 
 def test_an_admin_s_rule_allows_every_session(tmp_path: Path) -> None:
     admin_rule = Rule("1", "write_file", {"path": "*"}, "allow", "CI bot may edit anything")
     decision = decide([admin_rule], creator=RITA, workspace=tmp_path)
-    assert (decision.decision, decision.rule) == ("allow", "rule 1")
+    assert (decision.kind, decision.rule) == ("allow", "rule 1")
 
 
 def test_a_passed_over_rule_lets_the_next_rule_in_order_decide(tmp_path: Path) -> None:
@@ -87,13 +80,13 @@ def test_an_unprotected_path_falls_through_to_the_default_allow(tmp_path: Path) 
     decision = decide(
         [remembered("1", RITA, path="*")], creator=RITA, path="src/a.py", workspace=tmp_path
     )
-    assert (decision.decision, decision.rule) == ("allow", "builtin:default-allow")
+    assert (decision.kind, decision.rule) == ("allow", "builtin:default-allow")
 
 
 def test_a_deny_rule_is_never_passed_over(tmp_path: Path) -> None:
     deny = Rule("1", "write_file", {"path": "*"}, "deny", "frozen", remembered_by=RITA)
     decision = decide([deny], creator=RITA, path="src/a.py", workspace=tmp_path)
-    assert (decision.decision, decision.rule) == ("deny", "rule 1")
+    assert (decision.kind, decision.rule) == ("deny", "rule 1")
 
 
 @pytest.mark.parametrize("creator", ["", ALICE])
@@ -121,7 +114,7 @@ def bounded(rule_id: str, tool: str, **args: str) -> Rule:
 
 def judge(
     rules: list[Rule], tool: str, args: dict[str, Any], workspace: Path, lines: int = 1
-) -> Decision:
+) -> Verdict:
     policy = PolicySpec(
         protected_paths=DEFAULT_PROTECTED_PATHS,
         secret_paths=(".env", "*.pem"),
@@ -148,7 +141,7 @@ def test_a_reviewer_bounded_rule_never_allows_what_a_risky_check_sends_to_a_pers
 ) -> None:
     """The built-in approval decides, and its reason says why the rule did not."""
     decision = judge([bounded("1", tool, **dict.fromkeys(args, "*"))], tool, args, tmp_path)
-    assert (decision.decision, decision.rule) == ("require_approval", check)
+    assert (decision.kind, decision.rule) == ("require_approval", check)
     assert decision.reason.endswith(
         "; rule 1 (remembered by rita) does not allow this call: a reviewer who is not a "
         "policy admin widened it, and only a policy admin's rule may allow what this check "
@@ -162,7 +155,7 @@ def test_a_bounded_rule_naming_an_opaque_command_literally_does_not_allow_it(
     """A `*` allow never matches a command that cannot be analysed; a literal one would."""
     rule = bounded("1", "run_command", command="eval $X")
     decision = judge([rule], "run_command", {"command": "eval $X"}, tmp_path)
-    assert (decision.decision, decision.rule) == ("require_approval", "builtin:opaque-command")
+    assert (decision.kind, decision.rule) == ("require_approval", "builtin:opaque-command")
     assert "rule 1 (remembered by rita) does not allow this call" in decision.reason
 
 
@@ -179,7 +172,7 @@ def test_a_reviewer_bounded_rule_still_allows_what_only_a_milder_check_would_hol
 ) -> None:
     """A write over require_approval_above, a plain command, a web write."""
     decision = judge([bounded("1", tool, **dict.fromkeys(args, "*"))], tool, args, tmp_path, 300)
-    assert (decision.decision, decision.rule) == ("allow", "rule 1")
+    assert (decision.kind, decision.rule) == ("allow", "rule 1")
 
 
 def test_an_admin_s_or_a_policy_admin_s_wide_rule_allows_a_protected_path(tmp_path: Path) -> None:
@@ -197,7 +190,7 @@ def test_a_passed_over_bounded_rule_lets_a_later_admin_rule_decide(tmp_path: Pat
         Rule("3", "write_file", {"path": ".env"}, "allow", "the key rotation job"),
     ]
     decision = judge(rules, "write_file", {"path": ".env", "content": "X=1\n"}, tmp_path)
-    assert (decision.decision, decision.rule) == ("allow", "rule 3")
+    assert (decision.kind, decision.rule) == ("allow", "rule 3")
 
 
 def test_a_bounded_require_approval_or_deny_rule_decides_as_before(tmp_path: Path) -> None:

@@ -8,18 +8,12 @@ from typing import Any
 
 import pytest
 
-from tools_app.policy import (
-    CallFacts,
-    Decision,
-    PolicySpec,
-    Rule,
-    SessionCounters,
-    evaluate,
-    exact_pattern,
-)
+from tools_app.core.policy.engine import evaluate
+from tools_app.core.policy.rules import exact_pattern
+from tools_app.core.policy.types import CallFacts, PolicySpec, Rule, SessionCounters, Verdict
 
 
-def decide(rules: list[Rule], tool: str, args: dict[str, Any], workspace: Path) -> Decision:
+def decide(rules: list[Rule], tool: str, args: dict[str, Any], workspace: Path) -> Verdict:
     policy = PolicySpec(rules=tuple(rules))
     return evaluate(policy, CallFacts(tool, args, workspace, 1), SessionCounters())
 
@@ -203,7 +197,7 @@ def test_exact_pattern_matches_only_its_value(tmp_path: Path) -> None:
 def test_an_allow_rule_cannot_allow_a_dangerous_command(tmp_path: Path) -> None:
     rules = [allow("run_command", command="rm -rf /")]
     decision = decide(rules, "run_command", {"command": "rm -rf /"}, tmp_path)
-    assert decision.decision == "deny"
+    assert decision.kind == "deny"
 
 
 def test_a_require_approval_rule_uses_the_allow_semantics(tmp_path: Path) -> None:

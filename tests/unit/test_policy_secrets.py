@@ -9,18 +9,12 @@ from typing import Any
 
 import pytest
 
-from tools_app.policy import (
-    DEFAULT_POLICY,
-    CallFacts,
-    Decision,
-    PolicySpec,
-    SessionCounters,
-    evaluate,
-    policy_from_dict,
-    policy_to_dict,
-)
-from tools_app.tools.base import SandboxOptions, ToolContext
-from tools_app.tools.search import SearchCodebaseArgs, search_codebase
+from tools_app.core.policy.defaults import DEFAULT_POLICY
+from tools_app.core.policy.engine import evaluate
+from tools_app.core.policy.loader import policy_from_dict, policy_to_dict
+from tools_app.core.policy.types import CallFacts, PolicySpec, SessionCounters, Verdict
+from tools_app.core.tools.base import SandboxOptions, ToolContext
+from tools_app.core.tools.search import SearchCodebaseArgs, search_codebase
 
 DEFAULT = policy_from_dict(DEFAULT_POLICY)
 LOCAL = replace(DEFAULT, web_allow_hosts=("127.0.0.1",))
@@ -28,7 +22,7 @@ LOCAL = replace(DEFAULT, web_allow_hosts=("127.0.0.1",))
 
 def decide(
     tool: str, args: dict[str, Any], workspace: Path, policy: PolicySpec = DEFAULT
-) -> Decision:
+) -> Verdict:
     return evaluate(policy, CallFacts(tool, args, workspace), SessionCounters())
 
 
@@ -37,12 +31,12 @@ def decide(
 )
 def test_reading_a_secret_path_needs_a_person(path: str, tmp_path: Path) -> None:
     decision = decide("read_file", {"path": path}, tmp_path)
-    assert (decision.decision, decision.rule) == ("require_approval", "builtin:secret-path")
+    assert (decision.kind, decision.rule) == ("require_approval", "builtin:secret-path")
     assert path in decision.reason
 
 
 def test_reading_an_ordinary_file_is_allowed(tmp_path: Path) -> None:
-    assert decide("read_file", {"path": "src/env.py"}, tmp_path).decision == "allow"
+    assert decide("read_file", {"path": "src/env.py"}, tmp_path).kind == "allow"
 
 
 def test_an_old_policy_file_imports_with_the_default_secret_paths() -> None:
@@ -53,7 +47,7 @@ def test_an_old_policy_file_imports_with_the_default_secret_paths() -> None:
 
 
 def test_a_bad_secret_pattern_is_refused_naming_the_field() -> None:
-    from tools_app.policy import PolicyInvalid
+    from tools_app.core.policy.loader import PolicyInvalid
 
     with pytest.raises(PolicyInvalid, match=r"secret_paths\[0\]"):
         policy_from_dict({"name": "bad", "secret_paths": ["!.env"]})
@@ -70,15 +64,15 @@ def test_a_bad_secret_pattern_is_refused_naming_the_field() -> None:
 )
 def test_a_web_write_needs_a_person(args: dict[str, Any], tmp_path: Path) -> None:
     decision = decide("web_fetch", args, tmp_path, LOCAL)
-    assert (decision.decision, decision.rule) == ("require_approval", "builtin:web-write")
+    assert (decision.kind, decision.rule) == ("require_approval", "builtin:web-write")
     assert "127.0.0.1" in decision.reason
 
 
 def test_a_plain_get_and_a_write_to_a_write_host_are_allowed(tmp_path: Path) -> None:
-    assert decide("web_fetch", {"url": "http://127.0.0.1:9/x"}, tmp_path, LOCAL).decision == "allow"
+    assert decide("web_fetch", {"url": "http://127.0.0.1:9/x"}, tmp_path, LOCAL).kind == "allow"
     trusted = replace(LOCAL, web_write_hosts=("127.0.0.1",))
     post = {"url": "http://127.0.0.1:9/x", "method": "POST", "body": "{}"}
-    assert decide("web_fetch", post, tmp_path, trusted).decision == "allow"
+    assert decide("web_fetch", post, tmp_path, trusted).kind == "allow"
 
 
 # --- search never shows a secret's contents ---------------------------------------------

@@ -19,7 +19,7 @@ from tools_app.runtime.conversation import (
     tool_results_message,
     user_message,
 )
-from tools_app.runtime.providers import AnthropicProvider
+from tools_app.runtime.providers.anthropic_provider import AnthropicProvider
 
 KEY = "sk-ant-test-0123456789-SECRET"
 TOOLS = [

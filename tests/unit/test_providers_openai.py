@@ -19,7 +19,7 @@ from tools_app.runtime.conversation import (
     tool_results_message,
     user_message,
 )
-from tools_app.runtime.providers import OpenAIProvider
+from tools_app.runtime.providers.openai_provider import OpenAIProvider
 
 KEY = "sk-test-0123456789abcdef-SECRET"
 TOOLS = [

@@ -6,15 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from tools_app.runtime.providers import (
-    AnthropicProvider,
+from tools_app.runtime.providers import ProviderSettings, build_provider, context_window_for
+from tools_app.runtime.providers.anthropic_provider import AnthropicProvider
+from tools_app.runtime.providers.openai_provider import OpenAIProvider
+from tools_app.runtime.providers.scripted import ScriptedProvider
+from tools_app.runtime.providers.specs import (
     ModelSpec,
     ModelSpecError,
-    OpenAIProvider,
-    ProviderSettings,
-    ScriptedProvider,
-    build_provider,
-    context_window_for,
     parse_model_spec,
     resolve_role,
 )

@@ -18,10 +18,10 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from tests.unit.helpers import MemoryStore, call, git, git_repo
-from tools_app.tools.base import SandboxOptions, ToolContext
-from tools_app.tools.errors import ToolError
-from tools_app.tools.forge import ForgeSettings, github_repo
-from tools_app.tools.pull_requests import (
+from tools_app.core.tools.base import SandboxOptions, ToolContext
+from tools_app.core.tools.errors import ToolError
+from tools_app.core.tools.forge import ForgeSettings, github_repo
+from tools_app.core.tools.pull_requests import (
     CreatePullRequestArgs,
     _auth_config,
     pull_request_preview,

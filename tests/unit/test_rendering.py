@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from tools_app import rendering
-from tools_app.rendering import highlight_diff, highlight_lines, lexer_for, parse_diff, reveal
+from tools_app.core import rendering
+from tools_app.core.rendering import highlight_diff, highlight_lines, lexer_for, parse_diff, reveal
 
 HIDDEN = [
     "\u202a", "\u202b", "\u202c", "\u202d", "\u202e",  # bidi embeddings and overrides

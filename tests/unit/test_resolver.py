@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.unit.helpers import make_workspace
-from tools_app.tools.errors import ToolError
-from tools_app.tools.paths import (
+from tools_app.core.tools.errors import ToolError
+from tools_app.core.tools.paths import (
     PathOutsideWorkspace,
     is_inside_git_dir,
     is_within,

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.unit.helpers import call, git, make_ctx, make_workspace, requires_cow, snapshot
-from tools_app.tools.base import SandboxOptions, ToolContext
-from tools_app.tools.overlay import build_cow_command, make_scratch
+from tools_app.core.tools.base import SandboxOptions, ToolContext
+from tools_app.core.tools.overlay import build_cow_command, make_scratch
 
 # --- the command line (pure) -----------------------------------------------------------
 

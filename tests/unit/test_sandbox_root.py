@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from tests.unit.helpers import requires_cow
-from tools_app.tools import sandbox_user
-from tools_app.tools.base import SandboxOptions
-from tools_app.tools.overlay import (
+from tools_app.core.tools import sandbox_user
+from tools_app.core.tools.base import SandboxOptions
+from tools_app.core.tools.overlay import (
     CowRun,
     build_cow_command,
     make_scratch,
@@ -29,7 +29,7 @@ from tools_app.tools.overlay import (
     run_copy_on_write,
     sweep_stale_scratch,
 )
-from tools_app.tools.trees import remove_tree
+from tools_app.core.tools.trees import remove_tree
 
 pytestmark = [pytest.mark.sandbox, requires_cow]
 

@@ -12,21 +12,18 @@ import pytest
 
 from tests.helpers import files_holding, git
 from tests.unit.helpers import make_ctx, requires_cow
-from tools_app.policy import (
-    DEFAULT_POLICY,
-    CallFacts,
-    SessionCounters,
-    command_review,
-    evaluate,
-    policy_from_dict,
-)
-from tools_app.tools import git_runner, redaction, secret_files
-from tools_app.tools.base import ToolContext
-from tools_app.tools.errors import ToolError
-from tools_app.tools.files import WriteFileArgs, write_file
-from tools_app.tools.git import GitBranchArgs, GitDiffArgs, git_branch, git_diff
-from tools_app.tools.registry import get_tool, validate_args
-from tools_app.tools.shell import RunCommandArgs, run_command
+from tools_app.core.policy.defaults import DEFAULT_POLICY
+from tools_app.core.policy.engine import evaluate
+from tools_app.core.policy.loader import policy_from_dict
+from tools_app.core.policy.preview import command_review
+from tools_app.core.policy.types import CallFacts, SessionCounters
+from tools_app.core.tools import git_runner, redaction, secret_files
+from tools_app.core.tools.base import ToolContext
+from tools_app.core.tools.errors import ToolError
+from tools_app.core.tools.files import WriteFileArgs, write_file
+from tools_app.core.tools.git import GitBranchArgs, GitDiffArgs, git_branch, git_diff
+from tools_app.core.tools.registry import get_tool, validate_args
+from tools_app.core.tools.shell import RunCommandArgs, run_command
 
 DEFAULT = policy_from_dict(DEFAULT_POLICY)
 SECRET = "sk_live_abc123xyz"
@@ -58,7 +55,7 @@ def sh(ctx: ToolContext, command: str) -> str:
 def decide(command: str, workspace: Path) -> tuple[str, str, str]:
     facts = CallFacts("run_command", {"command": command}, workspace)
     decision = evaluate(DEFAULT, facts, SessionCounters())
-    return decision.decision, decision.rule, decision.reason
+    return decision.kind, decision.rule, decision.reason
 
 
 # --- the policy: naming a secret path needs a person --------------------------------------

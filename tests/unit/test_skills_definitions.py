@@ -8,14 +8,15 @@ from typing import Any
 
 import pytest
 
-from tools_app.engine import prepare_skill
-from tools_app.policy import PolicySpec, Rule, SessionCounters
-from tools_app.skills.arguments import validate_arguments
-from tools_app.skills.definitions import SkillInvalid, skill_from_dict, skill_to_dict
-from tools_app.skills.executors import SkillCall, argument_env, preview, render_prompt
-from tools_app.skills.skillmd import skill_dict_from_markdown
-from tools_app.tools.base import ToolContext
-from tools_app.tools.errors import ToolError
+from tools_app.core.engine import prepare
+from tools_app.core.policy.types import PolicySpec, Rule, SessionCounters
+from tools_app.core.skills.arguments import validate_arguments
+from tools_app.core.skills.definitions import SkillInvalid, skill_from_dict, skill_to_dict
+from tools_app.core.skills.executors import SkillCall, argument_env, preview, render_prompt
+from tools_app.core.skills.skillmd import skill_dict_from_markdown
+from tools_app.core.skills.tool_spec import skill_tool_spec
+from tools_app.core.tools.base import ToolContext
+from tools_app.core.tools.errors import ToolError
 
 SEED = {
     "name": "deploy",
@@ -187,7 +188,8 @@ def test_the_preview_shows_the_executor_and_exactly_what_it_gets() -> None:
 
 
 def judge(call: SkillCall, policy: PolicySpec, args: object) -> Any:
-    return prepare_skill(policy, call, args, ToolContext(workspace=Path("/tmp")), SessionCounters())
+    spec = skill_tool_spec(call)
+    return prepare(policy, spec, args, ToolContext(workspace=Path("/tmp")), SessionCounters())
 
 
 PROMPT = SkillCall("release", "changelog_entry", {"kind": "prompt", "template": "$v"}, SCHEMA)
@@ -196,8 +198,8 @@ PROMPT = SkillCall("release", "changelog_entry", {"kind": "prompt", "template": 
 def test_a_skill_tool_needs_a_person_unless_a_rule_allows_it_by_name() -> None:
     prepared = judge(PROMPT, PolicySpec(), {"version": "1"})
     assert prepared.status == "awaiting_approval"
-    assert prepared.decision.reason.startswith("skill tool")
-    assert prepared.decision.rule == "builtin:skill-tool"
+    assert prepared.verdict.reason.startswith("skill tool")
+    assert prepared.verdict.rule == "builtin:skill-tool"
     for pattern in ("release.changelog_entry", "release.*", "*.changelog_entry"):
         rules = (Rule("1", pattern, {}, "allow"),)
         assert judge(PROMPT, PolicySpec(rules=rules), {"version": "1"}).status == "approved"
@@ -211,10 +213,10 @@ def test_an_http_tool_reaches_only_allow_listed_public_hosts() -> None:
         return SkillCall("hook", "notify", {"kind": "http", "url": url}, {"type": "object"})
 
     refused = judge(http("http://10.1.2.3/hook"), PolicySpec(), {})
-    assert refused.status == "denied" and "does not allow-list" in refused.decision.reason
+    assert refused.status == "denied" and "does not allow-list" in refused.verdict.reason
     private = PolicySpec(web_write_hosts=("10.1.2.3",))
     refused = judge(http("http://10.1.2.3/hook"), private, {})
-    assert refused.status == "denied" and refused.decision.rule == "builtin:skill-http-target"
+    assert refused.status == "denied" and refused.verdict.rule == "builtin:skill-http-target"
     allowed = PolicySpec(web_allow_hosts=("127.0.0.1",))
     assert judge(http("http://127.0.0.1:9/hook"), allowed, {}).status == "awaiting_approval"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tools_app.skills.matching import activations, matched_triggers
+from tools_app.core.skills.matching import activations, matched_triggers
 
 
 @pytest.mark.parametrize(

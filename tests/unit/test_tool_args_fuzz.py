@@ -17,12 +17,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tools_app import engine
-from tools_app.policy import DEFAULT_POLICY, SessionCounters, policy_from_dict
-from tools_app.tools import jsonsafe
-from tools_app.tools.base import MAX_COMMAND_CHARS, MAX_PATH_CHARS, MAX_TEXT_CHARS, ToolArgs
-from tools_app.tools.errors import ToolError
-from tools_app.tools.registry import REGISTRY, validate_args
+from tools_app.core import engine
+from tools_app.core.policy.defaults import DEFAULT_POLICY
+from tools_app.core.policy.loader import policy_from_dict
+from tools_app.core.policy.types import SessionCounters
+from tools_app.core.tools import jsonsafe
+from tools_app.core.tools.base import MAX_COMMAND_CHARS, MAX_PATH_CHARS, MAX_TEXT_CHARS, ToolArgs
+from tools_app.core.tools.errors import ToolError
+from tools_app.core.tools.registry import REGISTRY, get_tool, validate_args
 
 # Example counts come from the Hypothesis profile (tests/conftest.py): `make fuzz` runs many.
 EXAMPLES = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -265,7 +267,7 @@ def test_prepare_never_raises_on_hostile_arguments(
     tool: str, data: st.DataObject, git_workspace: Path
 ) -> None:
     args = data.draw(args_for(tool))
-    prepared = engine.prepare(POLICY, tool, args, git_workspace, SessionCounters())
+    prepared = engine.prepare(POLICY, get_tool(tool), args, git_workspace, SessionCounters())
     assert isinstance(prepared, engine.Prepared)
     assert prepared.status in {"failed", "denied", "awaiting_approval", "approved"}
     assert_printable(prepared.error)

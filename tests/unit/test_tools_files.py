@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.unit.helpers import call, make_ctx, make_workspace, snapshot
-from tools_app.tools.errors import ToolError
-from tools_app.tools.files import apply_file_change, plan_file_change
+from tools_app.core.tools.errors import ToolError
+from tools_app.core.tools.files import apply_file_change, plan_file_change
 
 # --- read_file ------------------------------------------------------------------------
 

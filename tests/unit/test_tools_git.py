@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from tests.unit.helpers import git, git_repo, make_workspace, snapshot
-from tools_app.tools.errors import ToolError
-from tools_app.tools.git_runner import commit_preview
+from tools_app.core.tools.errors import ToolError
+from tools_app.core.tools.git_runner import commit_preview
 
 
 def _changes(ws: Path) -> None:

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from tests.unit.helpers import MemoryStore, call, git, git_repo
-from tools_app.tools.base import ToolContext
-from tools_app.tools.forge import ForgeSettings
-from tools_app.tools.git_runner import commit_preview, run_git
-from tools_app.tools.pull_requests import CreatePullRequestArgs, pull_request_preview
+from tools_app.core.tools.base import ToolContext
+from tools_app.core.tools.forge import ForgeSettings
+from tools_app.core.tools.git_runner import commit_preview, run_git
+from tools_app.core.tools.pull_requests import CreatePullRequestArgs, pull_request_preview
 
 HOOKS = (
     "pre-commit", "prepare-commit-msg", "commit-msg", "post-commit", "pre-push",

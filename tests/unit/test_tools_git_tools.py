@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from tests.unit.helpers import call, git, git_repo, make_workspace
-from tools_app import engine
-from tools_app.tools.base import ToolContext
-from tools_app.tools.errors import ToolError
-from tools_app.tools.git_runner import commit_preview
+from tools_app.core import engine
+from tools_app.core.tools.base import ToolContext
+from tools_app.core.tools.errors import ToolError
+from tools_app.core.tools.git_runner import commit_preview
 
 
 def ctx_for(ws: Path, **kw: Any) -> ToolContext:

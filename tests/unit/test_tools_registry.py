@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from tools_app.tools.base import ToolContext
-from tools_app.tools.catalogue import CATALOGUE, EFFECT_TOOL, READ_ONLY_TOOLS, facts_for
-from tools_app.tools.errors import ToolError
-from tools_app.tools.files import ReadFileArgs
-from tools_app.tools.registry import REGISTRY, core_tool_schemas, get_tool, validate_args
-from tools_app.tools.shell import RunCommandArgs
+from tools_app.core.tools.base import ToolContext
+from tools_app.core.tools.catalogue import CATALOGUE, EFFECT_TOOL, READ_ONLY_TOOLS, facts_for
+from tools_app.core.tools.errors import ToolError
+from tools_app.core.tools.files import ReadFileArgs
+from tools_app.core.tools.registry import REGISTRY, core_tool_schemas, get_tool, validate_args
+from tools_app.core.tools.shell import RunCommandArgs
 
 CORE = {
     "read_file",

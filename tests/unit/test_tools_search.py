@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.unit.helpers import call, make_ctx, make_workspace
-from tools_app.tools.errors import ToolError
+from tools_app.core.tools.errors import ToolError
 
 
 def _tree(tmp_path: Path) -> Path:

@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import wait_gone
 from tests.unit.helpers import call, make_ctx, make_workspace, requires_cow
-from tools_app.tools.base import SandboxOptions, ToolContext
-from tools_app.tools.effect import Effect
-from tools_app.tools.errors import ToolError
-from tools_app.tools.overlay import run_copy_on_write
-from tools_app.tools.sandbox import OUTPUT_LIMIT, run_plain
-from tools_app.tools.shell import NO_HANDLER_NOTE, format_result
+from tools_app.core.tools.base import SandboxOptions, ToolContext
+from tools_app.core.tools.effect import Effect
+from tools_app.core.tools.errors import ToolError
+from tools_app.core.tools.overlay import run_copy_on_write
+from tools_app.core.tools.processes import OUTPUT_LIMIT, run_plain
+from tools_app.core.tools.shell import NO_HANDLER_NOTE, format_result
 
 MODES = [
     pytest.param(False, id="plain"),
@@ -32,17 +33,6 @@ def _run(ws: Path, command: str, sandboxed: bool, timeout: float = 30) -> str:
     options = SandboxOptions()
     with run_copy_on_write(ws, argv, options, timeout=timeout, kill_grace=KILL_GRACE) as run:
         return format_result(run.result, timeout)
-
-
-def _alive(marker: str) -> bool:
-    """True while any process has `marker` in its command line."""
-    for proc in Path("/proc").iterdir():
-        try:
-            if proc.name.isdigit() and marker in (proc / "cmdline").read_bytes().decode():
-                return True
-        except OSError:
-            continue
-    return False
 
 
 @pytest.mark.parametrize("sandboxed", MODES)
@@ -84,9 +74,8 @@ def test_timeout_kills_a_group_that_ignores_sigterm(tmp_path: Path, sandboxed: b
     elapsed = time.monotonic() - began
     assert out.startswith("timed out after 1 s; process group killed\nstarted")
     assert elapsed < 1 + KILL_GRACE + 3
-    time.sleep(0.2)
-    assert not _alive(f"{marker}1"), "the background grandchild survived"
-    assert not _alive(f"{marker}2"), "the child that ignores SIGTERM survived"
+    wait_gone(f"sleep {marker}1", timeout=2)  # a survivor would sleep for 1000+ s
+    wait_gone(f"sleep {marker}2", timeout=2)
 
 
 @pytest.mark.parametrize("sandboxed", MODES)
@@ -97,8 +86,7 @@ def test_background_leftovers_do_not_outlive_the_command(tmp_path: Path, sandbox
     out = _run(ws, f"sleep {marker} & echo bye", sandboxed)
     assert out == "exit code: 0\nbye"
     assert time.monotonic() - began < 10
-    time.sleep(0.2)
-    assert not _alive(marker)
+    wait_gone(f"sleep {marker}", timeout=2)  # a survivor would sleep for 2000+ s
 
 
 def test_output_is_truncated_at_10_mb(tmp_path: Path) -> None:

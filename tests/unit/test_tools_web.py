@@ -22,10 +22,10 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from pydantic import ValidationError
 
-from tools_app.tools.base import SandboxOptions, ToolContext
-from tools_app.tools.errors import ToolError
-from tools_app.tools.netguard import check_target, host_allowed, parse_target
-from tools_app.tools.web import (
+from tools_app.core.tools.base import SandboxOptions, ToolContext
+from tools_app.core.tools.errors import ToolError
+from tools_app.core.tools.netguard import check_target, host_allowed, parse_target
+from tools_app.core.tools.web import (
     WEB_FETCH_DESCRIPTION,
     WebFetchArgs,
     web_fetch,

@@ -11,8 +11,8 @@ import json
 
 from django.db.models import F
 
-from tools_app import events
 from tools_app.errors import ServiceError
+from tools_app.live import events
 from tools_app.models import AgentMessage, AgentSession
 from tools_app.runtime import prompts
 from tools_app.runtime.conversation import Message, Provider, ProviderError, user_message

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tools_app import selectors
 from tools_app.models import AgentMessage, AgentSession, Decision, ToolCall
 from tools_app.runtime import prompts
 from tools_app.runtime.conversation import ToolSchema, tool_result
+from tools_app.selectors import records
 from tools_app.services.sessions import session_finish
 from tools_app.services.subagents import SUBAGENT_RUNNER
 from tools_app.services.tool_calls import (
@@ -24,7 +24,7 @@ REPEAT_WINDOW, REPEAT_LIMIT = 6, 3
 
 def session_tools(session: AgentSession) -> list[ToolSchema]:
     """The tools a session offers its model, the same as `GET /api/sessions/{id}/tools`."""
-    return [ToolSchema(**schema) for schema in selectors.session_tool_schemas(session)]
+    return [ToolSchema(**schema) for schema in records.session_tool_schemas(session)]
 
 
 def settle_tool_uses(

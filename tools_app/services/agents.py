@@ -16,7 +16,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from tools_app import events
+from tools_app.live import events
 from tools_app.models import AgentMessage, AgentSession
 from tools_app.runtime import prompts
 from tools_app.runtime.conversation import (
@@ -29,6 +29,7 @@ from tools_app.runtime.conversation import (
 )
 from tools_app.services import agent_context
 from tools_app.services.agent_tools import session_tools, settle_tool_uses
+from tools_app.services.conversations import conversation_messages
 from tools_app.services.lifecycle import driving_session
 from tools_app.services.providers import provider_for
 from tools_app.services.queueing import agent_turn_enqueue
@@ -54,7 +55,7 @@ def _advance(session_id: int) -> None:
     session = AgentSession.objects.select_related("policy").get(pk=session_id)
     if session.status not in LIVE_STATUSES or not session.model:
         return
-    messages = list(session.messages.all())
+    messages = conversation_messages(session)
     if not messages:
         messages = [_begin(session)]
     last = messages[-1]

@@ -7,11 +7,12 @@ from typing import Any
 from django.db.models import Q
 from django.utils import timezone
 
-from tools_app import access, engine
+from tools_app import access
+from tools_app.core import engine
+from tools_app.core.policy.risky_commands import APPROVE
+from tools_app.core.policy.types import PolicySpec
 from tools_app.errors import Conflict, Forbidden, Invalid
 from tools_app.models import Decision, ToolCall
-from tools_app.policy import PolicySpec
-from tools_app.policy.risky_commands import APPROVE
 from tools_app.services.audit import Action, audit_tool_call, preview_hash, via_for_scope
 from tools_app.services.lifecycle import tool_call_move
 from tools_app.services.policies import (
@@ -22,9 +23,8 @@ from tools_app.services.policies import (
     widening_needs_admin,
 )
 from tools_app.services.queueing import EXECUTE_TOOL_CALL, tool_call_enqueue
-from tools_app.services.skill_calls import skill_call_captured
-from tools_app.services.tool_calls import prepare_bound, session_counters, tool_context
-from tools_app.tools.catalogue import is_skill_tool
+from tools_app.services.tool_calls import prepare_call
+from tools_app.services.tool_specs import tool_spec_edited
 
 Status = ToolCall.Status
 
@@ -48,9 +48,9 @@ def tool_call_decide(
     checked (and maybe refused) before anything is decided. `via`: where the person
     decided (the audit trail's "from where"; by default read from `scope`).
     """
-    if decision not in Decision.Verdict.values:
+    if decision not in Decision.Choice.values:
         raise Invalid("`decision` must be 'approve' or 'deny'.")
-    approve = decision == Decision.Verdict.APPROVE
+    approve = decision == Decision.Choice.APPROVE
     if not access.may_decide(user, scope, call, approve=approve):
         raise Forbidden(_forbidden_reason(user, scope, call))
     if call.status != Status.AWAITING_APPROVAL:
@@ -170,33 +170,29 @@ def _outcome_for_edit(call: ToolCall, args: dict[str, Any]) -> tuple[str, dict[s
         return Status.DENIED, {"reason": spec.reason, "result": spec.reason,
                                "rule": spec.rule, "finished_at": timezone.now()}  # fmt: skip
     prepared = _prepare_edit(spec, call, args)
-    if prepared.decision is None:
+    if prepared.verdict is None:
         raise Invalid(f"The edited arguments are not valid: {prepared.error}")
     fields: dict[str, Any] = {
         "args": prepared.args,
         "args_hash": engine.args_hash(call.tool, prepared.args),
         "preview": prepared.preview,
         "changed_lines": prepared.changed_lines,
-        "reason": prepared.decision.reason,
-        "rule": prepared.decision.rule,
+        "reason": prepared.verdict.reason,
+        "rule": prepared.verdict.rule,
         "policy_version": spec.version,
     }
-    if prepared.decision.decision == "deny":
-        reason = f"The edited arguments are denied by the policy: {prepared.decision.reason}"
+    if prepared.verdict.kind == "deny":
+        reason = f"The edited arguments are denied by the policy: {prepared.verdict.reason}"
         return Status.DENIED, {**fields, "result": reason, "finished_at": timezone.now()}
     return Status.APPROVED, fields
 
 
 def _prepare_edit(spec: PolicySpec, call: ToolCall, args: dict[str, Any]) -> engine.Prepared:
-    """Edited arguments judged again; a skill tool's with the definition captured when
-    the call was first judged, the one the reviewer saw."""
-    if is_skill_tool(call.tool):
-        captured = skill_call_captured(call)
-        if captured is None:
-            raise Invalid("This skill tool call has no captured definition to check against.")
-        return prepare_bound(spec, captured, args, call.session)
-    context = tool_context(call.session)
-    return engine.prepare(spec, call.tool, args, context, session_counters(call.session))
+    """Edited arguments judged again, with the spec the call was judged with."""
+    tool = tool_spec_edited(call=call)
+    if isinstance(tool, str):
+        raise Invalid(tool)
+    return prepare_call(spec, tool, args, call.session)
 
 
 def _forbidden_reason(user: Any, scope: str, call: ToolCall) -> str:

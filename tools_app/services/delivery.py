@@ -21,11 +21,11 @@ from django.core.mail import EmailMultiAlternatives, get_connection
 from django.db.models import F
 from django.utils import timezone
 
+from tools_app.core.notify import messages, outbound, signing
+from tools_app.core.notify.messages import CallFacts, Message
+from tools_app.core.notify.outbound import SendFailed
+from tools_app.core.tools import redaction, secret_files
 from tools_app.models import Channel, Delivery, DeliveryAttempt, ToolCall
-from tools_app.notify import messages, outbound, signing
-from tools_app.notify.messages import CallFacts, Message
-from tools_app.notify.outbound import SendFailed
-from tools_app.tools import redaction, secret_files
 
 logger = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ The effect handler runs in the worker while the command's copy-on-write scratch 
 exists. An effect that waits for a person is copied to a store under AGENTWEB_VAR and
 becomes its own tool call (`apply_command_effect`, never offered to agents) whose
 preview is the whole diff; approving it applies exactly those bytes, if the workspace
-still matches.
+still matches (the tool is `tools/held_effect.py`, run like any other).
 """
 
 from __future__ import annotations
@@ -16,22 +16,18 @@ from pathlib import Path
 from django.db import transaction
 from django.utils import timezone
 
-from tools_app import command_effects, engine, events
+from tools_app.core import command_effects, engine
+from tools_app.core.policy.types import PolicySpec, SessionCounters
+from tools_app.core.tools import git_runner
+from tools_app.core.tools.catalogue import EFFECT_TOOL
+from tools_app.core.tools.effect import Effect
+from tools_app.core.tools.effect_apply import apply_effect, hold_effect
+from tools_app.core.tools.errors import ToolError
+from tools_app.live import events
 from tools_app.models import AgentSession, ToolCall
-from tools_app.policy import PolicySpec, SessionCounters
 from tools_app.services.lifecycle import effect_store, session_refresh_status
 from tools_app.services.policies import load_policy_or_denial
 from tools_app.services.sessions import session_count_lines
-from tools_app.tools import git_runner
-from tools_app.tools.catalogue import EFFECT_TOOL
-from tools_app.tools.effect import Effect
-from tools_app.tools.effect_apply import (
-    apply_effect,
-    drop_held_effect,
-    hold_effect,
-    load_held_effect,
-)
-from tools_app.tools.errors import ToolError
 
 NOTES_SHOWN = 20
 Status = ToolCall.Status
@@ -135,7 +131,7 @@ def effect_hold(
         held_call = ToolCall.objects.create(
             session=session, tool=EFFECT_TOOL, args=args,
             args_hash=engine.args_hash(EFFECT_TOOL, args),
-            status=Status.AWAITING_APPROVAL, decision="require_approval", reason=reason,
+            status=Status.AWAITING_APPROVAL, verdict="require_approval", reason=reason,
             rule="builtin:command-effect", preview=preview, changed_lines=changed,
             policy_version=session.policy.version,
             expires_at=timezone.now()
@@ -144,19 +140,3 @@ def effect_hold(
         events.tool_call_event(held_call, "tool_call.awaiting_approval")
         session_refresh_status(session_id=session.pk)
     return held_call
-
-
-def effect_apply_held(*, call: ToolCall) -> engine.Outcome:
-    """Apply an approved held effect: exactly the bytes shown, if nothing changed since."""
-    digest = str(call.args.get("effect", ""))
-    try:
-        effect = load_held_effect(effect_store(), digest)
-        notes = apply_effect(Path(call.session.workspace), effect)
-    except ToolError as exc:
-        return engine.Outcome(status="failed", result=f"Not applied: {exc}")
-    drop_held_effect(effect_store(), digest)
-    if call.changed_lines:
-        session_count_lines(
-            session_id=call.session_id, lines=call.changed_lines, approved_by_human=True
-        )
-    return engine.Outcome(status="succeeded", result="\n".join(notes) or "Nothing to apply.")

@@ -21,13 +21,13 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 
-from tools_app import events
+from tools_app.core.tools.catalogue import EFFECT_TOOL
+from tools_app.core.tools.effect_apply import drop_held_effect
+from tools_app.core.tools.errors import ToolError
+from tools_app.live import events
 from tools_app.models import AgentSession, Decision, ToolCall
 from tools_app.services.notifications import notify_moved
 from tools_app.services.queueing import agent_turn_enqueue
-from tools_app.tools.catalogue import EFFECT_TOOL
-from tools_app.tools.effect_apply import drop_held_effect
-from tools_app.tools.errors import ToolError
 
 Status = ToolCall.Status
 SessionStatus = AgentSession.Status
@@ -79,7 +79,7 @@ SESSION_MOVES: dict[str, Move] = {
     "start": _move({SessionStatus.QUEUED}, {SessionStatus.RUNNING}),
     "wait": _move({SessionStatus.RUNNING}, {SessionStatus.WAITING}),
     "resume": _move({SessionStatus.WAITING}, {SessionStatus.RUNNING}),
-    "finish": _move(LIVE, {SessionStatus.DONE, SessionStatus.FAILED, SessionStatus.CANCELLED}),
+    "finish": _move(LIVE, AgentSession.FINISHED_STATUSES),
     "close_cli": _move(LIVE, {SessionStatus.DONE}),
 }
 
@@ -109,7 +109,7 @@ def tool_call_move(
     `call` is updated in place."""
     spec, target = _target(TOOL_CALL_MOVES, move, to)
     sources = spec.sources if source is None else spec.sources & {source}
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # inside a caller's transaction: part of it
         claimed = ToolCall.objects.filter(where or Q(), pk=call.pk, status__in=sources).update(
             status=target, **fields
         )
@@ -118,6 +118,8 @@ def tool_call_move(
         previous = call.status
         for name, value in {**fields, "status": target}.items():
             setattr(call, name, value)
+        if previous == Status.PENDING and target != Status.AWAITING_APPROVAL:
+            call.__dict__[_APPROVED_BY_PERSON] = False  # judged now, run or ended: by nobody
         if then is not None:
             then(call)
         events.tool_call_events(call, [*spec.passes_through, target])
@@ -137,10 +139,23 @@ def _after(call: ToolCall, after: str) -> None:
         session_wake_agent(session_id=call.session_id)
 
 
+_APPROVED_BY_PERSON = "_approved_by_person"
+
+
 def approved_by_person(call: ToolCall) -> bool:
     """A person approved this call: their `Decision` row says so, not the policy's verdict
-    (a call the policy sent to a person is not approved until one decides)."""
-    return Decision.objects.filter(tool_call_id=call.pk, decision=Decision.Verdict.APPROVE).exists()
+    (a call the policy sent to a person is not approved until one decides).
+
+    Once the call runs (or ended) no decision can come any more: the answer is kept on
+    the instance, so that running and finishing it (the sandbox, the redaction, the
+    session's refresh) ask the database once, not three times."""
+    known: bool | None = call.__dict__.get(_APPROVED_BY_PERSON)
+    if known is not None:
+        return known
+    found = Decision.objects.filter(tool_call_id=call.pk, decision=Decision.Choice.APPROVE).exists()
+    if call.status == Status.RUNNING or call.status in ToolCall.FINAL_STATUSES:
+        call.__dict__[_APPROVED_BY_PERSON] = found
+    return found
 
 
 def effect_store() -> Path:

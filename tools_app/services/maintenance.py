@@ -11,8 +11,10 @@ from typing import Any
 from django.db.models import Q
 from django.utils import timezone
 
-from tools_app import events
+from tools_app.core.tools.catalogue import facts_for
+from tools_app.core.tools.overlay import sweep_stale_scratch
 from tools_app.errors import Unavailable
+from tools_app.live import events
 from tools_app.models import AgentSession, ToolCall
 from tools_app.services.lifecycle import tool_call_move
 from tools_app.services.queueing import (
@@ -22,8 +24,6 @@ from tools_app.services.queueing import (
     tool_call_enqueue,
 )
 from tools_app.services.sessions import LIVE_STATUSES, OPEN_CALL_STATUSES
-from tools_app.tools.catalogue import facts_for
-from tools_app.tools.overlay import sweep_stale_scratch
 
 logger = logging.getLogger(__name__)
 

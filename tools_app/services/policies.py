@@ -11,21 +11,21 @@ from typing import Any
 from django.db import transaction
 from django.db.models import F, Max
 
-from tools_app import engine, selectors
-from tools_app.errors import Invalid, ServiceError
-from tools_app.models import Policy, PolicyRule
-from tools_app.policy import (
-    Decision,
-    PolicyInvalid,
+from tools_app.core import engine
+from tools_app.core.policy.context import argument_strings
+from tools_app.core.policy.engine import WIDENABLE_APPROVALS
+from tools_app.core.policy.loader import PolicyInvalid, policy_from_dict, validate_policy_dict
+from tools_app.core.policy.rules import exact_pattern
+from tools_app.core.policy.types import (
+    POLICY_SETTINGS,
     PolicySpec,
     SessionCounters,
-    argument_strings,
-    exact_pattern,
-    policy_from_dict,
-    validate_policy_dict,
+    Verdict,
+    field_values,
 )
-from tools_app.policy.engine import WIDENABLE_APPROVALS
-from tools_app.policy.types import POLICY_SETTINGS, field_values
+from tools_app.errors import Invalid, ServiceError
+from tools_app.models import Policy, PolicyRule
+from tools_app.selectors import records
 from tools_app.services.audit import Action, Via, audit_record
 
 logger = logging.getLogger(__name__)
@@ -120,7 +120,7 @@ def policy_rule_remember(
         position=(last or 0) + 1,
         tool=tool,
         args=patterns,
-        decision=PolicyRule.Verdict.ALLOW,
+        decision="allow",
         reason=f"remembered by {user.get_username()}",
         created_by=user,
         remembered=True,
@@ -189,21 +189,21 @@ def _exact_pattern(value: Any) -> str:
     return exact_pattern(strings[0])
 
 
-def load_policy_or_denial(policy: Policy) -> PolicySpec | Decision:
+def load_policy_or_denial(policy: Policy) -> PolicySpec | Verdict:
     """The policy's spec, or a deny when it cannot load: fail closed, loudly."""
     try:
-        return selectors.policy_spec(policy)
+        return records.policy_spec(policy)
     except PolicyInvalid as exc:
         logger.error("policy %r cannot be loaded, denying every call: %s", policy.name, exc)
         reason = f"Policy {policy.name!r} cannot be loaded ({exc}); an admin must fix it."
-        return Decision("deny", reason, "policy-error")
+        return Verdict("deny", reason, "policy-error")
 
 
 def policy_evaluate(
     *, policy: Policy, tool: str, args: object, workspace: Path, counters: SessionCounters
-) -> Decision:
+) -> Verdict:
     """A dry run: what the policy would decide for this call; nothing is stored or run."""
     spec = load_policy_or_denial(policy)
-    if isinstance(spec, Decision):
+    if isinstance(spec, Verdict):
         return spec
     return engine.dry_run(spec, tool, args, workspace, counters)

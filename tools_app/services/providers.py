@@ -8,7 +8,8 @@ from django.conf import settings
 
 from tools_app.errors import ServiceError
 from tools_app.runtime.conversation import Provider
-from tools_app.runtime.providers import ProviderSettings, build_provider, resolve_role
+from tools_app.runtime.providers import ProviderSettings, build_provider
+from tools_app.runtime.providers.specs import resolve_role
 
 
 def model_roles() -> dict[str, str]:

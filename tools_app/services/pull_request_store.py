@@ -7,8 +7,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.urls import reverse
 
+from tools_app.core.tools.forge import Proposal, PullRequestRef
 from tools_app.models import PullRequest
-from tools_app.tools.forge import Proposal, PullRequestRef
 
 
 class PullRequestStore:

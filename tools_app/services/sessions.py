@@ -13,9 +13,10 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from tools_app import events, workspaces
 from tools_app.errors import ServiceError, Unavailable
+from tools_app.live import events
 from tools_app.models import AgentSession, Policy, ToolCall
+from tools_app.services import workspaces
 from tools_app.services.audit import Action, Via, audit_record
 from tools_app.services.lifecycle import (
     session_move,
@@ -35,7 +36,6 @@ logger = logging.getLogger(__name__)
 
 SessionStatus = AgentSession.Status
 LIVE_STATUSES = (SessionStatus.RUNNING, SessionStatus.WAITING)
-FINISHED_STATUSES = (SessionStatus.DONE, SessionStatus.FAILED, SessionStatus.CANCELLED)
 OPEN_CALL_STATUSES = (
     ToolCall.Status.PENDING,
     ToolCall.Status.AWAITING_APPROVAL,
@@ -189,7 +189,7 @@ def session_cancel(
     """
     note = "Cancelled with the session."
     with transaction.atomic():
-        for child in session.children.exclude(status__in=FINISHED_STATUSES):
+        for child in session.children.exclude(status__in=AgentSession.FINISHED_STATUSES):
             session_cancel(session=child)
         calls = list(ToolCall.objects.filter(session=session, status__in=OPEN_CALL_STATUSES))
         cancelled = [call.pk for call in calls]
@@ -197,7 +197,7 @@ def session_cancel(
             tool_call_move(
                 call, "cancel", source=call.status, finished_at=timezone.now(), result=note
             )
-        was_open = session.status not in FINISHED_STATUSES
+        was_open = session.status not in AgentSession.FINISHED_STATUSES
         finished = session_finish(
             session_id=session.pk, status=SessionStatus.CANCELLED, summary="cancelled"
         )

@@ -12,14 +12,12 @@ from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
-from tools_app import engine
+from tools_app.core.skills.executors import SkillCall
+from tools_app.core.skills.matching import activations
+from tools_app.core.tools.catalogue import is_skill_tool, qualified_skill_tool, split_skill_tool
+from tools_app.core.tools.registry import REGISTRY
 from tools_app.models import AgentSession, Skill, SkillTool, ToolCall
-from tools_app.selectors import active_skill_names, active_skills
-from tools_app.skills.executors import SkillCall
-from tools_app.skills.matching import activations
-from tools_app.tools.base import ToolContext
-from tools_app.tools.catalogue import is_skill_tool, qualified_skill_tool, split_skill_tool
-from tools_app.tools.registry import REGISTRY
+from tools_app.selectors.records import active_skill_names, active_skills
 
 
 def skills_activate(*, task: str) -> list[dict[str, Any]]:
@@ -81,19 +79,15 @@ def skill_call_captured(call: ToolCall) -> SkillCall | None:
     return SkillCall.from_dict(definition) if isinstance(definition, Mapping) else None
 
 
-def skill_call_run(*, call: ToolCall, context: ToolContext) -> engine.Outcome:
-    """Run exactly the approved definition; a skill disabled or deleted since refuses."""
-    captured = skill_call_captured(call)
-    if captured is None:
-        return engine.Outcome("failed", "Refused to run: no approved skill definition.")
+def skill_call_withdrawn(*, call: ToolCall, captured: SkillCall) -> str | None:
+    """Why an approved skill tool call may no longer run (its skill or tool was disabled
+    or deleted since it was judged), or None."""
     rows = SkillTool.objects.filter(skill__name=captured.skill, name=captured.tool)
     row = rows.select_related("skill").first()
     if row is None or not (row.enabled and row.skill.enabled):
         reason = "deleted" if row is None else "disabled"
-        return engine.Outcome(
-            "failed", f"Not run: {call.tool} was {reason} after this call was judged."
-        )
-    return engine.execute_skill(captured, call.args, context, secret_value)
+        return f"Not run: {call.tool} was {reason} after this call was judged."
+    return None
 
 
 def secret_value(name: str) -> str | None:

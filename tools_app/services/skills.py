@@ -9,14 +9,14 @@ from typing import Any
 
 from django.db import transaction
 
+from tools_app.core.skills.definitions import SkillData, SkillInvalid, skill_from_dict
+from tools_app.core.skills.skillmd import read_skill_folder, skill_folders
+from tools_app.core.tools.catalogue import EFFECT_TOOL
+from tools_app.core.tools.jsonsafe import UnsafeJSON, loads
+from tools_app.core.tools.registry import REGISTRY
 from tools_app.errors import Conflict, Invalid, NotFound
 from tools_app.models import Skill, SkillTool
 from tools_app.services.audit import Action, Via, audit_record
-from tools_app.skills.definitions import SkillData, SkillInvalid, skill_from_dict
-from tools_app.skills.skillmd import read_skill_folder, skill_folders
-from tools_app.tools.catalogue import EFFECT_TOOL
-from tools_app.tools.jsonsafe import UnsafeJSON, loads
-from tools_app.tools.registry import REGISTRY
 
 CORE_TOOLS = frozenset((*REGISTRY, EFFECT_TOOL))
 

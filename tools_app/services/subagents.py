@@ -3,34 +3,43 @@
 The child shares its parent's workspace, policy and creator, so every approval and the
 four-eyes rule apply to it exactly as to its parent. The parent's call stays `running`
 (held by no worker) until the child ends; then the parent's turn task finishes the call
-with the child's report."""
+with the child's report. The tool reaches here through `ToolContext.start_subagent`."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from django.conf import settings
 from django.db import transaction
 
-from tools_app import engine, events
+from tools_app.core import engine
+from tools_app.core.tools.errors import ToolError
 from tools_app.errors import ServiceError
+from tools_app.live import events
 from tools_app.models import AgentSession, ToolCall
 from tools_app.services.providers import model_spec_resolve
 from tools_app.services.queueing import agent_turn_enqueue
-from tools_app.services.sessions import FINISHED_STATUSES
 
 SUBAGENT_RUNNER = "subagent:"
 
 
-def subagent_start(*, call: ToolCall) -> engine.Outcome | None:
-    """Start the child session for a running spawn_subagent call; an Outcome if it cannot."""
+def subagent_starter(*, call: ToolCall) -> Callable[[], None]:
+    """What spawn_subagent calls to delegate (`ToolContext.start_subagent`)."""
+    return lambda: subagent_start(call=call)
+
+
+def subagent_start(*, call: ToolCall) -> None:
+    """Start the child session for a running spawn_subagent call; a ToolError, which the
+    agent reads, when it cannot."""
     parent = call.session
     if not parent.model:
-        return _failed(
+        raise ToolError(
             "spawn_subagent needs the agent runtime: this session has no model, so there "
             "is no one to delegate to. Do the subtask yourself."
         )
     depth_cap = settings.AGENTWEB_MAX_SUBAGENT_DEPTH
     if parent.depth + 1 > depth_cap:
-        return _failed(
+        raise ToolError(
             f"Sub-agents may nest at most {depth_cap} deep and this agent is at depth "
             f"{parent.depth}: do this subtask yourself."
         )
@@ -38,9 +47,8 @@ def subagent_start(*, call: ToolCall) -> engine.Outcome | None:
     try:
         spec = model_spec_resolve(role, fallback=parent.model)
     except ServiceError as exc:
-        return _failed(str(exc))
+        raise ToolError(str(exc)) from None
     _create_child(call, parent, spec, role)
-    return None
 
 
 def _create_child(call: ToolCall, parent: AgentSession, spec: str, role: str) -> AgentSession:
@@ -79,7 +87,7 @@ def _create_child(call: ToolCall, parent: AgentSession, spec: str, role: str) ->
 def subagent_report(*, call: ToolCall) -> engine.Outcome | None:
     """The result of a spawn_subagent call whose child has ended; None while it works."""
     child = AgentSession.objects.filter(parent_call=call).first()
-    if child is None or child.status not in FINISHED_STATUSES:
+    if child is None or child.status not in AgentSession.FINISHED_STATUSES:
         return None
     lines = [f"Sub-agent session {child.pk} ended: {child.status}."]
     lines.append(f"Summary: {child.summary or '(none)'}")
@@ -88,7 +96,3 @@ def subagent_report(*, call: ToolCall) -> engine.Outcome | None:
     lines.append(f"Tokens: {child.tokens_in} in, {child.tokens_out} out.")
     status = ToolCall.Status.SUCCEEDED if child.status == "done" else ToolCall.Status.FAILED
     return engine.Outcome(status=status, result="\n".join(lines))
-
-
-def _failed(reason: str) -> engine.Outcome:
-    return engine.Outcome(status=ToolCall.Status.FAILED, result=reason)

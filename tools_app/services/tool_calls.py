@@ -14,28 +14,25 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from tools_app import engine, events
+from tools_app.core import engine
+from tools_app.core.policy.paths import workspace_relative
+from tools_app.core.policy.types import PolicySpec, SessionCounters, Verdict
+from tools_app.core.tools import redaction, secret_files
+from tools_app.core.tools.base import SandboxOptions, ToolContext, ToolSpec
+from tools_app.core.tools.catalogue import facts_for
+from tools_app.core.tools.errors import ToolError
+from tools_app.core.tools.forge import ForgeSettings
+from tools_app.core.tools.jsonsafe import storable_args, storable_text
+from tools_app.live import events
 from tools_app.models import AgentSession, Policy, ToolCall
-from tools_app.policy import Decision, PolicySpec, SessionCounters
-from tools_app.policy.paths import workspace_relative
 from tools_app.services import cache, effects, subagents
-from tools_app.services.lifecycle import approved_by_person, tool_call_move
+from tools_app.services.lifecycle import approved_by_person, effect_store, tool_call_move
 from tools_app.services.policies import load_policy_or_denial
 from tools_app.services.pull_request_store import PullRequestStore
 from tools_app.services.queueing import EVALUATE_TOOL_CALL, tool_call_enqueue
 from tools_app.services.sessions import session_count_lines
-from tools_app.services.skill_calls import (
-    skill_call_bind,
-    skill_call_run,
-    skill_tool_canonical,
-)
-from tools_app.skills.executors import SkillCall
-from tools_app.tools import redaction, secret_files
-from tools_app.tools.base import SandboxOptions, ToolContext
-from tools_app.tools.catalogue import EFFECT_TOOL, FILE_WRITE_TOOLS, is_skill_tool
-from tools_app.tools.errors import ToolError
-from tools_app.tools.forge import ForgeSettings
-from tools_app.tools.jsonsafe import storable_args, storable_text
+from tools_app.services.skill_calls import secret_value, skill_tool_canonical
+from tools_app.services.tool_specs import tool_spec_approved, tool_spec_judged
 
 logger = logging.getLogger(__name__)
 
@@ -100,7 +97,7 @@ def tool_call_evaluate(*, tool_call_id: int, raw_args: object = None) -> ToolCal
     spec = load_policy_or_denial(session.policy)
     args = call.args if raw_args is None else raw_args
     prepared = _prepare(spec, call.tool, args, session)
-    if not _tool_call_record_decision(call, prepared, spec):
+    if not _tool_call_record_verdict(call, prepared, spec):
         return ToolCall.objects.get(pk=call.pk)
     if call.status == Status.RUNNING:
         return _run_claimed(call)
@@ -108,24 +105,23 @@ def tool_call_evaluate(*, tool_call_id: int, raw_args: object = None) -> ToolCal
 
 
 def _prepare(
-    spec: PolicySpec | Decision, tool: str, args: object, session: AgentSession
+    spec: PolicySpec | Verdict, tool: str, args: object, session: AgentSession
 ) -> engine.Prepared:
-    if isinstance(spec, Decision):
-        return engine.Prepared(status=Status.DENIED, args=storable_args(args), decision=spec)
-    if is_skill_tool(tool):
-        bound = skill_call_bind(session=session, tool=tool)
-        if isinstance(bound, str):
-            return engine.Prepared(status=Status.FAILED, args=storable_args(args), error=bound)
-        return prepare_bound(spec, bound, args, session)
-    return engine.prepare(spec, tool, args, tool_context(session), session_counters(session))
+    if isinstance(spec, Verdict):
+        return engine.Prepared(status=Status.DENIED, args=storable_args(args), verdict=spec)
+    tool_spec = tool_spec_judged(session=session, tool=tool)
+    if isinstance(tool_spec, str):
+        return engine.Prepared(status=Status.FAILED, args=storable_args(args), error=tool_spec)
+    return prepare_call(spec, tool_spec, args, session)
 
 
-def prepare_bound(
-    spec: PolicySpec, bound: SkillCall, args: object, session: AgentSession
+def prepare_call(
+    spec: PolicySpec, tool: ToolSpec, args: object, session: AgentSession
 ) -> engine.Prepared:
-    """A skill tool's call judged with the definition it is bound to."""
+    """A call of `tool` judged in `session`: its context and counters as the policy sees
+    them."""
     context, counters = tool_context(session), session_counters(session)
-    return engine.prepare_skill(spec, bound, args, context, counters)
+    return engine.prepare(spec, tool, args, context, counters)
 
 
 def session_counters(session: AgentSession) -> SessionCounters:
@@ -138,12 +134,12 @@ def session_counters(session: AgentSession) -> SessionCounters:
     )
 
 
-def _tool_call_record_decision(
-    call: ToolCall, prepared: engine.Prepared, spec: PolicySpec | Decision
+def _tool_call_record_verdict(
+    call: ToolCall, prepared: engine.Prepared, spec: PolicySpec | Verdict
 ) -> bool:
     """Store the policy's verdict, and claim an allowed call for this process in the same
     update; False when another process already did. `call` is updated in place."""
-    fields = _decision_fields(call, prepared, spec)
+    fields = _verdict_fields(call, prepared, spec)
     status = prepared.status
     if status == Status.APPROVED:  # runs here and now: claimed like an execution
         fields |= {"started_at": timezone.now(), "runner": runner_id()}
@@ -152,23 +148,23 @@ def _tool_call_record_decision(
     return tool_call_move(call, move, to=status, **fields)
 
 
-def _decision_fields(
-    call: ToolCall, prepared: engine.Prepared, spec: PolicySpec | Decision
+def _verdict_fields(
+    call: ToolCall, prepared: engine.Prepared, spec: PolicySpec | Verdict
 ) -> dict[str, Any]:
     now = timezone.now()
-    decision = prepared.decision
+    verdict = prepared.verdict
     awaiting = prepared.status == Status.AWAITING_APPROVAL
     final = prepared.status in {Status.FAILED, Status.DENIED}
     return {
         "args": prepared.args,
         "args_hash": engine.args_hash(call.tool, prepared.args),
-        "decision": decision.decision if decision else "",
-        "reason": decision.reason if decision else prepared.error,
-        "rule": decision.rule if decision else "validation",
+        "verdict": verdict.kind if verdict else "",
+        "reason": verdict.reason if verdict else prepared.error,
+        "rule": verdict.rule if verdict else "validation",
         "policy_version": spec.version if isinstance(spec, PolicySpec) else None,
         "preview": prepared.preview,
         "changed_lines": prepared.changed_lines,
-        "result": prepared.error or (decision.reason if final and decision else ""),
+        "result": prepared.error or (verdict.reason if final and verdict else ""),
         "decided_at": None if awaiting else now,
         "finished_at": now if final else None,
         "expires_at": _expiry(call.session.policy) if awaiting else None,
@@ -200,17 +196,12 @@ def _run_claimed(call: ToolCall) -> ToolCall:
     cached = cache.lookup(call)
     if cached is not None:
         return _tool_call_finish(call, Status.SUCCEEDED, cached, from_cache=True)
-    if call.tool == EFFECT_TOOL:
-        outcome = effects.effect_apply_held(call=call)
-    elif is_skill_tool(call.tool):
-        outcome = skill_call_run(call=call, context=tool_context(call.session, call))
-    elif call.tool == "spawn_subagent":
-        started = subagents.subagent_start(call=call)
-        if started is None:
-            return call  # runs as a child session; its end finishes this call
-        outcome = started
-    else:
-        outcome = engine.execute(call.tool, call.args, tool_context(call.session, call))
+    spec = tool_spec_approved(call=call)
+    if isinstance(spec, str):
+        return _tool_call_finish(call, Status.FAILED, spec)
+    outcome = engine.execute(spec, call.args, tool_context(call.session, call))
+    if outcome.status == Status.RUNNING:
+        return call  # runs as a child session; its end finishes this call
     return _tool_call_finish(call, outcome.status, outcome.result, ran=True)
 
 
@@ -248,6 +239,9 @@ def tool_context(session: AgentSession, call: ToolCall | None = None) -> ToolCon
         session_id=session.pk,
         git_author=(settings.AGENTWEB_GIT_AUTHOR_NAME, settings.AGENTWEB_GIT_AUTHOR_EMAIL),
         forge=forge,
+        effect_store=effect_store(),
+        start_subagent=None if call is None else subagents.subagent_starter(call=call),
+        secrets=secret_value,
     )
 
 
@@ -306,7 +300,7 @@ def _redacted(call: ToolCall, result: str) -> str:
 
 def _record_success(call: ToolCall, result: str) -> None:
     cache.after_success(call, result)
-    if call.changed_lines and call.tool in FILE_WRITE_TOOLS:
+    if call.changed_lines and facts_for(call.tool).counts_lines:
         session_count_lines(
             session_id=call.session_id,
             lines=call.changed_lines,

@@ -4,6 +4,10 @@
   other controls) shown as `<U+202E>`-style markers. Use it for anything an agent wrote.
 * `{{ text|hidden_count }}` — how many such characters `text` holds.
 * `{{ value|pretty_json }}` — a JSON value indented, as text (then `|reveal` it).
+* `{% tool_call call %}` — one tool call as every page shows it (the inbox card, the
+  session timeline, the pull request page): its preview by kind (a diff, a command, a
+  pull request, a fetch, a sub-agent, a skill), the arguments the agent sent and the
+  result, all through `reveal`. `arguments=False` leaves the arguments out.
 * `{% diff_view text %}` — a unified diff: per file, +/- counts, folded when large,
   highlighted in the file's language, with line numbers; unified on narrow screens and
   side by side on wide ones (the CSS is in static/agentweb/inbox.css).
@@ -17,7 +21,9 @@ from typing import Any
 from django import template
 from django.utils.safestring import SafeString, mark_safe
 
-from tools_app import rendering
+from tools_app.core import rendering
+from tools_app.models import ToolCall
+from tools_app.web import cards
 
 register = template.Library()
 
@@ -45,3 +51,10 @@ def diff_view(text: Any, *, split: bool = True) -> dict[str, Any]:
     split = split and lines <= rendering.HIGHLIGHT_LIMIT
     shown = [{"file": f, "rows": rendering.split_rows(f.lines) if split else None} for f in files]
     return {"files": shown, "split": split, "hidden": rendering.hidden_count(str(text or ""))}
+
+
+@register.inclusion_tag("tools_app/_tool_call.html")
+def tool_call(call: ToolCall, *, arguments: bool = True) -> dict[str, Any]:
+    """The one rendering of a call; the previews read their facts from `card`."""
+    view = cards.call_view(call)
+    return {"call": call, "card": view, "preview": view["preview"], "arguments": arguments}

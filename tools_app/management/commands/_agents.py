@@ -14,7 +14,6 @@ from tools_app import services
 from tools_app.models import AgentSession, Event
 
 CLI_USER = "agentweb-cli"
-FINISHED = {"done", "failed", "cancelled"}
 
 
 def cli_user() -> Any:
@@ -55,7 +54,9 @@ def follow(
             seq = event.seq
             command.stderr.write(describe(event))
         session.refresh_from_db()
-        if session.status in FINISHED or (until_waiting and session.status == "waiting"):
+        if session.status in AgentSession.FINISHED_STATUSES or (
+            until_waiting and session.status == "waiting"
+        ):
             break
         time.sleep(0.3)
     return session

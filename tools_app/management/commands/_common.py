@@ -13,9 +13,9 @@ from typing import Any
 
 from django.core.management.base import CommandError
 
-from tools_app import selectors
+from tools_app.core.tools.jsonsafe import UnsafeJSON, loads, storable_json, text_problem
 from tools_app.models import Policy
-from tools_app.tools.jsonsafe import UnsafeJSON, loads, storable_json, text_problem
+from tools_app.selectors import records
 
 
 def load_json_argument(text: str, *, name: str) -> Any:
@@ -35,7 +35,7 @@ def checked_text(value: str, *, name: str) -> str:
 
 
 def existing_policy(name: str) -> Policy:
-    policy = selectors.policy_by_name(checked_text(name, name="--policy"))
+    policy = records.policy_by_name(checked_text(name, name="--policy"))
     if policy is None:
         known = ", ".join(Policy.objects.values_list("name", flat=True)) or "none"
         raise CommandError(f"There is no policy named {name!r} (known: {known}).")

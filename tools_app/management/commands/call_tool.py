@@ -40,7 +40,7 @@ class Command(BaseCommand):
             self,
             {
                 "status": call.status,
-                "decision": call.decision or None,
+                "decision": call.verdict or None,
                 "reason": call.reason,
                 "result": call.result,
             },

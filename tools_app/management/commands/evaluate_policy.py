@@ -6,7 +6,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from tools_app import selectors, services
+from tools_app import services
+from tools_app.core.policy.types import SessionCounters
 from tools_app.management.commands._common import (
     checked_text,
     existing_directory,
@@ -14,7 +15,7 @@ from tools_app.management.commands._common import (
     load_json_argument,
     print_json_line,
 )
-from tools_app.policy import SessionCounters
+from tools_app.selectors import records
 
 
 class Command(BaseCommand):
@@ -38,5 +39,5 @@ class Command(BaseCommand):
             workspace=workspace,
             counters=SessionCounters(),
         )
-        note = selectors.tracked_secrets_note(policy, workspace)
+        note = records.tracked_secrets_note(policy, workspace)
         print_json_line(self, {**decision.as_dict(), **({"note": note} if note else {})})

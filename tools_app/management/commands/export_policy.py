@@ -7,8 +7,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from tools_app import selectors
 from tools_app.management.commands._common import existing_policy
+from tools_app.selectors import records
 
 
 class Command(BaseCommand):
@@ -19,6 +19,4 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         policy = existing_policy(options["name"])
-        self.stdout.write(
-            json.dumps(selectors.policy_as_dict(policy), indent=2, ensure_ascii=False)
-        )
+        self.stdout.write(json.dumps(records.policy_as_dict(policy), indent=2, ensure_ascii=False))

@@ -7,7 +7,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from tools_app import selectors, services
+from tools_app import services
+from tools_app.selectors import records
 from tools_app.services import skills as skill_services
 
 
@@ -23,6 +24,6 @@ class Command(BaseCommand):
             skill_services.skill_names_exist(names)
         except services.ServiceError as exc:
             raise CommandError(str(exc)) from exc
-        exported = selectors.skills_export(names)
+        exported = records.skills_export(names)
         data = exported[0] if len(names) == 1 else exported
         self.stdout.write(json.dumps(data, indent=2, ensure_ascii=False))

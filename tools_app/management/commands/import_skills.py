@@ -10,9 +10,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from tools_app import services
+from tools_app.core.tools.jsonsafe import printable
 from tools_app.management.commands._common import load_json_argument
 from tools_app.services import skills as skill_services
-from tools_app.tools.jsonsafe import printable
 
 
 class Command(BaseCommand):

@@ -19,7 +19,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from tools_app import redis_server
+from tools_app.live import redis_server
 from tools_app.management.commands.demo import start_demo
 from tools_app.models import AgentSession
 from tools_app.runtime import demo

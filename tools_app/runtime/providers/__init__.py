@@ -2,7 +2,8 @@
 
 Pure: no Django here. The caller reads settings and passes them in as `ProviderSettings`;
 keys live only in that object and the SDK client, and are never shown (not in its repr,
-not in any error message).
+not in any error message). Only what this module defines is exported: the providers,
+the model specs and the conversation's types come from their own modules.
 """
 
 from __future__ import annotations
@@ -10,18 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from tools_app.runtime.conversation import Provider, ProviderError
+from tools_app.runtime.conversation import Provider
 from tools_app.runtime.providers.anthropic_provider import AnthropicProvider
 from tools_app.runtime.providers.openai_provider import OpenAIProvider
 from tools_app.runtime.providers.scripted import ScriptedProvider
-from tools_app.runtime.providers.specs import (
-    DEFAULT_ROLE,
-    ROLES,
-    ModelSpec,
-    ModelSpecError,
-    parse_model_spec,
-    resolve_role,
-)
+from tools_app.runtime.providers.specs import ModelSpec, parse_model_spec
 
 DEFAULT_CONTEXT_WINDOW = 128_000
 # Context windows by spec prefix (the longest matching prefix wins); anything else gets
@@ -89,18 +83,7 @@ def build_provider(spec: str, *, settings: ProviderSettings) -> Provider:
 __all__ = [
     "CONTEXT_WINDOWS",
     "DEFAULT_CONTEXT_WINDOW",
-    "DEFAULT_ROLE",
-    "ROLES",
-    "AnthropicProvider",
-    "ModelSpec",
-    "ModelSpecError",
-    "OpenAIProvider",
-    "Provider",
-    "ProviderError",
     "ProviderSettings",
-    "ScriptedProvider",
     "build_provider",
     "context_window_for",
-    "parse_model_spec",
-    "resolve_role",
 ]

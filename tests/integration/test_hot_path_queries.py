@@ -1,0 +1,100 @@
+"""The database work on the hot paths is pinned: an allowed call in the worker, and an
+agent turn, which must not grow with the conversation (BENCHMARKS.md, "Per call and per
+turn"). A change that adds a query here should say why in its commit, and update the
+count."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from tests.integration.agent_helpers import done, script, tool
+from tools_app import services
+from tools_app.models import AgentMessage, AgentSession, Policy, ToolCall
+from tools_app.services.conversations import conversation_messages
+
+pytestmark = pytest.mark.django_db
+
+# Queries, transaction control (BEGIN, COMMIT, savepoints) left out: SELECT the call and
+# its session and policy; SELECT the rules; the judge-and-claim UPDATE, the seqs, the two
+# events; SELECT the cache; the finish UPDATE, the seq, the event, the cache upsert.
+# (Before issue 23: 15, with the rules read twice and a person's approval asked thrice.)
+ALLOWED_CALL_QUERIES = 10
+# The model turn and the read_file it asks for, settled inline: the same at turn 2 and 30.
+TURN_QUERIES = 25
+CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE SAVEPOINT")
+
+
+def running_session(workspace: Path, creator: User, model: str = "") -> AgentSession:
+    return AgentSession.objects.create(
+        task="fix the bug", repo=str(workspace), workspace=str(workspace),
+        status=AgentSession.Status.RUNNING, policy=Policy.objects.get(name="default"),
+        creator=creator, model=model, system_prompt="You are an agent.",
+    )  # fmt: skip
+
+
+def real(queries: CaptureQueriesContext) -> list[str]:
+    found = [query["sql"] for query in queries.captured_queries]
+    return [sql for sql in found if not sql.startswith(CONTROL)]
+
+
+def listed(queries: list[str]) -> str:
+    return "\n".join(sql[:120] for sql in queries)
+
+
+def test_an_allowed_read_file_costs_the_worker_a_fixed_number_of_statements(
+    workspace: Path, creator: User
+) -> None:
+    session = running_session(workspace, creator)
+    services.tool_call_run_in_process(session=session, tool="read_file", args={"path": "README.md"})
+    args = {"path": "src/app.py"}
+    call = services.tool_call_receive(session=session, tool="read_file", args=args)
+    with CaptureQueriesContext(connection) as queries:
+        services.tool_call_evaluate(tool_call_id=call.pk)
+    assert ToolCall.objects.get(pk=call.pk).status == "succeeded"
+    assert len(real(queries)) == ALLOWED_CALL_QUERIES, listed(real(queries))
+
+
+def test_a_turn_costs_the_same_statements_early_and_late_in_a_conversation(
+    workspace: Path, creator: User, tmp_path: Path
+) -> None:
+    steps = [tool("read_file", path="README.md" if i % 2 else "src/app.py") for i in range(40)]
+    session = running_session(workspace, creator, script(tmp_path, [*steps, done()]))
+    counts = {}
+    for turn in range(31):
+        with CaptureQueriesContext(connection) as queries:
+            services.agent_turn(session_id=session.pk)
+        counts[turn] = real(queries)
+    assert AgentMessage.objects.filter(session=session).count() == 1 + 2 * 31
+    assert len(counts[2]) == len(counts[30]) == TURN_QUERIES, listed(counts[30])
+
+
+def test_a_turn_reads_only_the_messages_stored_since_the_last_one(
+    workspace: Path, creator: User
+) -> None:
+    session = running_session(workspace, creator)
+    for index in range(20):
+        content = {"role": "user", "content": f"message {index}"}
+        AgentMessage.objects.create(session=session, index=index, role="user", content=content)
+    assert [m.index for m in conversation_messages(session)] == list(range(20))
+    AgentMessage.objects.create(session=session, index=20, role="user", content={"role": "user"})
+    with CaptureQueriesContext(connection) as queries:
+        messages = conversation_messages(session)
+    assert [m.index for m in messages] == list(range(21))
+    assert len(queries) == 1
+    assert '"index" >= 20' in queries.captured_queries[0]["sql"]
+
+
+def test_messages_another_process_stored_meanwhile_are_read_too(
+    workspace: Path, creator: User
+) -> None:
+    session = running_session(workspace, creator)
+    AgentMessage.objects.create(session=session, index=0, role="user", content={"role": "user"})
+    conversation_messages(session)
+    for index in (1, 2, 3):  # another worker's turns
+        AgentMessage.objects.create(session=session, index=index, role="user", content={})
+    assert [m.index for m in conversation_messages(session)] == [0, 1, 2, 3]

@@ -1,0 +1,121 @@
+"""API shapes (pydantic via django-ninja)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from ninja import Schema
+from pydantic import ConfigDict, Field
+
+
+class StrictIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SessionIn(StrictIn):
+    task: str = Field(min_length=1, max_length=20000)
+    repo: str = Field(min_length=1, max_length=1000)
+    model: str = Field(default="", max_length=200)
+    policy: str = Field(default="default", max_length=100)
+
+
+class SessionOut(Schema):
+    id: int
+    status: str
+    task: str
+    repo: str
+    workspace: str
+    policy: str
+    model: str
+    kind: str
+    parent: int | None
+    children: list[int]
+    tokens: dict[str, Any]
+    summary: str
+    files_changed: list[str]
+    depth: int
+    iterations: int
+    max_iterations: int
+    token_budget: int
+    total_changed_lines: int
+    changed_since_approval: int
+    active_skills: list[dict[str, Any]] = []
+    created_at: datetime
+    finished_at: datetime | None
+
+
+class ToolCallIn(StrictIn):
+    tool: str = Field(min_length=1, max_length=200)
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolCallOut(Schema):
+    id: int
+    session: int
+    tool: str
+    args: dict[str, Any]
+    status: str
+    # The policy's verdict (`ToolCall.verdict`), under the key the API has always used.
+    decision: str
+    reason: str
+    rule: str
+    result: str
+    preview: dict[str, Any] | None
+    decided_by: str | None
+    from_cache: bool
+    policy_version: int | None
+    created_at: datetime
+    decided_at: datetime | None
+    expires_at: datetime | None
+    finished_at: datetime | None
+
+
+class DecisionIn(StrictIn):
+    decision: Literal["approve", "deny"]
+    reason: str = Field(default="", max_length=5000)
+    args: dict[str, Any] | None = None
+    remember: bool = False
+    rule_args: dict[str, str] | None = Field(
+        default=None,
+        description="With `remember`: one pattern per argument, to widen the remembered "
+        "rule (a call that waited for a protected path, a risky command or a pull request "
+        "may only be widened by a policy admin).",
+    )
+
+
+class EvaluateIn(StrictIn):
+    tool: str = Field(min_length=1, max_length=200)
+    args: dict[str, Any] = Field(default_factory=dict)
+    session: int | None = Field(
+        default=None, description="Judge against this session's workspace and counters."
+    )
+
+
+class VerdictOut(Schema):
+    """The policy's verdict on a dry run; `decision` is its kind (the API's key)."""
+
+    decision: str
+    reason: str
+    rule: str
+    note: str | None = Field(
+        default=None, description="A warning about the workspace (a tracked secret path)."
+    )
+
+
+class ErrorOut(Schema):
+    detail: Any
+
+
+class SessionPage(Schema):
+    """One page of sessions, newest first."""
+
+    items: list[SessionOut]
+    next: str | None = Field(description="The `cursor` of the next page; null on the last.")
+
+
+class ToolCallPage(Schema):
+    """One page of tool calls, in the order they were received."""
+
+    items: list[ToolCallOut]
+    next: str | None = Field(description="The `cursor` of the next page; null on the last.")

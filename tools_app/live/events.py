@@ -1,0 +1,147 @@
+"""The event log: every state change appends an Event (monotonic `seq` per session)
+and is published to the Channels groups after the transaction commits."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import InMemoryChannelLayer, get_channel_layer
+from django.db import connection, transaction
+
+from tools_app.live import publisher
+from tools_app.models import AgentSession, Event, ToolCall
+
+logger = logging.getLogger(__name__)
+
+APPROVALS_GROUP = "approvals"
+
+
+def session_group(session_id: int) -> str:
+    return f"session.{session_id}"
+
+
+def event_append(*, session_id: int, type: str, data: dict[str, Any]) -> Event:
+    """Append an event in the caller's transaction; publish it once that commits."""
+    return events_append(session_id=session_id, items=[(type, data)])[0]
+
+
+def events_append(*, session_id: int, items: Sequence[tuple[str, dict[str, Any]]]) -> list[Event]:
+    """Append events with consecutive seqs in the caller's transaction; publish them
+    together, in order, once that commits. Inside the caller's transaction no savepoint
+    is taken: a failure here fails the caller's transaction anyway."""
+    with transaction.atomic(savepoint=False):
+        last = _take_seqs(session_id, len(items))
+        first = last - len(items) + 1
+        created = Event.objects.bulk_create(
+            Event(session_id=session_id, seq=first + i, type=type, data=data)
+            for i, (type, data) in enumerate(items)
+        )
+    transaction.on_commit(lambda: publish_all(created))
+    return created
+
+
+def _take_seqs(session_id: int, count: int) -> int:
+    """Reserve `count` seqs with one row-locking update; the last one reserved.
+
+    `UPDATE … RETURNING` (SQLite ≥ 3.35, PostgreSQL) is one statement where an update
+    and a select were two.
+    """
+    table = connection.ops.quote_name(AgentSession._meta.db_table)
+    column = connection.ops.quote_name("last_event_seq")
+    # Only quoted names from the model are interpolated; the values are parameters.
+    sql = f"UPDATE {table} SET {column} = {column} + %s WHERE id = %s RETURNING {column}"  # noqa: S608
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [count, session_id])
+        row = cursor.fetchone()
+    if row is None:
+        raise AgentSession.DoesNotExist(f"There is no session {session_id}.")
+    return int(row[0])
+
+
+def tool_call_event(call: ToolCall, type: str) -> Event:
+    """An event about a tool call, carrying what a reviewer's card shows."""
+    return event_append(session_id=call.session_id, type=type, data=tool_call_payload(call))
+
+
+def tool_call_events(call: ToolCall, statuses: Sequence[str]) -> list[Event]:
+    """One event per status the call went through in one transaction, in that order."""
+    payload = tool_call_payload(call)
+    items = [(f"tool_call.{status}", {**payload, "status": status}) for status in statuses]
+    return events_append(session_id=call.session_id, items=items)
+
+
+def tool_call_payload(call: ToolCall) -> dict[str, Any]:
+    return {
+        "tool_call": call.pk,
+        "tool": call.tool,
+        "status": call.status,
+        "decision": call.verdict,
+        "reason": call.reason,
+        "rule": call.rule,
+    }
+
+
+def event_message(event: Event) -> dict[str, Any]:
+    return {
+        "type": event.type,
+        "seq": event.seq,
+        "session": event.session_id,
+        "id": event.pk,
+        **event.data,
+    }
+
+
+def event_groups(event: Event) -> list[str]:
+    groups = [session_group(event.session_id)]
+    if event.type.startswith("tool_call."):
+        groups.append(APPROVALS_GROUP)
+    return groups
+
+
+def publish(event: Event) -> None:
+    publish_all([event])
+
+
+def publish_all(events: Sequence[Event]) -> None:
+    """Tell live clients, in seq order. A failure here loses nothing: clients catch up
+    from the log."""
+    layer = get_channel_layer()
+    if layer is None or not events:
+        return
+    sends = [
+        (group, {"type": "session.event", "event": event_message(event)})
+        for event in events
+        for group in event_groups(event)
+    ]
+
+    async def send() -> None:
+        for group, message in sends:
+            await layer.group_send(group, message)
+
+    try:
+        if isinstance(layer, InMemoryChannelLayer):
+            async_to_sync(send)()  # its queues live in the caller's event loop
+        else:
+            publisher.run(send())  # one long-lived loop per process, no loop per event
+    except Exception as exc:
+        _report_unpublished(events[0], exc)
+
+
+_unpublished = {"count": 0}
+
+
+def _report_unpublished(event: Event, exc: Exception) -> None:
+    """Say once per process that live updates are off (Redis down, or not started)."""
+    _unpublished["count"] += 1
+    level = logging.WARNING if _unpublished["count"] == 1 else logging.DEBUG
+    logger.log(
+        level,
+        "live updates are off: event %s of session %s was not published (%s); "
+        "it is kept in the event log for clients to catch up",
+        event.seq,
+        event.session_id,
+        exc.__class__.__name__,
+    )

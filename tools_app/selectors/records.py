@@ -1,0 +1,283 @@
+"""Reads for pages, the API, consumers and commands."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from django.db.models import Q, QuerySet, prefetch_related_objects
+from django.utils import timezone
+
+from tools_app.core.policy.context import CallContext
+from tools_app.core.policy.loader import PolicyInvalid, policy_from_dict
+from tools_app.core.policy.rules import rule_matches
+from tools_app.core.policy.types import (
+    POLICY_SETTINGS,
+    CallFacts,
+    PolicySpec,
+    SessionCounters,
+    field_values,
+)
+from tools_app.core.skills.definitions import SkillData, ToolData, skill_to_dict
+from tools_app.core.skills.matching import activations
+from tools_app.core.tools import git_runner
+from tools_app.core.tools.errors import ToolError
+from tools_app.core.tools.registry import core_tool_schemas
+from tools_app.models import (
+    AgentSession,
+    Decision,
+    Event,
+    Policy,
+    PolicyRule,
+    Skill,
+    SkillTool,
+    ToolCall,
+)
+
+
+def policy_as_dict(policy: Policy) -> dict[str, Any]:
+    """The policy-file JSON of a stored policy (what `export_policy` prints)."""
+    return {
+        "name": policy.name,
+        "description": policy.description,
+        **field_values(policy, POLICY_SETTINGS),
+        "rules": [rule_as_dict(rule) for rule in policy.rules.all()],
+    }
+
+
+def rule_as_dict(rule: PolicyRule) -> dict[str, Any]:
+    return {
+        "tool": rule.tool,
+        "args": dict(rule.args),
+        "decision": rule.decision,
+        "reason": rule.reason,
+    }
+
+
+def policy_spec(policy: Policy) -> PolicySpec:
+    """The engine's view of a stored policy; raises PolicyInvalid if it cannot load."""
+    prefetch_related_objects([policy], "rules")  # read once, for the dict and the ids
+    data = policy_as_dict(policy)
+    data.pop("description")
+    spec = policy_from_dict(data)
+    rules = tuple(
+        replace(
+            rule,
+            id=str(stored.pk),
+            remembered_by=_remembered_by(stored),
+            reviewer_bounded=stored.reviewer_bounded,
+        )
+        for rule, stored in zip(spec.rules, policy.rules.all(), strict=True)
+    )
+    return replace(spec, version=policy.version, rules=rules)
+
+
+def _remembered_by(rule: PolicyRule) -> str:
+    """The id of the reviewer whose approval a remembered rule stands for ("": none)."""
+    return str(rule.created_by_id) if rule.remembered and rule.created_by_id else ""
+
+
+def policy_by_name(name: str) -> Policy | None:
+    return Policy.objects.filter(name=name).prefetch_related("rules").first()
+
+
+def session_as_dict(session: AgentSession) -> dict[str, Any]:
+    return {
+        "id": session.pk,
+        "status": session.status,
+        "task": session.task,
+        "repo": session.repo,
+        "workspace": session.workspace,
+        "policy": session.policy.name,
+        "model": session.model,
+        "kind": session.kind,
+        "parent": session.parent_id,
+        "children": [child.pk for child in session.children.all()],
+        "tokens": {
+            "input": session.tokens_in,
+            "output": session.tokens_out,
+            "subagents": {
+                "input": session.subagent_tokens_in,
+                "output": session.subagent_tokens_out,
+            },
+        },
+        "summary": session.summary,
+        "files_changed": session.files_changed,
+        "depth": session.depth,
+        "iterations": session.iterations,
+        "max_iterations": session.max_iterations,
+        "token_budget": session.token_budget,
+        "total_changed_lines": session.total_changed_lines,
+        "changed_since_approval": session.changed_since_approval,
+        "active_skills": session.active_skills,
+        "created_at": session.created_at,
+        "finished_at": session.finished_at,
+    }
+
+
+def tool_call_as_dict(call: ToolCall) -> dict[str, Any]:
+    try:
+        human: Decision | None = call.human
+    except Decision.DoesNotExist:
+        human = None
+    return {
+        "id": call.pk,
+        "session": call.session_id,
+        "tool": call.tool,
+        "args": call.args,
+        "status": ToolCall.Status.EXPIRED if tool_call_overdue(call) else call.status,
+        "decision": call.verdict,
+        "reason": call.reason,
+        "rule": call.rule,
+        "result": call.result,
+        "preview": call.preview,
+        "decided_by": human.user.get_username() if human and human.user else None,
+        "from_cache": call.from_cache,
+        "policy_version": call.policy_version,
+        "created_at": call.created_at,
+        "decided_at": call.decided_at,
+        "expires_at": call.expires_at,
+        "finished_at": call.finished_at,
+    }
+
+
+def session_get(session_id: int) -> AgentSession | None:
+    return AgentSession.objects.select_related("policy").filter(pk=session_id).first()
+
+
+def tool_call_overdue(call: ToolCall) -> bool:
+    """Awaiting a person past its deadline: it can no longer be decided or run.
+
+    The sweep marks it `expired` (with its event) within seconds; until then reads
+    already treat it as expired, so that no read has to write.
+    """
+    overdue = call.expires_at is not None and call.expires_at <= timezone.now()
+    return call.status == ToolCall.Status.AWAITING_APPROVAL and overdue
+
+
+def approvals_awaiting() -> QuerySet[ToolCall]:
+    """Calls a reviewer can still decide, oldest first (overdue ones are left out)."""
+    in_time = Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now())
+    calls = ToolCall.objects.select_related("session__policy", "human__user")
+    return calls.filter(in_time, status=ToolCall.Status.AWAITING_APPROVAL).order_by("created_at")
+
+
+def session_tool_schemas(session: AgentSession) -> list[dict[str, Any]]:
+    """The tools a session offers, as {name, description, input_schema}: the core tools,
+    then its active skills' enabled tools under their plain names (what a model calls)."""
+    schemas = core_tool_schemas()
+    for skill in active_skills(session):
+        for tool in skill.tools.all():
+            if tool.enabled:
+                schemas.append(skill_tool_schema(skill, tool))
+    return schemas
+
+
+def active_skill_names(session: AgentSession) -> list[str]:
+    return [str(item.get("skill")) for item in session.active_skills if isinstance(item, dict)]
+
+
+def active_skills(session: AgentSession) -> list[Skill]:
+    """The session's active skills that are still enabled, with their tools."""
+    names = active_skill_names(session)
+    return list(Skill.objects.filter(name__in=names, enabled=True).prefetch_related("tools"))
+
+
+def skill_tool_schema(skill: Skill, tool: SkillTool) -> dict[str, Any]:
+    return {
+        "name": tool.name,
+        "description": f"[skill {skill.name}] {tool.description}".strip(),
+        "input_schema": tool.input_schema or {"type": "object", "properties": {}},
+    }
+
+
+# --- skills ------------------------------------------------------------------------------
+
+
+def skill_data(skill: Skill) -> SkillData:
+    return SkillData(
+        name=skill.name,
+        description=skill.description,
+        triggers=tuple(skill.triggers),
+        instructions=skill.instructions,
+        enabled=skill.enabled,
+        tools=tuple(
+            ToolData(t.name, t.description, t.input_schema, t.executor, t.enabled)
+            for t in skill.tools.all()
+        ),
+    )
+
+
+def skill_as_dict(skill: Skill) -> dict[str, Any]:
+    """The skill file's dict, with the counters a list shows."""
+    return skill_to_dict(skill_data(skill)) | {
+        "times_activated": skill.times_activated,
+        "last_used_at": skill.last_used_at,
+        "updated_at": skill.updated_at,
+    }
+
+
+def skills_all() -> QuerySet[Skill]:
+    return Skill.objects.prefetch_related("tools").order_by("name")
+
+
+def skill_by_name(name: str) -> Skill | None:
+    return skills_all().filter(name=name).first()
+
+
+def skills_export(names: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """Skills as a skill file holds them (all, or those named), for `export_skills`."""
+    skills = skills_all()
+    if names:
+        skills = skills.filter(name__in=list(names))
+    return [skill_to_dict(skill_data(skill)) for skill in skills]
+
+
+def skills_would_activate(text: str) -> list[dict[str, Any]]:
+    """ "Which skills would activate?": the enabled skills a task would activate, with the
+    words that matched; nothing is counted."""
+    enabled = [(s.name, s.triggers) for s in Skill.objects.filter(enabled=True).order_by("name")]
+    return [activation.as_dict() for activation in activations(enabled, text)]
+
+
+def events_last_id() -> int:
+    """The newest event's id: a page rendered now asks the socket for what came after."""
+    return Event.objects.order_by("-id").values_list("id", flat=True).first() or 0
+
+
+def rule_match_count(
+    *, policy: Policy, tool: str, patterns: dict[str, str], exclude: int | None, limit: int = 1000
+) -> tuple[int, int]:
+    """How many of the policy's last `limit` calls to `tool` an allow rule with these
+    argument patterns would have matched, and how many were looked at. Raises
+    PolicyInvalid for a pattern the loader refuses."""
+    rule_data = {"tool": tool, "args": patterns, "decision": "allow", "reason": ""}
+    spec = policy_from_dict({"name": "remember", "rules": [rule_data]})
+    calls = (
+        ToolCall.objects.filter(session__policy=policy, tool=tool)
+        .exclude(pk=exclude or 0)
+        .order_by("-id")
+        .values_list("args", "session__workspace")[:limit]
+    )
+    matched = seen = 0
+    for args, workspace in calls:
+        seen += 1
+        facts = CallFacts(tool, args if isinstance(args, dict) else {}, Path(workspace))
+        try:
+            matched += rule_matches(spec.rules[0], CallContext(spec, facts, SessionCounters()))
+        except ToolError:  # a path outside the workspace: no rule matches it
+            continue
+    return matched, seen
+
+
+def tracked_secrets_note(policy: Policy, workspace: Path) -> str:
+    """A warning when the workspace's repository tracks paths the policy calls secret:
+    they are in git's objects, out of the sandbox's reach ("" when none, or no repo)."""
+    try:
+        spec = policy_spec(policy)
+        paths = git_runner.tracked_secrets(workspace, spec.secret_paths)
+    except (PolicyInvalid, ToolError, OSError):
+        return ""
+    return git_runner.tracked_secrets_note(paths)

@@ -1,0 +1,161 @@
+"""What an approvals card shows for one tool call: which preview, which edit field, the
+rule "Approve & remember" would create, and, once decided, who decided and how."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+from urllib.parse import urlsplit
+
+from tools_app import access
+from tools_app.core import rendering
+from tools_app.core.skills.executors import unfilled_placeholders
+from tools_app.core.tools.catalogue import facts_for
+from tools_app.models import Decision, PullRequest, ToolCall
+from tools_app.selectors.sessions import long_text
+from tools_app.services.policies import remember_patterns
+
+# An escaped pair (`\\` and any character), or an invisible character on its own.
+_HIDDEN_CLASS = "[\x00-\x1f\x7f-\x9f\u00ad\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]"
+_HIDDEN_PAIR = re.compile(_HIDDEN_CLASS)
+_ESCAPED_OR_HIDDEN = re.compile(rf"\\(.)|({_HIDDEN_CLASS})", re.DOTALL)
+FINAL_WORDS = {
+    ToolCall.Status.EXPIRED: "expired",
+    ToolCall.Status.CANCELLED: "cancelled",
+    ToolCall.Status.DENIED: "denied",
+}
+
+
+def preview_kind(call: ToolCall) -> str:
+    """Which preview partial shows the call: its tool's card kind (command, pull, fetch,
+    subagent, skill), else diff or json."""
+    facts = facts_for(call.tool)
+    if facts.card:
+        return facts.card
+    if facts.shows_diff or (call.preview or {}).get("diff"):
+        return "diff"
+    return "json"
+
+
+def call_view(call: ToolCall) -> dict[str, Any]:
+    """What `{% tool_call %}` shows of a call on every page (the inbox card, the session
+    timeline, the pull request page): which preview, and the facts the previews show."""
+    kind = preview_kind(call)
+    return {
+        "kind": kind,
+        "preview": call.preview or {},
+        "network": network_text(call) if kind in {"command", "skill"} else "",
+        "args_hidden": rendering.hidden_count(json.dumps(call.args, ensure_ascii=False)),
+        "host": _host(call) if facts_for(call.tool).shows_host else None,
+        "unfilled": _unfilled(call.preview or {}),
+        "fold_result": long_text(call.result or ""),
+    }
+
+
+def pull_request_call(pull: PullRequest) -> ToolCall:
+    """A recorded pull request as the `create_pull_request` call that proposes it (not
+    saved): its page shows it through `{% tool_call %}`, as the card that approved it."""
+    fields = {"title": pull.title, "body": pull.body, "base": pull.base, "head": pull.head}
+    preview = {**fields, "draft": pull.draft, "commits": pull.commits, "diff": pull.diff}
+    return ToolCall(tool="create_pull_request", args=fields, preview=preview)
+
+
+def card_context(call: ToolCall, user: Any, **extra: Any) -> dict[str, Any]:
+    """Everything `_card.html` needs; `extra` carries an error and the reviewer's text."""
+    field = facts_for(call.tool).edit_field
+    awaiting = call.status == ToolCall.Status.AWAITING_APPROVAL
+    context = {
+        **call_view(call),
+        "call": call,
+        "awaiting": awaiting,
+        "decided": None if awaiting else decided_text(call),
+        "may_approve": access.may_decide(user, access.BROWSER, call, approve=True),
+        "edit_field": field,
+        "edit_value": _edit_value(call, field),
+        "args_json": json.dumps(call.args, indent=2, ensure_ascii=False),
+        "remember": [(k, form_safe(v)) for k, v in sorted(remember_patterns(call.args).items())],
+    }
+    context.update(extra)
+    return context
+
+
+def network_text(call: ToolCall) -> str:
+    """Whether the command has the network, and whether approving gives it: a person's
+    approval does (`SandboxOptions.approved`), whatever the policy says."""
+    if (call.preview or {}).get("sandboxed") is False:
+        return "on: no sandbox on this host, the command has the worker's network"
+    if call.session.policy.command_network:
+        return "on (policy command_network)"
+    if call.status == ToolCall.Status.AWAITING_APPROVAL:
+        return "off now; approving gives this command the network"
+    try:
+        human: Decision | None = call.human
+    except Decision.DoesNotExist:
+        human = None
+    if human is not None and human.decision == Decision.Choice.APPROVE:
+        return "on: a person approved this command"
+    return "off"
+
+
+def form_safe(pattern: str) -> str:
+    """A `re:` pattern with its control and invisible characters spelled `\\uXXXX`: the
+    same regular expression, but one an <input> keeps intact (it drops newlines) and a
+    reviewer can read."""
+    if not pattern.startswith("re:"):
+        return pattern
+    return _ESCAPED_OR_HIDDEN.sub(_spelled, pattern)
+
+
+def _spelled(match: re.Match[str]) -> str:
+    char = match.group(1) or match.group(2)
+    if match.group(1) is not None and not _HIDDEN_PAIR.fullmatch(char):
+        return match.group(0)  # an escape such as `\.`: kept as it is
+    return f"\\u{ord(char):04x}"
+
+
+def _unfilled(preview: dict[str, Any]) -> list[str]:
+    """A prompt template's placeholders that stay in the text (a skill saved before such
+    templates were refused): the card says so rather than show them as if rendered."""
+    definition = preview.get("definition")
+    if not isinstance(definition, dict) or preview.get("executor") != "prompt":
+        return []
+    executor, schema = definition.get("executor"), definition.get("input_schema")
+    if not isinstance(executor, dict) or not isinstance(schema, dict):
+        return []
+    return unfilled_placeholders(str(executor.get("template", "")), schema)
+
+
+def _edit_value(call: ToolCall, field: str | None) -> str:
+    value = call.args.get(field) if field else None
+    return value if isinstance(value, str) else ""
+
+
+def _host(call: ToolCall) -> str:
+    """The host the URL really names: punycode for look-alike names, and the port."""
+    try:
+        parts = urlsplit(str(call.args.get("url", "")))
+        host = parts.hostname or ""
+        ascii_host = host.encode("idna").decode("ascii") if host else ""
+        return f"{ascii_host}:{parts.port}" if parts.port else ascii_host
+    except (ValueError, UnicodeError):
+        return "(the URL has no valid host)"
+
+
+def decided_text(call: ToolCall) -> str:
+    """ "Decided by rita: approved", "…: denied (reason)", "Expired", "Cancelled"."""
+    try:
+        human: Decision | None = call.human
+    except Decision.DoesNotExist:
+        human = None
+    if human is None:
+        word = FINAL_WORDS.get(ToolCall.Status(call.status), call.status)
+        return f"No longer waiting: {word}."
+    who = human.user.get_username() if human.user else "a deleted user"
+    how = "approved" if human.decision == Decision.Choice.APPROVE else "denied"
+    if human.edited_args is not None and how == "approved":
+        how = "approved with edited arguments"
+    if human.remember and how == "approved":
+        how = "approved and remembered"
+    reason = f" ({human.reason})" if human.reason else ""
+    return f"Decided by {who}: {how}{reason}"
