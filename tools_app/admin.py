@@ -348,4 +348,4 @@ class AuditEntryAdmin(ReadOnlyAdmin):
         return {}  # not even the bulk delete action
 
 
-from tools_app import notify_admin  # noqa: E402,F401  (channels, deliveries: their own module)
+from tools_app.web import notify_admin  # noqa: E402,F401  (channels, deliveries: their own module)

@@ -430,9 +430,9 @@ class PullRequest(models.Model):
 
 # In their own modules (one app): imported here so that Django and `tools_app.models`
 # know them.
-from tools_app.audit_models import AuditEntry as AuditEntry  # noqa: E402
-from tools_app.channel_models import Channel as Channel  # noqa: E402
-from tools_app.channel_models import Delivery as Delivery  # noqa: E402
-from tools_app.channel_models import DeliveryAttempt as DeliveryAttempt  # noqa: E402
-from tools_app.channel_models import NotifyPreference as NotifyPreference  # noqa: E402
-from tools_app.channel_models import SlackUser as SlackUser  # noqa: E402
+from tools_app.tables.audit import AuditEntry as AuditEntry  # noqa: E402
+from tools_app.tables.channels import Channel as Channel  # noqa: E402
+from tools_app.tables.channels import Delivery as Delivery  # noqa: E402
+from tools_app.tables.channels import DeliveryAttempt as DeliveryAttempt  # noqa: E402
+from tools_app.tables.channels import NotifyPreference as NotifyPreference  # noqa: E402
+from tools_app.tables.channels import SlackUser as SlackUser  # noqa: E402

@@ -22,8 +22,8 @@ from django.utils import timezone
 
 from tests.integration.helpers import Api
 from tools_app import services
-from tools_app.audit_models import AppendOnly
 from tools_app.models import AgentSession, AuditEntry, Policy, ToolCall
+from tools_app.tables.audit import AppendOnly
 from tools_app.tasks import sweep
 
 pytestmark = pytest.mark.django_db
