@@ -60,7 +60,12 @@ class BearerToken(HttpBearer):
 api = NinjaAPI(
     title="agentweb",
     version="1",
-    description="Sessions, tool calls, approvals and policies.",
+    description=(
+        "Sessions, tool calls, approvals, policies, skills and the audit trail (/api/audit, "
+        "/api/audit/export). Notification webhooks POST the JSON schema "
+        "agentweb.notification/1, signed X-Agentweb-Signature: t=TIMESTAMP,v1=HMAC-SHA256 of "
+        "TIMESTAMP.BODY (README: Reaching reviewers)."
+    ),
     auth=[BearerToken(), SessionAuth()],
     urls_namespace="api",
     docs_decorator=login_required,  # the docs are a page: behind login like every page
