@@ -123,6 +123,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "tools_app.web.context_processors.pending_approvals",
+                "tools_app.web.notify_context.failing_channels",
             ],
         },
     },
@@ -313,3 +314,19 @@ AGENTWEB_SKILL_SECRETS = envlist("AGENTWEB_SKILL_SECRETS", "")
 AGENTWEB_MCP_WAIT_SECONDS = envint("AGENTWEB_MCP_WAIT_SECONDS", 50)
 # `up` starts the scripted demo session on its first run (no API key needed).
 AGENTWEB_DEMO = envbool("AGENTWEB_DEMO", True)
+
+# The audit trail (/audit/, GET /api/audit): entries older than this many days are
+# pruned by the periodic sweep; 0 keeps them all.
+AGENTWEB_AUDIT_DAYS = envint("AGENTWEB_AUDIT_DAYS", 365)
+
+# Notification channels (webhook, Slack, email; configured in the admin). A channel may
+# only send to a host named here (comma-separated; `*.example.com` wildcards).
+AGENTWEB_NOTIFY_HOSTS = envlist("AGENTWEB_NOTIFY_HOSTS", "hooks.slack.com,slack.com")
+# Email goes through Django's backend: SMTP at EMAIL_HOST:EMAIL_PORT.
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = envint("EMAIL_PORT", 25)
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", False)
+EMAIL_TIMEOUT = envint("EMAIL_TIMEOUT", 10)
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "agentweb@localhost")

@@ -97,6 +97,22 @@ def check_edit_skills(user: Any, scope: str) -> None:
         )
 
 
+def may_see_audit(user: Any, scope: str) -> bool:
+    """The audit trail names everyone's actions: staff, or a user given the
+    `view_auditentry` permission, from the browser or with a review token."""
+    if scope not in FULL_SCOPES or not _active(user):
+        return False
+    return bool(user.is_staff or user.is_superuser or user.has_perm("tools_app.view_auditentry"))
+
+
+def check_see_audit(user: Any, scope: str) -> None:
+    if not may_see_audit(user, scope):
+        raise PermissionDenied(
+            "Only staff (or users with the view_auditentry permission) may read the audit "
+            "trail, from the browser or with a review token."
+        )
+
+
 # --- fetch and check: 404 to outsiders ---------------------------------------------------
 
 

@@ -24,6 +24,7 @@ from tools_app.core.policy.types import SessionCounters
 from tools_app.models import (
     AgentSession,
     ApiToken,
+    AuditEntry,
     Decision,
     Event,
     Policy,
@@ -34,7 +35,11 @@ from tools_app.models import (
     ToolCall,
 )
 from tools_app.selectors import records
+from tools_app.services.policies import policy_changed, policy_delete
+from tools_app.services.skills import skill_audit
 from tools_app.web.admin_forms import POLICY_GROUPS, PolicyForm, PolicyRuleForm, TryCallForm
+
+ADMIN = AuditEntry.Via.ADMIN  # the audit trail's "from where"
 
 if TYPE_CHECKING:
     from django.contrib.admin.options import _FieldGroups, _FieldOpts
@@ -97,9 +102,21 @@ class PolicyAdmin(admin.ModelAdmin[Policy]):
         return len(policy.protected_paths)
 
     def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        """Saved with its rules: a new version (unless new) and an audit entry."""
         super().save_related(request, form, formsets, change)
-        if change:
-            services.policy_bump_version(policy=form.instance)
+        changed = list(form.changed_data) + [
+            f"rules ({formset.prefix})" for formset in formsets if formset.has_changed()
+        ]
+        policy_changed(
+            policy=form.instance, user=request.user, via=ADMIN, created=not change, changed=changed
+        )
+
+    def delete_model(self, request: HttpRequest, obj: Policy) -> None:
+        policy_delete(policy=obj, user=request.user, via=ADMIN)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Policy]) -> None:
+        for policy in queryset:
+            policy_delete(policy=policy, user=request.user, via=ADMIN)
 
     def get_urls(self) -> list[URLPattern]:
         try_call = path(
@@ -267,7 +284,7 @@ class AgentSessionAdmin(ReadOnlyAdmin):
         open_sessions = queryset.exclude(status__in=AgentSession.FINISHED_STATUSES)
         allowed = [s for s in open_sessions if access.may_act_on_session(request.user, s)]
         for session in allowed:
-            services.session_cancel(session=session)
+            services.session_cancel(session=session, user=request.user, via=ADMIN)
         self.message_user(request, f"Cancelled {len(allowed)} session(s).", messages.SUCCESS)
         skipped = len(open_sessions) - len(allowed)
         if skipped:
@@ -282,8 +299,27 @@ class SkillToolInline(admin.StackedInline[SkillTool, Skill]):
 
 @admin.register(Skill)
 class SkillAdmin(admin.ModelAdmin[Skill]):
+    """Skills edited here are recorded in the audit trail as the skills pages' are."""
+
     inlines = [SkillToolInline]
     list_display = ("name", "enabled", "updated_at")
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        super().save_related(request, form, formsets, change)
+        details = {"created": not change, "changed": list(form.changed_data)}
+        skill_audit(form.instance, user=request.user, via=ADMIN, details=details)
+
+    def delete_model(self, request: HttpRequest, obj: Skill) -> None:
+        skill_audit(obj, user=request.user, via=ADMIN, details={}, action=AUDIT_DELETE)
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Skill]) -> None:
+        for skill in queryset:
+            skill_audit(skill, user=request.user, via=ADMIN, details={}, action=AUDIT_DELETE)
+        super().delete_queryset(request, queryset)
+
+
+AUDIT_DELETE = AuditEntry.Action.SKILL_DELETE
 
 
 @admin.register(ApiToken)
@@ -294,3 +330,22 @@ class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # tokens are made with `manage.py create_api_token`, shown once
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(ReadOnlyAdmin):
+    """The audit trail: append-only, so no add, change or delete here either."""
+
+    list_display = (
+        "id", "created_at", "actor_name", "via", "action", "decision", "object_repr",
+        "session_ref", "policy_name",
+    )  # fmt: skip
+    list_filter = ("action", "via", "decision", "created_at")
+    search_fields = ("actor_name", "object_repr", "tool", "policy_name", "reason")
+    agent_text = ("object_repr", "tool", "reason", "details")
+
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
+        return {}  # not even the bulk delete action
+
+
+from tools_app.web import notify_admin  # noqa: E402,F401  (channels, deliveries: their own module)

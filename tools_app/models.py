@@ -47,6 +47,11 @@ class Policy(models.Model):
         default=600, help_text="Seconds: a command asking for a longer timeout needs a person."
     )
     approval_timeout_seconds = models.PositiveIntegerField(default=3600)
+    escalate_after_seconds = models.PositiveIntegerField(
+        default=0,
+        help_text="Seconds: a call still waiting this long goes to the escalation channels "
+        "too (0: never).",
+    )
     version = models.PositiveIntegerField(default=1, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -448,3 +453,13 @@ class PullRequest(models.Model):
 
     def __str__(self) -> str:
         return spelled(f"#{self.number} {self.title}")
+
+
+# In their own modules (one app): imported here so that Django and `tools_app.models`
+# know them.
+from tools_app.tables.audit import AuditEntry as AuditEntry  # noqa: E402
+from tools_app.tables.channels import Channel as Channel  # noqa: E402
+from tools_app.tables.channels import Delivery as Delivery  # noqa: E402
+from tools_app.tables.channels import DeliveryAttempt as DeliveryAttempt  # noqa: E402
+from tools_app.tables.channels import NotifyPreference as NotifyPreference  # noqa: E402
+from tools_app.tables.channels import SlackUser as SlackUser  # noqa: E402

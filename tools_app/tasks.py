@@ -14,7 +14,7 @@ from celery.signals import worker_ready
 from django.conf import settings
 
 from tools_app import services
-from tools_app.services import queueing
+from tools_app.services import delivery, notifications, queueing
 
 logger = logging.getLogger(__name__)
 
@@ -39,14 +39,22 @@ def agent_turn(session_id: int) -> None:
     services.agent_turn(session_id=session_id)
 
 
+@shared_task(name=notifications.DELIVER)
+def deliver_notification(delivery_id: int) -> None:
+    delivery.delivery_send(delivery_id=delivery_id)
+
+
 @shared_task(name="tools_app.tasks.sweep")
 def sweep() -> None:
-    """Every few seconds: expire overdue approvals, resend lost work, recover crashed runs."""
+    """Every few seconds: expire overdue approvals, resend lost work, recover crashed runs,
+    prune the audit trail past its retention."""
     services.tool_call_expire_overdue()
     services.tool_call_recover_interrupted()
     services.tool_call_requeue_orphans()
     services.session_requeue_unprepared()
     services.agent_requeue_stalled()
+    services.audit_prune()
+    notifications.notify_sweep()
 
 
 @worker_ready.connect

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from django.urls import path
 
-from tools_app.web import approvals, pull_requests, sessions, skills
+from tools_app.api import slack
+from tools_app.web import approvals, audit, pull_requests, sessions, skills
 
 urlpatterns = [
     path("", approvals.approvals, name="home"),
@@ -25,6 +26,13 @@ urlpatterns = [
         name="session_timeline",
     ),
     path("sessions/<int:session_id>/cancel/", sessions.session_cancel_form, name="session_cancel"),
+    path("audit/", audit.audit, name="audit"),
+    path("audit/export/", audit.audit_export, name="audit_export"),
+    path(
+        "slack/interactivity/<slug:channel_name>/",
+        slack.slack_interactivity,
+        name="slack_interactivity",
+    ),
     path("skills/", skills.skill_list, name="skills"),
     path("skills/new/", skills.skill_new, name="skill_new"),
     path("skills/export/", skills.skill_export, name="skill_export"),

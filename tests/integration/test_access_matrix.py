@@ -65,6 +65,9 @@ DECIDES = expect(403, 200, 404, 200, 401)
 WRITES_SKILLS = expect(403, 403, 403, 200, 401)  # staff (or change_skill) only
 SKILL_PAGE = expect(403, 403, 403, 200, 302)  # the skill forms: staff (or change_skill) only
 SKILL_WRITE = expect(403, 403, 403, 302, 302)
+AUDIT_PAGE = expect(403, 403, 403, 200, 302)  # staff (or view_auditentry) only
+READS_THE_AUDIT = expect(403, 403, 403, 200, 401)
+NO_SUCH_CHANNEL = expect(404, 404, 404, 404, 404)
 
 PAGES = [
     Row("home", "GET", "/", EVERYONE_LOGGED_IN),
@@ -103,6 +106,11 @@ PAGES = [
     Row("skill_import", "GET", "/skills/import/", SKILL_PAGE),
     Row("skill_import", "POST", "/skills/import/", SKILL_WRITE,
         {"text": '{"name": "notes", "triggers": ["notes"]}'}),
+    Row("audit", "GET", "/audit/", AUDIT_PAGE),
+    Row("audit", "GET", "/audit/?decision=deny", AUDIT_PAGE),
+    Row("audit_export", "GET", "/audit/export/?format=csv", AUDIT_PAGE),
+    # Slack calls it, signed (test_notify_slack): no login, and no such channel here
+    Row("slack_interactivity", "POST", "/slack/interactivity/team/", NO_SUCH_CHANNEL, {}),
 ]  # fmt: skip
 
 API = [
@@ -136,6 +144,8 @@ API = [
     Row("PUT /skills/{name}", "PUT", "/api/skills/lint", WRITES_SKILLS,
         {"name": "lint", "triggers": ["lint"]}),
     Row("DELETE /skills/{name}", "DELETE", "/api/skills/lint", WRITES_SKILLS | {"superuser": 204}),
+    Row("GET /audit", "GET", "/api/audit", READS_THE_AUDIT),
+    Row("GET /audit/export", "GET", "/api/audit/export?format=csv", READS_THE_AUDIT),
     Row("docs", "GET", "/api/docs", expect(200, 200, 200, 200, 302)),
     Row("openapi.json", "GET", "/api/openapi.json", expect(200, 200, 200, 200, 302)),
 ]  # fmt: skip

@@ -31,6 +31,7 @@ def policy_form(policy: Policy, **changes: Any) -> dict[str, Any]:
         "max_diff_lines": policy.max_diff_lines,
         "require_approval_above": policy.require_approval_above,
         "approval_timeout_seconds": policy.approval_timeout_seconds,
+        "escalate_after_seconds": policy.escalate_after_seconds,
         "command_timeout_limit": policy.command_timeout_limit,
         "rules-TOTAL_FORMS": "0",
         "rules-INITIAL_FORMS": "0",

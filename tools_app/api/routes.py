@@ -20,7 +20,7 @@ from ninja.security import HttpBearer, SessionAuth
 from pydantic import Field
 
 from tools_app import access, services
-from tools_app.api import parsing, skills
+from tools_app.api import audit, parsing, skills
 from tools_app.api.schemas import (
     DecisionIn,
     ErrorOut,
@@ -36,11 +36,13 @@ from tools_app.api.schemas import (
 from tools_app.core import tool_schemas
 from tools_app.core.policy.types import SessionCounters
 from tools_app.live import waiting
-from tools_app.models import AgentSession, ToolCall
+from tools_app.models import AgentSession, AuditEntry, ToolCall
 from tools_app.selectors import records
 from tools_app.selectors.pagination import PageQuery, page
 
 MAX_WAIT_SECONDS = 300.0
+
+Via = AuditEntry.Via
 
 
 class BearerToken(HttpBearer):
@@ -58,7 +60,12 @@ class BearerToken(HttpBearer):
 api = NinjaAPI(
     title="agentweb",
     version="1",
-    description="Sessions, tool calls, approvals and policies.",
+    description=(
+        "Sessions, tool calls, approvals, policies, skills and the audit trail (/api/audit, "
+        "/api/audit/export). Notification webhooks POST the JSON schema "
+        "agentweb.notification/1, signed X-Agentweb-Signature: t=TIMESTAMP,v1=HMAC-SHA256 of "
+        "TIMESTAMP.BODY (README: Reaching reviewers)."
+    ),
     auth=[BearerToken(), SessionAuth()],
     urls_namespace="api",
     docs_decorator=login_required,  # the docs are a page: behind login like every page
@@ -142,7 +149,9 @@ def session_detail(request: HttpRequest, session_id: int) -> dict[str, Any]:
     operation_id="tools_app_api_routes_session_cancel",  # the schema's name, kept
 )
 def session_cancel_endpoint(request: HttpRequest, session_id: int) -> dict[str, Any]:
-    session = services.session_cancel(session=_session_to_act_on(request, session_id))
+    session = services.session_cancel(
+        session=_session_to_act_on(request, session_id), user=request.user, via=Via.API
+    )
     return records.session_as_dict(session)
 
 
@@ -254,6 +263,7 @@ def tool_call_decision(request: HttpRequest, tool_call_id: int, body: DecisionIn
     decided = services.tool_call_decide(
         call=call, user=request.user, scope=scope(request), decision=body.decision,
         reason=body.reason, args=body.args, remember=body.remember, rule_args=body.rule_args,
+        via=Via.API,
     )  # fmt: skip
     return records.tool_call_as_dict(decided)
 
@@ -287,3 +297,4 @@ def policy_evaluate(request: HttpRequest, name: str, body: EvaluateIn) -> dict[s
 
 
 skills.register(api)  # /api/skills: its own module, mounted here
+audit.register(api)  # /api/audit too

@@ -18,7 +18,7 @@ from tools_app.api.parsing import BODY, BadInput
 from tools_app.api.schemas import ErrorOut, StrictIn
 from tools_app.core.tools.jsonsafe import UnsafeJSON, loads
 from tools_app.errors import NotFound
-from tools_app.models import Skill
+from tools_app.models import AuditEntry, Skill
 from tools_app.selectors import records
 from tools_app.selectors.pagination import PageQuery, page
 from tools_app.services import skills as skill_services
@@ -31,6 +31,8 @@ _SKILL_BODY = {
         "description": "A skill file: one skill, or (POST) a list of skills.",
     }
 }
+
+VIA = AuditEntry.Via.API  # the audit trail's "from where"
 
 
 class SkillPage(Schema):
@@ -84,7 +86,7 @@ def skill_list(request: HttpRequest, pages: Query[PageQuery]) -> dict[str, Any]:
 def skill_import_endpoint(request: HttpRequest) -> Status[dict[str, Any]]:
     """Create or replace (by name) one skill or a list of them, all or nothing."""
     access.check_edit_skills(request.user, _scope(request))
-    skills = skill_services.skill_import(data=_body(request), user=request.user)
+    skills = skill_services.skill_import(data=_body(request), user=request.user, via=VIA)
     notes = [f"{s.name}: no triggers, so it never activates" for s in skills if not s.triggers]
     fresh = [records.skill_by_name(s.name) for s in skills]
     return Status(201, {"items": [records.skill_as_dict(s) for s in fresh if s], "notes": notes})
@@ -110,7 +112,7 @@ def skill_replace(request: HttpRequest, name: str) -> dict[str, Any]:
     """Replace the skill (its tools too); a different `name` in the body renames it."""
     _skill(request, name)
     access.check_edit_skills(request.user, _scope(request))
-    skill = skill_services.skill_replace(name=name, data=_body(request), user=request.user)
+    skill = skill_services.skill_replace(name=name, data=_body(request), user=request.user, via=VIA)
     return records.skill_as_dict(_skill(request, skill.name))
 
 
@@ -123,7 +125,7 @@ def skill_delete_endpoint(request: HttpRequest, name: str) -> Status[None]:
     """Delete the skill; tool calls already made keep their record."""
     _skill(request, name)
     access.check_edit_skills(request.user, _scope(request))
-    skill_services.skill_delete(name=name)
+    skill_services.skill_delete(name=name, user=request.user, via=VIA)
     return Status(204, None)
 
 

@@ -11,6 +11,7 @@ from tools_app.errors import (
     Unavailable,
 )
 from tools_app.services.agents import agent_turn
+from tools_app.services.audit import audit_prune, audit_record
 from tools_app.services.decisions import tool_call_decide
 from tools_app.services.maintenance import (
     agent_recover_turns,
@@ -57,6 +58,8 @@ __all__ = [
     "agent_turn",
     "api_token_authenticate",
     "api_token_create",
+    "audit_prune",
+    "audit_record",
     "load_policy_or_denial",
     "policy_bump_version",
     "policy_evaluate",

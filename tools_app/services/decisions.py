@@ -14,6 +14,7 @@ from tools_app.core.policy.types import PolicySpec
 from tools_app.core.tools.jsonsafe import storable_args
 from tools_app.errors import Conflict, Forbidden, Invalid
 from tools_app.models import Decision, ToolCall
+from tools_app.services.audit import Action, audit_tool_call, preview_hash, via_for_scope
 from tools_app.services.gateway import gateway_prepare_edit
 from tools_app.services.lifecycle import tool_call_move
 from tools_app.services.policies import (
@@ -40,12 +41,14 @@ def tool_call_decide(
     args: dict[str, Any] | None = None,
     remember: bool = False,
     rule_args: dict[str, str] | None = None,
+    via: str = "",
 ) -> ToolCall:
     """Approve (maybe with edited arguments, maybe remembered) or deny, exactly once.
 
     The claim is one conditional update from `awaiting_approval`: a second decision
     finds nothing to update and gets Conflict (409). `rule_args`: widened patterns,
-    checked (and maybe refused) before anything is decided.
+    checked (and maybe refused) before anything is decided. `via`: where the person
+    decided (the audit trail's "from where"; by default read from `scope`).
     """
     if decision not in Decision.Choice.values:
         raise Invalid("`decision` must be 'approve' or 'deny'.")
@@ -58,16 +61,16 @@ def tool_call_decide(
         raise Invalid("Rule patterns are only for approving with remember.")
     if rule_args is not None:
         rule_args = _widened(call, rule_args, user)
+    seen = preview_hash(call.preview)  # before an edit replaces it: what the person saw
     status, outcome = _outcome(call, approve=approve, reason=reason, args=args)
     now = timezone.now()
+    via = via or via_for_scope(scope)
 
     def record(call: ToolCall) -> None:
-        Decision.objects.create(
-            tool_call=call, user=user, decision=decision, reason=reason,
-            edited_args=args, remember=remember and approve,
-        )  # fmt: skip
+        person = {"user": user, "decision": decision, "reason": reason, "via": via, "seen": seen}
+        _record(call, **person, args=args, remember=remember and approve)
         if remember and call.status == Status.APPROVED:
-            _remember(call, user, rule_args)
+            _remember(call, user, rule_args, via=via, seen=seen)
 
     move = "decide_approve" if status == Status.APPROVED else "decide_deny"
     # Still waiting and not past its deadline (the sweep may not have expired it yet).
@@ -79,7 +82,25 @@ def tool_call_decide(
     return call
 
 
-def _remember(call: ToolCall, user: Any, rule_args: dict[str, str] | None) -> None:
+def _record(
+    call: ToolCall, *, user: Any, decision: str, reason: str, via: str, seen: str,
+    args: dict[str, Any] | None, remember: bool,
+) -> None:  # fmt: skip
+    """The person's Decision row and its audit entry, in the claim's transaction."""
+    Decision.objects.create(
+        tool_call=call, user=user, decision=decision, reason=reason,
+        edited_args=args, remember=remember,
+    )  # fmt: skip
+    details = {"status": call.status, "edited": args is not None, "remember": remember}
+    audit_tool_call(
+        call=call, action=Action.DECISION, via=via, actor=user, seen=seen,
+        decision=decision, reason=reason, details=details,
+    )  # fmt: skip
+
+
+def _remember(
+    call: ToolCall, user: Any, rule_args: dict[str, str] | None, *, via: str, seen: str
+) -> None:
     """The rule, reviewer-bounded when it is wider than the call and its author is not a
     policy admin: it then never allows what a risky built-in approval sends to a person
     (an admin's widening is an admin's rule)."""
@@ -88,9 +109,14 @@ def _remember(call: ToolCall, user: Any, rule_args: dict[str, str] | None) -> No
         and not remember_is_exact(call.args, rule_args)
         and not access.is_policy_admin(user)
     )
-    policy_rule_remember(
+    rule = policy_rule_remember(
         policy=call.session.policy, tool=call.tool, args=call.args, user=user,
         rule_args=rule_args, reviewer_bounded=bounded,
+    )  # fmt: skip
+    details = {"rule": rule.pk, "args": rule.args, "reviewer_bounded": bounded}
+    audit_tool_call(
+        call=call, action=Action.RULE_REMEMBER, via=via, actor=user, seen=seen,
+        decision="allow", reason=rule.reason, details=details,
     )  # fmt: skip
 
 

@@ -26,6 +26,7 @@ from tools_app.core.tools.effect_apply import drop_held_effect
 from tools_app.core.tools.errors import ToolError
 from tools_app.live import events
 from tools_app.models import AgentSession, Decision, ToolCall
+from tools_app.services.notifications import notify_moved
 from tools_app.services.queueing import agent_turn_enqueue
 
 Status = ToolCall.Status
@@ -125,6 +126,7 @@ def tool_call_move(
             then(call)
         events.tool_call_events(call, [*spec.passes_through, target])
         _after(call, spec.after)
+        notify_moved(call, move, previous)
     if spec.drops_held_effect and (source or previous) == Status.AWAITING_APPROVAL:
         effect_discard(call=call)
     return True

@@ -26,12 +26,13 @@ from tools_app.core.policy.types import (
 from tools_app.errors import Invalid, ServiceError
 from tools_app.models import Policy, PolicyRule
 from tools_app.selectors import records
+from tools_app.services.audit import Action, Via, audit_record
 
 logger = logging.getLogger(__name__)
 
 
 @transaction.atomic
-def policy_import(*, data: object) -> Policy:
+def policy_import(*, data: object, user: Any = None, via: str = Via.CLI) -> Policy:
     """Create or replace a policy from its JSON form; refuses an invalid one whole."""
     if not isinstance(data, dict):
         raise ServiceError("A policy file holds one JSON object with a `name`.")
@@ -55,7 +56,38 @@ def policy_import(*, data: object) -> Policy:
         for index, rule in enumerate(spec.rules)
     )
     policy.refresh_from_db()
+    details = {"imported": True, "created": created, "version": policy.version}
+    _audit_policy(policy, Action.POLICY_CHANGE, user=user, via=via, details=details)
     return policy
+
+
+def policy_changed(
+    *, policy: Policy, user: Any, via: str, created: bool, changed: list[str]
+) -> None:
+    """A person saved a policy (its settings or rules, in the admin): a new version
+    unless it is new, and an audit entry naming what changed."""
+    with transaction.atomic():
+        if not created:
+            policy_bump_version(policy=policy)
+        version = Policy.objects.filter(pk=policy.pk).values_list("version", flat=True).first()
+        details = {"created": created, "changed": changed, "version": version}
+        _audit_policy(policy, Action.POLICY_CHANGE, user=user, via=via, details=details)
+
+
+def policy_delete(*, policy: Policy, user: Any, via: str) -> None:
+    """Delete a policy (its rules with it), recorded. A policy sessions use is protected."""
+    with transaction.atomic():
+        _audit_policy(policy, Action.POLICY_DELETE, user=user, via=via, details={})
+        policy.delete()
+
+
+def _audit_policy(
+    policy: Policy, action: str, *, user: Any, via: str, details: dict[str, Any]
+) -> None:
+    audit_record(
+        action=action, via=via, actor=user, object_type="policy", object_id=policy.pk,
+        object_repr=f"policy {policy.name}", policy=policy.name, details=details,
+    )  # fmt: skip
 
 
 def _policy_apply(policy: Policy, spec: PolicySpec, *, description: str) -> None:

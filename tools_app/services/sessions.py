@@ -17,6 +17,7 @@ from tools_app.errors import ServiceError, Unavailable
 from tools_app.live import events
 from tools_app.models import AgentSession, Policy, ToolCall
 from tools_app.services import workspaces
+from tools_app.services.audit import Action, Via, audit_record
 from tools_app.services.lifecycle import (
     session_move,
     session_wake_agent,
@@ -177,8 +178,11 @@ def session_finish(
     return session
 
 
-def session_cancel(*, session: AgentSession) -> AgentSession:
-    """Cancel a session: its open calls become `cancelled`.
+def session_cancel(
+    *, session: AgentSession, user: Any = None, via: str = Via.SYSTEM
+) -> AgentSession:
+    """Cancel a session: its open calls become `cancelled`. `user` cancelled it from
+    `via` (recorded when it was still open; its sub-agents go with it, unrecorded).
 
     A running command is killed by the worker that runs it, which asks about once a
     second whether its call was cancelled; that works whatever else the host is doing.
@@ -187,13 +191,27 @@ def session_cancel(*, session: AgentSession) -> AgentSession:
     with transaction.atomic():
         for child in session.children.exclude(status__in=AgentSession.FINISHED_STATUSES):
             session_cancel(session=child)
-        for call in ToolCall.objects.filter(session=session, status__in=OPEN_CALL_STATUSES):
+        calls = list(ToolCall.objects.filter(session=session, status__in=OPEN_CALL_STATUSES))
+        cancelled = [call.pk for call in calls]
+        for call in calls:
             tool_call_move(
                 call, "cancel", source=call.status, finished_at=timezone.now(), result=note
             )
-        return session_finish(
+        was_open = session.status not in AgentSession.FINISHED_STATUSES
+        finished = session_finish(
             session_id=session.pk, status=SessionStatus.CANCELLED, summary="cancelled"
         )
+        if was_open and user is not None and finished.status == SessionStatus.CANCELLED:
+            _audit_cancel(finished, user=user, via=via, calls=cancelled)
+        return finished
+
+
+def _audit_cancel(session: AgentSession, *, user: Any, via: str, calls: list[int]) -> None:
+    audit_record(
+        action=Action.SESSION_CANCEL, via=via, actor=user, object_type="session",
+        object_id=session.pk, object_repr=str(session), session_id=session.pk,
+        policy=session.policy.name, details={"cancelled_calls": calls},
+    )  # fmt: skip
 
 
 def _payload(session: AgentSession) -> dict[str, Any]:

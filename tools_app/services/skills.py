@@ -16,6 +16,7 @@ from tools_app.core.tools.jsonsafe import UnsafeJSON, loads
 from tools_app.core.tools.registry import REGISTRY
 from tools_app.errors import Conflict, Invalid, NotFound
 from tools_app.models import Skill, SkillTool
+from tools_app.services.audit import Action, Via, audit_record
 
 CORE_TOOLS = frozenset((*REGISTRY, EFFECT_TOOL))
 
@@ -42,7 +43,7 @@ def skill_items(data: object) -> list[object]:
 
 
 @transaction.atomic
-def skill_import(*, data: object, user: Any = None) -> list[Skill]:
+def skill_import(*, data: object, user: Any = None, via: str = Via.CLI) -> list[Skill]:
     """Create or replace every skill of `data` (one or a list), all or nothing."""
     items = skill_items(data)
     many = len(items) > 1
@@ -50,39 +51,64 @@ def skill_import(*, data: object, user: Any = None) -> list[Skill]:
         skill_check(item, prefix=f"skill {i}: " if many else "") for i, item in enumerate(items)
     ]
     _check_batch(checked)
-    return [_store(skill, existing=skill.name, user=user) for skill in checked]
+    stored = [_store(skill, existing=skill.name, user=user) for skill in checked]
+    for row in stored:
+        skill_audit(row, user=user, via=via, details={"imported": True})
+    return stored
 
 
 @transaction.atomic
-def skill_replace(*, name: str, data: object, user: Any = None) -> Skill:
+def skill_replace(*, name: str, data: object, user: Any = None, via: str = Via.API) -> Skill:
     """Replace the skill `name` (it may be renamed): PUT /api/skills/{name}."""
     if not Skill.objects.filter(name=name).exists():
         raise NotFound(f"There is no skill named {name!r}.")
     skill = skill_check(data)
     if skill.name != name and Skill.objects.filter(name=skill.name).exists():
         raise Conflict(f"There is already a skill named {skill.name!r}.")
-    return _store(skill, existing=name, user=user)
+    row = _store(skill, existing=name, user=user)
+    renamed = {"renamed_from": name} if name != row.name else {}
+    skill_audit(row, user=user, via=via, details={"replaced": True, **renamed})
+    return row
 
 
 @transaction.atomic
-def skill_create(*, data: object, user: Any = None) -> Skill:
+def skill_create(*, data: object, user: Any = None, via: str = Via.API) -> Skill:
     """A new skill (POST of one skill); an existing name is a Conflict."""
     skill = skill_check(data)
     if Skill.objects.filter(name=skill.name).exists():
         raise Conflict(f"There is already a skill named {skill.name!r}; PUT replaces it.")
-    return _store(skill, existing=skill.name, user=user)
+    row = _store(skill, existing=skill.name, user=user)
+    skill_audit(row, user=user, via=via, details={"created": True})
+    return row
 
 
-def skill_delete(*, name: str) -> None:
+@transaction.atomic
+def skill_delete(*, name: str, user: Any = None, via: str = Via.API) -> None:
     """Delete a skill and its tools; calls already made keep their record (by name)."""
-    deleted, _ = Skill.objects.filter(name=name).delete()
-    if not deleted:
+    row = Skill.objects.filter(name=name).first()
+    if row is None:
         raise NotFound(f"There is no skill named {name!r}.")
+    skill_audit(row, user=user, via=via, details={}, action=Action.SKILL_DELETE)
+    row.delete()
 
 
-def skill_set_enabled(*, name: str, enabled: bool) -> None:
-    if not Skill.objects.filter(name=name).update(enabled=enabled):
+@transaction.atomic
+def skill_set_enabled(*, name: str, enabled: bool, user: Any = None, via: str = Via.API) -> None:
+    row = Skill.objects.filter(name=name).first()
+    if row is None or not Skill.objects.filter(pk=row.pk).update(enabled=enabled):
         raise NotFound(f"There is no skill named {name!r}.")
+    skill_audit(row, user=user, via=via, details={"enabled": enabled})
+
+
+def skill_audit(
+    row: Skill, *, user: Any, via: str, details: dict[str, Any], action: str = Action.SKILL_CHANGE
+) -> None:
+    """Record a change to a skill, with the tools it now has (the admin saves one too)."""
+    tools = list(row.tools.values_list("name", flat=True))
+    audit_record(
+        action=action, via=via, actor=user, object_type="skill", object_id=row.name,
+        object_repr=f"skill {row.name}", details={**details, "tools": tools},
+    )  # fmt: skip
 
 
 def _check_batch(skills: list[SkillData]) -> None:
@@ -154,7 +180,9 @@ def _is_user(user: Any) -> bool:
 # --- files and folders ----------------------------------------------------------------------
 
 
-def skill_import_path(*, path: Path, user: Any = None) -> tuple[list[Skill], list[str]]:
+def skill_import_path(
+    *, path: Path, user: Any = None, via: str = Via.CLI
+) -> tuple[list[Skill], list[str]]:
     """Import a skill JSON file, or a folder holding SKILL.md (or folders of them).
 
     Returns the skills and notes for the person importing (a skill without triggers
@@ -167,7 +195,7 @@ def skill_import_path(*, path: Path, user: Any = None) -> tuple[list[Skill], lis
         data: object = [_read_folder(folder) for folder in folders]
     else:
         data = _read_json(path)
-    skills = skill_import(data=data, user=user)
+    skills = skill_import(data=data, user=user, via=via)
     notes = [
         f"{skill.name}: no triggers, so it never activates until an author adds some"
         for skill in skills

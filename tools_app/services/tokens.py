@@ -6,9 +6,11 @@ import hashlib
 import secrets
 from typing import Any
 
+from django.db import transaction
 from django.utils import timezone
 
 from tools_app.models import ApiToken
+from tools_app.services.audit import Action, Via, audit_record
 
 TOKEN_PREFIX = "aw_"  # noqa: S105  (a marker, not a secret)
 
@@ -17,10 +19,19 @@ def _digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def api_token_create(*, user: Any, scope: str) -> str:
-    """Make a token for `user` and return it; only its hash is kept."""
+def api_token_create(*, user: Any, scope: str, by: Any = None, via: str = Via.CLI) -> str:
+    """Make a token for `user` and return it; only its hash is kept. `by`: who made it
+    (None: an operator at the command line)."""
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    ApiToken.objects.create(user=user, scope=scope, token_hash=_digest(token), prefix=token[:10])
+    with transaction.atomic():
+        row = ApiToken.objects.create(
+            user=user, scope=scope, token_hash=_digest(token), prefix=token[:10]
+        )
+        audit_record(
+            action=Action.TOKEN_CREATE, via=via, actor=by, object_type="api_token",
+            object_id=row.pk, object_repr=f"{row.prefix}… ({scope}) for {user.get_username()}",
+            details={"user": user.get_username(), "scope": scope, "prefix": row.prefix},
+        )  # fmt: skip
     return token
 
 

@@ -17,11 +17,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from tools_app import access, services
-from tools_app.models import AgentSession
+from tools_app.models import AgentSession, AuditEntry
 from tools_app.selectors import records, sessions
 from tools_app.web.session_forms import SessionForm, configured_roles
 
 STATUSES = AgentSession.Status
+
+Via = AuditEntry.Via
 
 
 @login_required
@@ -93,7 +95,7 @@ def session_cancel_form(request: HttpRequest, session_id: int) -> HttpResponse:
     if session.status in AgentSession.FINISHED_STATUSES:
         messages.error(request, f"Session {session.pk} is already {session.status}.")
     else:
-        services.session_cancel(session=session)
+        services.session_cancel(session=session, user=request.user, via=Via.BROWSER)
         messages.success(request, f"Session {session.pk} cancelled.")
     return redirect("session", session_id=session.pk)
 

@@ -19,12 +19,14 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 from tools_app import access
 from tools_app.core.skills.definitions import skill_to_dict
 from tools_app.errors import ServiceError
-from tools_app.models import Skill
+from tools_app.models import AuditEntry, Skill
 from tools_app.selectors import records
 from tools_app.services import skills as skill_services
 from tools_app.web.skill_forms import SkillForm, SkillImportForm, skill_initial
 
 GET_OR_POST = ["GET", "HEAD", "POST"]
+
+VIA = AuditEntry.Via.BROWSER  # the audit trail's "from where"
 
 
 def _skill(name: str) -> Skill:
@@ -54,7 +56,7 @@ def skill_new(request: HttpRequest) -> HttpResponse:
     form = SkillForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
         try:
-            skill = skill_services.skill_create(data=form.skill_dict(), user=request.user)
+            skill = skill_services.skill_create(data=form.skill_dict(), user=request.user, via=VIA)
         except ServiceError as exc:
             form.refuse(exc)
         else:
@@ -75,7 +77,7 @@ def skill_edit(request: HttpRequest, name: str) -> HttpResponse:
     if form.is_valid():
         try:
             saved = skill_services.skill_replace(
-                name=name, data=form.skill_dict(), user=request.user
+                name=name, data=form.skill_dict(), user=request.user, via=VIA
             )
         except ServiceError as exc:
             form.refuse(exc)
@@ -91,7 +93,7 @@ def skill_enabled(request: HttpRequest, name: str) -> HttpResponse:
     skill = _skill(name)
     access.check_edit_skills(request.user, access.BROWSER)
     enabled = request.POST.get("enabled") == "1"
-    skill_services.skill_set_enabled(name=skill.name, enabled=enabled)
+    skill_services.skill_set_enabled(name=skill.name, enabled=enabled, user=request.user, via=VIA)
     messages.success(request, f"Skill {skill.name} {'enabled' if enabled else 'disabled'}.")
     return redirect("skills")
 
@@ -101,7 +103,7 @@ def skill_enabled(request: HttpRequest, name: str) -> HttpResponse:
 def skill_delete_form(request: HttpRequest, name: str) -> HttpResponse:
     skill = _skill(name)
     access.check_edit_skills(request.user, access.BROWSER)
-    skill_services.skill_delete(name=skill.name)
+    skill_services.skill_delete(name=skill.name, user=request.user, via=VIA)
     messages.success(request, f"Skill {skill.name} deleted; calls already made keep their record.")
     return redirect("skills")
 
@@ -125,7 +127,7 @@ def skill_import_page(request: HttpRequest) -> HttpResponse:
     if posted and form.is_valid():
         try:
             skills = skill_services.skill_import(
-                data=form.cleaned_data["skills"], user=request.user
+                data=form.cleaned_data["skills"], user=request.user, via=VIA
             )
         except ServiceError as exc:
             form.add_error(None, str(exc))

@@ -133,6 +133,8 @@ class PolicySpec:
     command_timeout_limit: int = _number(600, "Commands", minimum=1)
     require_distinct_reviewer: bool = _switch("Approvals")
     approval_timeout_seconds: int = _number(3600, "Approvals", minimum=1)
+    # A call still waiting this long (seconds) is told to the escalation channels; 0: never.
+    escalate_after_seconds: int = _number(0, "Approvals")
     rules: tuple[Rule, ...] = _spec_field((), kind="rules")
 
 

@@ -1,0 +1,410 @@
+"""The audit trail (issue #25, part 4): every person's action recorded by the service that
+makes it, in the same transaction, read on /audit/ and GET /api/audit, exported as CSV
+and JSON Lines, never changed, pruned after AGENTWEB_AUDIT_DAYS."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import tracemalloc
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.core.management import call_command
+from django.db import connection
+from django.test import Client
+from django.utils import timezone
+
+from tests.integration.helpers import Api
+from tools_app import services
+from tools_app.models import AgentSession, AuditEntry, Policy, ToolCall
+from tools_app.tables.audit import AppendOnly
+from tools_app.tasks import sweep
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def tasks_in_process(settings: Any) -> None:
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+
+
+@pytest.fixture
+def session(workspace: Path, creator: User) -> AgentSession:
+    return AgentSession.objects.create(
+        task="rotate the key", repo=str(workspace), workspace=str(workspace),
+        status=AgentSession.Status.RUNNING, policy=Policy.objects.get(name="default"),
+        creator=creator,
+    )  # fmt: skip
+
+
+def waiting_write(session: AgentSession, path: str = ".env") -> ToolCall:
+    call = services.tool_call_run_in_process(
+        session=session, tool="write_file", args={"path": path, "content": "KEY=new\n"}
+    )
+    assert call.status == "awaiting_approval"
+    return call
+
+
+@pytest.fixture
+def waiting(session: AgentSession) -> ToolCall:
+    return waiting_write(session)
+
+
+@pytest.fixture
+def auditor() -> User:
+    """Olga is staff: she reads the audit trail, and holds a review token for scripts."""
+    return User.objects.create_user("olga", is_staff=True)
+
+
+@pytest.fixture
+def olga(auditor: User) -> Api:
+    return Api(services.api_token_create(user=auditor, scope="review"))
+
+
+def browser_for(user: User) -> Client:
+    browser = Client()
+    browser.force_login(user)
+    return browser
+
+
+def sha256_of(preview: object) -> str:
+    text = json.dumps(preview, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def decisions() -> list[AuditEntry]:
+    return list(AuditEntry.objects.filter(action="decision").order_by("id"))
+
+
+# --- what is recorded ------------------------------------------------------------------------
+
+
+def test_a_decision_over_the_api_records_who_from_where_what_they_saw_and_why(
+    rita: Api, waiting: ToolCall
+) -> None:
+    seen = sha256_of(waiting.preview)
+    answer = rita.post(
+        f"/tool-calls/{waiting.pk}/decision", {"decision": "deny", "reason": "not the key"}
+    )
+    assert answer.status_code == 200
+    (entry,) = decisions()
+    assert (entry.actor_name, entry.via, entry.decision) == ("rita", "api", "deny")
+    assert entry.reason == "not the key"
+    assert entry.preview_hash == seen and len(seen) == 64
+    assert (entry.session_ref, entry.tool_call_ref, entry.tool) == (
+        waiting.session_id,
+        waiting.pk,
+        "write_file",
+    )
+    assert entry.policy_name == "default"
+    assert entry.details["status"] == "denied"
+
+
+def test_a_decision_in_the_browser_is_recorded_as_from_the_browser(
+    reviewer: User, waiting: ToolCall
+) -> None:
+    browser = browser_for(reviewer)
+    answer = browser.post(f"/tool-calls/{waiting.pk}/decide", {"action": "approve"})
+    assert answer.status_code == 302
+    (entry,) = decisions()
+    assert (entry.actor_name, entry.via, entry.decision) == ("rita", "browser", "approve")
+
+
+def test_a_refused_or_second_decision_records_nothing(
+    rita: Api, alice: Api, waiting: ToolCall
+) -> None:
+    assert alice.post(f"/tool-calls/{waiting.pk}/decision", {"decision": "approve"}).status_code
+    assert not AuditEntry.objects.filter(action="decision").exists()
+    assert rita.post(f"/tool-calls/{waiting.pk}/decision", {"decision": "deny"}).status_code == 200
+    second = rita.post(f"/tool-calls/{waiting.pk}/decision", {"decision": "approve"})
+    assert second.status_code == 409
+    assert len(decisions()) == 1
+
+
+def test_approve_and_remember_records_the_decision_and_the_rule(
+    rita: Api, session: AgentSession
+) -> None:
+    call = services.tool_call_run_in_process(
+        session=session, tool="run_command", args={"command": "pip install requests"}
+    )
+    assert call.status == "awaiting_approval", call.reason
+    answer = rita.post(f"/tool-calls/{call.pk}/decision", {"decision": "approve", "remember": True})
+    assert answer.status_code == 200
+    decision, rule = AuditEntry.objects.filter(tool_call_ref=call.pk).order_by("id")
+    assert (decision.action, rule.action) == ("decision", "rule.remember")
+    assert rule.actor_name == "rita" and rule.via == "api"
+    assert rule.details["args"]["command"] == r"re:pip\ install\ requests"
+    assert rule.preview_hash == decision.preview_hash != ""
+
+
+def test_policy_changes_are_recorded_from_the_command_line_and_the_admin(
+    tmp_path: Path, superuser: User
+) -> None:
+    data = {"name": "strict", "max_diff_lines": 100, "rules": []}
+    (tmp_path / "strict.json").write_text(json.dumps(data))
+    call_command("import_policy", str(tmp_path / "strict.json"), stdout=io.StringIO())
+    imported = AuditEntry.objects.get(action="policy.change")
+    assert (imported.via, imported.actor_name, imported.policy_name) == ("cli", "", "strict")
+    assert imported.details["created"] is True
+
+    policy = Policy.objects.get(name="strict")
+    form = {
+        "name": "strict", "description": "", "protected_paths": "", "blocked_commands": "",
+        "approval_commands": "", "web_allow_hosts": "", "max_diff_lines": 90,
+        "require_approval_above": policy.require_approval_above,
+        "approval_timeout_seconds": policy.approval_timeout_seconds,
+        "escalate_after_seconds": policy.escalate_after_seconds,
+        "command_timeout_limit": policy.command_timeout_limit,
+        "rules-TOTAL_FORMS": "0", "rules-INITIAL_FORMS": "0",
+        "rules-MIN_NUM_FORMS": "0", "rules-MAX_NUM_FORMS": "1000",
+    }  # fmt: skip
+    answer = browser_for(superuser).post(f"/admin/tools_app/policy/{policy.pk}/change/", form)
+    assert answer.status_code == 302
+    edited = AuditEntry.objects.filter(action="policy.change").latest("id")
+    assert (edited.via, edited.actor_name) == ("admin", "sam")
+    assert "max_diff_lines" in edited.details["changed"]
+    assert edited.details["version"] == Policy.objects.get(name="strict").version == 2
+
+
+def test_skill_changes_tokens_and_cancels_are_recorded(
+    superuser: User, creator: User, alice: Api, workspace: Path
+) -> None:
+    sam = Api(services.api_token_create(user=superuser, scope="review", by=superuser, via="api"))
+    skill = {
+        "name": "lint", "description": "Runs the linter", "triggers": ["lint"],
+        "tools": [{"name": "run_lint", "description": "lint", "inputSchema": {"type": "object"},
+                   "executor": {"kind": "command", "command": "ruff check ."}}],
+    }  # fmt: skip
+    assert sam.post("/skills", skill).status_code == 201
+    assert sam.client.delete("/api/skills/lint", headers=sam.headers).status_code == 204
+    changed, deleted = AuditEntry.objects.filter(object_type="skill").order_by("id")
+    assert (changed.action, changed.via, changed.actor_name) == ("skill.change", "api", "sam")
+    assert changed.details["tools"] == ["run_lint"]
+    assert deleted.action == "skill.delete"
+
+    made = AuditEntry.objects.filter(action="token.create").order_by("id")
+    by_sam = made.get(actor_name="sam")
+    assert by_sam.details == {"user": "sam", "scope": "review", "prefix": by_sam.details["prefix"]}
+    assert made.filter(actor_name="", via="cli").count() == 1  # Alice's, from the fixture
+
+    session = AgentSession.objects.create(
+        task="t", repo=str(workspace), workspace=str(workspace), creator=creator,
+        status=AgentSession.Status.RUNNING, policy=Policy.objects.get(name="default"),
+    )  # fmt: skip
+    assert alice.post(f"/sessions/{session.pk}/cancel", {}).status_code == 200
+    cancel = AuditEntry.objects.get(action="session.cancel")
+    assert (cancel.actor_name, cancel.via, cancel.session_ref) == ("alice", "api", session.pk)
+    assert alice.post(f"/sessions/{session.pk}/cancel", {}).status_code == 200
+    assert AuditEntry.objects.filter(action="session.cancel").count() == 1  # already cancelled
+
+
+# --- append-only ---------------------------------------------------------------------------
+
+
+def test_an_entry_is_never_changed_or_deleted(rita: Api, waiting: ToolCall) -> None:
+    rita.post(f"/tool-calls/{waiting.pk}/decision", {"decision": "deny"})
+    entry = decisions()[0]
+    entry.reason = "rewritten"
+    with pytest.raises(AppendOnly):
+        entry.save()
+    with pytest.raises(AppendOnly):
+        entry.delete()
+    with pytest.raises(AppendOnly):
+        AuditEntry.objects.filter(pk=entry.pk).update(reason="rewritten")
+    with pytest.raises(AppendOnly):
+        AuditEntry.objects.all().delete()
+    assert AuditEntry.objects.get(pk=entry.pk).reason == ""
+
+
+def test_the_admin_shows_entries_read_only(superuser: User, rita: Api, waiting: ToolCall) -> None:
+    rita.post(f"/tool-calls/{waiting.pk}/decision", {"decision": "deny", "reason": "no"})
+    entry = decisions()[0]
+    admin = browser_for(superuser)
+    assert admin.get("/admin/tools_app/auditentry/").status_code == 200
+    page = admin.get(f"/admin/tools_app/auditentry/{entry.pk}/change/")
+    assert page.status_code == 200 and b'name="_save"' not in page.content
+    assert admin.get("/admin/tools_app/auditentry/add/").status_code == 403
+    deleted = admin.post(f"/admin/tools_app/auditentry/{entry.pk}/delete/", {"post": "yes"})
+    assert deleted.status_code == 403
+    bulk = admin.post(
+        "/admin/tools_app/auditentry/",
+        {"action": "delete_selected", "_selected_action": [entry.pk], "post": "yes"},
+    )
+    assert bulk.status_code in (200, 302)
+    assert AuditEntry.objects.filter(pk=entry.pk).exists()
+
+
+# --- reading: who may, pages, filters ------------------------------------------------------
+
+
+def entry(**fields: Any) -> AuditEntry:
+    """An entry as a decision writes one (the services' own writer)."""
+    defaults = {
+        "action": "decision", "via": "api", "object_type": "tool_call", "decision": "approve",
+        "tool": "write_file", "policy": "default",
+    }  # fmt: skip
+    return services.audit_record(**{**defaults, **fields})
+
+
+def test_only_staff_or_the_permission_read_the_trail(
+    olga: Api, rita: Api, alice: Api, reviewer: User, auditor: User
+) -> None:
+    assert olga.get("/audit").status_code == 200
+    assert rita.get("/audit").status_code == 403
+    assert alice.get("/audit").status_code == 403
+    assert browser_for(reviewer).get("/audit/").status_code == 403
+    reviewer.user_permissions.add(Permission.objects.get(codename="view_auditentry"))
+    assert browser_for(User.objects.get(pk=reviewer.pk)).get("/audit/").status_code == 200
+    assert browser_for(auditor).get("/audit/").status_code == 200
+    staff_agent = Api(services.api_token_create(user=auditor, scope="agent"))
+    assert staff_agent.get("/audit").status_code == 403
+    assert Client().get("/audit/").status_code == 302  # to the login page
+
+
+def test_the_api_pages_newest_first_and_filters(
+    olga: Api, session: AgentSession, superuser: User
+) -> None:
+    old = timezone.now() - timedelta(days=3)
+    first = entry(actor=superuser, session_id=session.pk, decision="deny")
+    second = entry(actor=superuser, tool="run_command", policy="strict")
+    third = entry(session_id=session.pk + 1, via="browser")
+    items = olga.get("/audit?limit=2").json()
+    assert [i["id"] for i in items["items"]] == [third.pk, second.pk]
+    rest = olga.get(f"/audit?limit=2&cursor={items['next']}").json()
+    assert [i["id"] for i in rest["items"]][:1] == [first.pk]
+
+    def ids(query: str) -> list[int]:
+        answer = olga.get(f"/audit?{query}")
+        assert answer.status_code == 200, answer.content
+        return [i["id"] for i in answer.json()["items"] if i["action"] == "decision"]
+
+    assert ids("person=sam") == [second.pk, first.pk]
+    assert ids("decision=deny") == [first.pk]
+    assert ids("tool=run_command") == [second.pk]
+    assert ids(f"session={session.pk}") == [first.pk]
+    assert ids("policy=strict") == [second.pk]
+    assert ids("via=browser") == [third.pk]
+    assert ids(f"since={timezone.now().date().isoformat()}") == [third.pk, second.pk, first.pk]
+    assert ids(f"until={old.date().isoformat()}") == []
+    shown = olga.get(f"/audit?session={session.pk}").json()["items"][0]
+    assert shown["actor"] == "sam" and shown["session"] == session.pk
+
+
+@pytest.mark.parametrize(
+    ("query", "named"),
+    [
+        ("decision=maybe", "decision"),
+        ("since=yesterday", "since"),
+        ("action=delete_everything", "action"),
+        ("cursor=nope", "cursor"),
+        ("session=x", "session"),
+    ],
+)
+def test_a_bad_filter_is_a_422_naming_it(olga: Api, query: str, named: str) -> None:
+    answer = olga.get(f"/audit?{query}")
+    assert answer.status_code == 422
+    assert named in json.dumps(answer.json())
+
+
+def test_the_page_lists_filters_and_links_the_exports(
+    auditor: User, rita: Api, waiting: ToolCall
+) -> None:
+    rita.post(f"/tool-calls/{waiting.pk}/decision", {"decision": "deny", "reason": "<b>no</b>"})
+    browser = browser_for(auditor)
+    page = browser.get("/audit/?decision=deny").content.decode()
+    assert f'id="audit-{decisions()[0].pk}"' in page
+    assert "&lt;b&gt;no&lt;/b&gt;" in page and "<b>no</b>" not in page
+    assert "decision=deny&amp;format=csv" in page
+    assert (
+        f'id="audit-{decisions()[0].pk}"'
+        not in browser.get("/audit/?decision=approve").content.decode()
+    )
+    bad = browser.get("/audit/?since=soon")
+    assert bad.status_code == 400 and "since" in bad.content.decode()
+
+
+# --- exports --------------------------------------------------------------------------------
+
+
+def body_of(answer: Any) -> str:
+    return b"".join(answer.streaming_content).decode()
+
+
+def test_exports_as_csv_and_json_lines_with_the_same_filters(
+    olga: Api, auditor: User, superuser: User
+) -> None:
+    entry(actor=superuser, reason="=HYPERLINK(1)")
+    entry(decision="deny", reason="line one\nline two")
+    answer = olga.get("/audit/export?format=csv&person=sam")
+    assert answer.status_code == 200 and answer["Content-Type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(body_of(answer))))
+    decided = [row for row in rows if row["action"] == "decision"]
+    assert [row["actor"] for row in decided] == ["sam"]
+    assert decided[0]["reason"] == "'=HYPERLINK(1)"  # never a formula in a spreadsheet
+
+    lines = body_of(browser_for(auditor).get("/audit/export/?format=jsonl&decision=deny"))
+    (one,) = [json.loads(line) for line in lines.splitlines()]
+    assert one["reason"] == "line one\nline two" and one["decision"] == "deny"
+    assert olga.get("/audit/export?format=xml").status_code == 422
+
+
+def test_a_day_of_ten_thousand_decisions_streams_in_constant_memory(olga: Api) -> None:
+    """The export's peak memory while streaming 10,000 rows stays a small fraction of
+    what it sends: rows are read in chunks and written one line at a time."""
+    day = timezone.now().replace(hour=12, minute=0, second=0, microsecond=0)
+    AuditEntry.objects.bulk_create(
+        AuditEntry(
+            created_at=day, actor_name=f"reviewer{i % 7}", via="api", action="decision",
+            decision="approve" if i % 3 else "deny", object_type="tool_call",
+            object_id=str(i), object_repr=f"tool call {i}: write_file", tool="write_file",
+            session_ref=i // 10, tool_call_ref=i, policy_name="default", preview_hash="ab" * 32,
+            reason="looks right to me " * 4, details={"status": "approved", "edited": False},
+        )
+        for i in range(10_000)
+    )  # fmt: skip
+    day_query = f"since={day.date().isoformat()}&until={day.date().isoformat()}"
+    for fmt in ("jsonl", "csv"):
+        small_peak, small_sent, small_lines = streamed(olga, f"{day_query}&person=reviewer0", fmt)
+        peak, sent, lines = streamed(olga, f"{day_query}&action=decision", fmt)
+        assert small_lines >= 1_400 and lines >= 10_000
+        assert sent > 2_000_000 and sent > 6 * small_sent
+        # seven times the rows, about the same memory: the chunk, not the answer
+        assert peak < small_peak * 1.5 and peak < sent / 2, (fmt, peak, small_peak, sent)
+
+
+def streamed(api: Api, query: str, fmt: str) -> tuple[int, int, int]:
+    """The peak memory traced while reading the export, the bytes and lines sent."""
+    answer = api.get(f"/audit/export?format={fmt}&{query}")
+    assert answer.status_code == 200, answer.content
+    tracemalloc.start()
+    sent = lines = 0
+    for chunk in answer.streaming_content:
+        sent += len(chunk)
+        lines += chunk.count(b"\n")
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak, sent, lines
+
+
+# --- retention --------------------------------------------------------------------------------
+
+
+def test_the_sweep_prunes_entries_past_the_retention(settings: Any) -> None:
+    settings.AGENTWEB_AUDIT_DAYS = 30
+    old = entry()
+    kept = entry()
+    with connection.cursor() as cursor:  # backdated behind the model's back, as time does
+        stamp = connection.ops.adapt_datetimefield_value(timezone.now() - timedelta(days=31))
+        cursor.execute(
+            "UPDATE tools_app_auditentry SET created_at = %s WHERE id = %s", [stamp, old.pk]
+        )
+    sweep()
+    assert list(AuditEntry.objects.values_list("pk", flat=True)) == [kept.pk]
+    settings.AGENTWEB_AUDIT_DAYS = 0
+    assert services.audit_prune(now=timezone.now() + timedelta(days=1000)) == 0

@@ -1,0 +1,212 @@
+"""Slack (issue #25): a message posted by a fake Slack Web API on 127.0.0.1 and edited on
+the decision; Approve/Deny through the interactivity endpoint, signed as Slack signs,
+deciding with the linked user's permissions; and the admin refusing bad configuration."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from tests.integration.helpers import Api
+from tests.integration.notify_servers import Receiver, serve
+from tools_app import services
+from tools_app.models import AgentSession, AuditEntry, Channel, Policy, SlackUser, ToolCall
+
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+TOKEN = "xoxb-test-token"
+SIGNING = "slack-signing-secret"
+
+
+@pytest.fixture(autouse=True)
+def local_channels(settings: Any) -> None:
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.AGENTWEB_NOTIFY_HOSTS = ["127.0.0.1"]
+
+
+@pytest.fixture
+def slack() -> Iterator[Receiver]:
+    found = Receiver()
+    server = serve(found, slack_token=TOKEN)
+    yield found
+    server.shutdown()
+
+
+@pytest.fixture
+def channel(slack: Receiver) -> Channel:
+    return Channel.objects.create(
+        name="team", kind="slack", url=f"{slack.url}/api", secret=TOKEN, slack_channel="C0TEAM",
+        signing_secret=SIGNING, interactive=True,
+    )  # fmt: skip
+
+
+def session_of(user: User, workspace: Path, *, distinct: bool = False) -> AgentSession:
+    policy = Policy.objects.get(name="default")
+    if distinct:
+        Policy.objects.filter(pk=policy.pk).update(require_distinct_reviewer=True)
+    return AgentSession.objects.create(
+        task="rotate the key", repo=str(workspace), workspace=str(workspace), creator=user,
+        status=AgentSession.Status.RUNNING, policy=Policy.objects.get(pk=policy.pk),
+    )  # fmt: skip
+
+
+def waiting_in(session: AgentSession) -> ToolCall:
+    call = services.tool_call_run_in_process(
+        session=session, tool="write_file", args={"path": ".env", "content": "KEY=new-value\n"}
+    )
+    assert call.status == "awaiting_approval"
+    return call
+
+
+def click(
+    call: ToolCall, slack_user: str, action: str = "approve", *, secret: str = SIGNING,
+    age: int = 0,
+) -> Any:  # fmt: skip
+    """POST what Slack posts for a button click, signed with `secret`, `age` seconds old."""
+    payload = {
+        "type": "block_actions", "user": {"id": slack_user, "username": "someone"},
+        "actions": [{"action_id": action, "value": str(call.pk), "type": "button"}],
+    }  # fmt: skip
+    body = urlencode({"payload": json.dumps(payload)}).encode()
+    stamp = str(int(time.time()) - age)
+    mac = hmac.new(secret.encode(), f"v0:{stamp}:".encode() + body, hashlib.sha256)
+    return Client().post(
+        "/slack/interactivity/team/", body, content_type="application/x-www-form-urlencoded",
+        headers={"X-Slack-Request-Timestamp": stamp, "X-Slack-Signature": f"v0={mac.hexdigest()}"},
+    )  # fmt: skip
+
+
+def test_the_message_is_posted_then_edited_on_the_decision(
+    slack: Receiver, channel: Channel, workspace: Path, creator: User, rita: Api
+) -> None:
+    call = waiting_in(session_of(creator, workspace))
+    (posted,) = slack.received
+    assert posted.path == "/api/chat.postMessage"
+    message = posted.json()
+    assert message["channel"] == "C0TEAM"
+    actions = next(b for b in message["blocks"] if b["type"] == "actions")["elements"]
+    assert [a["action_id"] for a in actions] == ["open", "approve", "deny"]
+    assert "KEY=new-value" not in posted.body.decode()
+
+    assert rita.post(f"/tool-calls/{call.pk}/decision", {"decision": "approve"}).status_code == 200
+    edited = slack.received[-1]
+    assert edited.path == "/api/chat.update"
+    update = edited.json()
+    assert (update["channel"], update["ts"]) == ("C0TEAM", "1700000000.000001")
+    assert "approved by rita" in update["text"]
+    elements = next(b for b in update["blocks"] if b["type"] == "actions")["elements"]
+    assert [a["action_id"] for a in elements] == ["open"]  # no buttons once decided
+
+
+def test_an_approval_clicked_in_slack_by_a_linked_reviewer_decides(
+    slack: Receiver, channel: Channel, workspace: Path, creator: User, reviewer: User
+) -> None:
+    SlackUser.objects.create(slack_id="U0RITA", user=reviewer)
+    call = waiting_in(session_of(creator, workspace))
+    answer = click(call, "U0RITA")
+    assert answer.status_code == 200 and "approved by rita" in answer.json()["text"]
+    call.refresh_from_db()
+    assert call.status in ("approved", "running", "succeeded")
+    entry = AuditEntry.objects.get(action="decision")
+    assert (entry.via, entry.actor_name) == ("slack", "rita")
+    assert slack.received[-1].path == "/api/chat.update"
+
+
+@pytest.mark.parametrize(
+    ("how", "status"),
+    [({"secret": "forged-secret"}, 401), ({"age": 600}, 401)],
+    ids=["forged", "stale"],
+)
+def test_a_forged_or_stale_click_changes_nothing(
+    slack: Receiver, channel: Channel, workspace: Path, creator: User, reviewer: User,
+    how: dict[str, Any], status: int,
+) -> None:  # fmt: skip
+    SlackUser.objects.create(slack_id="U0RITA", user=reviewer)
+    call = waiting_in(session_of(creator, workspace))
+    answer = click(call, "U0RITA", **how)
+    assert answer.status_code == status
+    call.refresh_from_db()
+    assert call.status == "awaiting_approval"
+    assert not AuditEntry.objects.filter(action="decision").exists()
+
+
+def test_an_unknown_slack_user_or_one_who_may_not_decide_is_refused(
+    slack: Receiver, channel: Channel, workspace: Path, creator: User
+) -> None:
+    SlackUser.objects.create(slack_id="U0ALICE", user=creator)  # not a reviewer
+    call = waiting_in(session_of(creator, workspace))
+    unknown = click(call, "U0NOBODY")
+    assert unknown.status_code == 200 and "not linked" in unknown.json()["text"]
+    alice = click(call, "U0ALICE")
+    assert "not a reviewer" in alice.json()["text"]
+    call.refresh_from_db()
+    assert call.status == "awaiting_approval"
+
+
+def test_four_eyes_hold_in_slack(
+    slack: Receiver, channel: Channel, workspace: Path, reviewer: User
+) -> None:
+    """Rita's own session, under require_distinct_reviewer: she may deny, not approve."""
+    SlackUser.objects.create(slack_id="U0RITA", user=reviewer)
+    call = waiting_in(session_of(reviewer, workspace, distinct=True))
+    refused = click(call, "U0RITA", "approve")
+    assert "reviewer other than the session's creator" in refused.json()["text"]
+    call.refresh_from_db()
+    assert call.status == "awaiting_approval"
+    assert "denied by rita" in click(call, "U0RITA", "deny").json()["text"]
+
+
+# --- the admin: write-only secrets, field errors ------------------------------------------------
+
+
+def channel_form(**fields: str) -> dict[str, str]:
+    form = {"name": "ops", "kind": "webhook", "enabled": "on", "url": "", "secret": "",
+            "signing_secret": "", "slack_channel": "", "recipients": "", "sessions": "",
+            "rules": ""}  # fmt: skip
+    return {**form, **fields}
+
+
+def test_bad_channel_configuration_is_a_field_error_never_a_500(superuser: User) -> None:
+    admin = Client()
+    admin.force_login(superuser)
+    local = "http://127.0.0.1:9/hook"
+    cases = [
+        (channel_form(url="https://evil.example/hook", secret="x"), "not an allowed notification"),
+        (channel_form(url=local), "A webhook needs a secret"),
+        (channel_form(kind="slack", secret=TOKEN, url=local), "channel&#x27;s id"),
+        (channel_form(kind="slack", url=local, interactive="on"), "signing secret"),
+        (channel_form(kind="email", recipients="not-an-address"), "is not an email address"),
+        (channel_form(url=local, secret="x", sessions="seven"), "is not a session id"),
+    ]
+    for form, error in cases:
+        answer = admin.post("/admin/tools_app/channel/add/", form)
+        assert answer.status_code == 200, (form, answer.status_code)
+        assert error in answer.content.decode(), error
+    assert not Channel.objects.exists()
+    linked = admin.post(
+        "/admin/tools_app/slackuser/add/", {"slack_id": "rita", "user": superuser.pk}
+    )
+    assert linked.status_code == 200 and "is not a Slack user id" in linked.content.decode()
+
+
+def test_a_saved_secret_is_never_shown_and_kept_when_left_empty(superuser: User) -> None:
+    admin = Client()
+    admin.force_login(superuser)
+    form = channel_form(url="http://127.0.0.1:9/hook", secret="the-webhook-secret-123")
+    assert admin.post("/admin/tools_app/channel/add/", form).status_code == 302
+    saved = Channel.objects.get()
+    page = admin.get(f"/admin/tools_app/channel/{saved.pk}/change/").content.decode()
+    assert "the-webhook-secret-123" not in page
+    again = channel_form(url="http://127.0.0.1:9/other", secret="")
+    assert admin.post(f"/admin/tools_app/channel/{saved.pk}/change/", again).status_code == 302
+    saved.refresh_from_db()
+    assert (saved.url, saved.secret) == ("http://127.0.0.1:9/other", "the-webhook-secret-123")

@@ -1,0 +1,198 @@
+"""Who hears about a waiting call: routing to channels, the deliveries it makes, and the
+sweep's part (retries that are due, lost sends, escalations, digests).
+
+`notify_moved` runs inside a tool call's move (lifecycle), so deliveries exist exactly
+when the move does; their sending is queued after the commit and runs in a worker,
+never in the request. A broker that is down delays a message, never the move: the
+sweep sends what was never sent.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+from datetime import timedelta
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from tools_app import access
+from tools_app.errors import Unavailable
+from tools_app.models import Channel, Delivery, NotifyPreference, ToolCall
+from tools_app.services.queueing import task_send
+
+logger = logging.getLogger(__name__)
+
+DELIVER = "tools_app.tasks.deliver_notification"
+WAITING, DECIDED, ESCALATED, DIGEST = (
+    "tool_call.waiting", "tool_call.decided", "tool_call.escalated", "digest"
+)  # fmt: skip
+LOST_AFTER = timedelta(seconds=30)
+DECIDING_MOVES = frozenset({"decide_approve", "decide_deny", "expire", "cancel"})
+State = Delivery.State
+Mode = NotifyPreference.Mode
+
+
+def notify_moved(call: ToolCall, move: str, previous: str) -> None:
+    """A call began or stopped waiting for a person: tell the channels that route it."""
+    if move == "judge_wait":
+        deliveries_create(call=call, event=WAITING, channels=channels_for(call, escalation=False))
+    elif move in DECIDING_MOVES and previous == ToolCall.Status.AWAITING_APPROVAL:
+        told = Channel.objects.filter(
+            deliveries__tool_call=call, deliveries__event__in=(WAITING, ESCALATED)
+        ).exclude(kind=Channel.Kind.EMAIL)
+        deliveries_create(call=call, event=DECIDED, channels=list(told.distinct()))
+
+
+def channels_for(call: ToolCall, *, escalation: bool) -> list[Channel]:
+    """The enabled channels whose routing (policies, sessions, rules) takes this call."""
+    found = Channel.objects.filter(enabled=True, escalation=escalation).prefetch_related("policies")
+    return [channel for channel in found if _routes(channel, call)]
+
+
+def _routes(channel: Channel, call: ToolCall) -> bool:
+    policies = {policy.pk for policy in channel.policies.all()}
+    if policies and call.session.policy_id not in policies:
+        return False
+    if channel.sessions and call.session_id not in {int(s) for s in channel.sessions}:
+        return False
+    return not channel.rules or any(fnmatch.fnmatchcase(call.rule, g) for g in channel.rules)
+
+
+def deliveries_create(*, call: ToolCall, event: str, channels: list[Channel]) -> list[Delivery]:
+    """One delivery per channel (per address for email), each sent after the commit."""
+    made: list[Delivery] = []
+    for channel in channels:
+        if channel.kind == Channel.Kind.EMAIL:
+            made += _email_deliveries(channel, call, event)
+        else:
+            made.append(Delivery.objects.create(channel=channel, tool_call=call, event=event))
+    for delivery in made:
+        if delivery.state == State.PENDING:
+            delivery_enqueue(delivery_id=delivery.pk)
+    return made
+
+
+def _email_deliveries(channel: Channel, call: ToolCall, event: str) -> list[Delivery]:
+    """The channel's own addresses now; each reviewer's as they prefer (now, in their
+    digest, or not at all); a reviewer who may not decide this call is not told."""
+    made = [
+        Delivery.objects.create(channel=channel, tool_call=call, event=event, address=address)
+        for address in channel.recipients
+    ]
+    if not channel.to_reviewers:
+        return made
+    for user, mode in _reviewers_with_mode():
+        if mode == Mode.OFF or not access.may_decide(user, "session", call, approve=False):
+            continue
+        state = State.HELD if mode == Mode.DIGEST else State.PENDING
+        made.append(
+            Delivery.objects.create(
+                channel=channel, tool_call=call, event=event, address=user.email, state=state
+            )
+        )
+    return made
+
+
+def _reviewers_with_mode() -> list[tuple[Any, str]]:
+    users = get_user_model().objects.filter(is_active=True).exclude(email="")
+    modes = dict(NotifyPreference.objects.values_list("user_id", "mode"))
+    return [
+        (user, modes.get(user.pk, Mode.IMMEDIATELY)) for user in users if access.is_reviewer(user)
+    ]
+
+
+def delivery_enqueue(*, delivery_id: int) -> None:
+    """Send after the commit; a broker that is down leaves it for the sweep."""
+
+    def send() -> None:
+        try:
+            task_send(DELIVER, delivery_id, queue=_queue())
+        except Unavailable:
+            logger.warning(
+                "notification %s not queued (broker down); the sweep sends it", delivery_id
+            )
+
+    transaction.on_commit(send)
+
+
+def _queue() -> str:
+    from django.conf import settings
+
+    return str(settings.CELERY_TASK_DEFAULT_QUEUE)
+
+
+# --- the sweep's part ---------------------------------------------------------------------
+
+
+def notify_sweep(*, now: Any = None) -> int:
+    """Due retries and lost sends, escalations past their deadline, digests due."""
+    now = now or timezone.now()
+    return _send_due(now) + notify_escalate(now=now) + notify_digests(now=now)
+
+
+def _send_due(now: Any) -> int:
+    due = Q(state=State.RETRYING, next_attempt_at__lte=now) | Q(
+        state=State.PENDING, attempts=0, created_at__lte=now - LOST_AFTER
+    )
+    sent = 0
+    for delivery_id in list(Delivery.objects.filter(due).values_list("pk", flat=True)[:200]):
+        # claimed by this sweep (one conditional update), then due for the worker at once
+        if Delivery.objects.filter(due, pk=delivery_id).update(next_attempt_at=None):
+            delivery_enqueue(delivery_id=delivery_id)
+            sent += 1
+    return sent
+
+
+def notify_escalate(*, now: Any = None) -> int:
+    """Calls still waiting past their policy's escalate_after_seconds: told once to the
+    escalation channels."""
+    now = now or timezone.now()
+    waiting = ToolCall.objects.filter(
+        status=ToolCall.Status.AWAITING_APPROVAL, session__policy__escalate_after_seconds__gt=0
+    ).select_related("session__policy")
+    count = 0
+    for call in waiting:
+        if call.created_at > now - timedelta(seconds=call.session.policy.escalate_after_seconds):
+            continue
+        if Delivery.objects.filter(tool_call=call, event=ESCALATED).exists():
+            continue
+        with transaction.atomic():
+            count += len(
+                deliveries_create(
+                    call=call, event=ESCALATED, channels=channels_for(call, escalation=True)
+                )
+            )
+    return count
+
+
+def notify_digests(*, now: Any = None) -> int:
+    """For each person whose digest is due, one message collecting what was held."""
+    now = now or timezone.now()
+    count = 0
+    for preference in NotifyPreference.objects.filter(mode=Mode.DIGEST).select_related("user"):
+        last = preference.last_digest_at
+        if last is not None and last > now - timedelta(minutes=preference.digest_minutes):
+            continue
+        count += _digest_for(preference, now)
+    return count
+
+
+def _digest_for(preference: NotifyPreference, now: Any) -> int:
+    held = Delivery.objects.filter(state=State.HELD, address=preference.user.email)
+    count = 0
+    with transaction.atomic():
+        NotifyPreference.objects.filter(pk=preference.pk).update(last_digest_at=now)
+        for channel_id in set(held.values_list("channel_id", flat=True)):
+            rows = held.filter(channel_id=channel_id)
+            calls = sorted(set(rows.values_list("tool_call_id", flat=True)) - {None})
+            rows.update(state=State.SENT, sent_at=now)
+            digest = Delivery.objects.create(
+                channel_id=channel_id, event=DIGEST, address=preference.user.email, calls=calls
+            )
+            delivery_enqueue(delivery_id=digest.pk)
+            count += 1
+    return count
