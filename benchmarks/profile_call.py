@@ -125,15 +125,11 @@ def scripted_sessions(target: Target, repo: Path, script: Path, sessions: int) -
             raise RuntimeError(f"session {session['id']} ended {session['status']}")
 
 
-def fan_out(target: Target, clients: int, calls: int) -> None:
-    inboxes = Inboxes(target.stack.port, target.login(), clients)
-    try:
-        for round_ in range(calls):
-            body = {"tool": "write_file", "args": {"path": ".env", "content": f"S={round_}\n"}}
-            path = f"/api/sessions/{target.session['id']}/tool-calls"
-            inboxes.arrivals(int(target.http.post(path, json=body).json()["id"]))
-    finally:
-        inboxes.close()
+def fan_out(target: Target, inboxes: Inboxes, calls: int) -> None:
+    for round_ in range(calls):
+        body = {"tool": "write_file", "args": {"path": ".env", "content": f"S={round_}\n"}}
+        path = f"/api/sessions/{target.session['id']}/tool-calls"
+        inboxes.arrivals(int(target.http.post(path, json=body).json()["id"]))
 
 
 def write_script(folder: Path, steps: int) -> Path:
@@ -165,17 +161,22 @@ def main() -> None:
         roles = target.processes()
         pids = {"daphne": roles["daphne"], "celery (worker, pool, beat)": roles["celery"]}
         results["load_before"] = load()
+        inboxes = None
+        if options.clients and options.only in (None, "fan_out"):  # connected before recording
+            inboxes = Inboxes(target.stack.port, target.login(), options.clients)
         phases = {
             "read_file": lambda: reads(target, calls),
             "agent_turn": lambda: scripted_sessions(target, repo, script, sessions),
-            "fan_out": lambda: fan_out(target, options.clients, 20),
+            "fan_out": lambda: fan_out(target, inboxes, 20),  # type: ignore[arg-type]
         }
         for phase, run in phases.items():
-            if (options.only or phase) != phase or (phase == "fan_out" and not options.clients):
+            if (options.only or phase) != phase or (phase == "fan_out" and inboxes is None):
                 continue
             recording = Recording(pids, tmp)
             run()
             results[phase] = recording.stop()
+        if inboxes is not None:
+            inboxes.close()
         results["load_after"] = load()
         results["calls"], results["sessions"] = calls, sessions
         results["clients"] = options.clients
