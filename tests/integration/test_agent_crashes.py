@@ -5,6 +5,7 @@ tool call twice."""
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -95,7 +96,7 @@ def test_a_worker_killed_while_the_model_thinks_is_replaced_and_the_session_ends
 def test_a_worker_killed_during_a_command_does_not_run_it_again(
     alice: Api, workspace: Path, tmp_path: Path, stack: Worker
 ) -> None:
-    marker = "sleep 28.25"
+    marker = f"sleep 28.{os.getpid()}"  # this run's own: no other test run has it
     steps = [tool("run_command", command=f"{APPEND}; {marker}"), done("Went on.")]
     session_id = start_agent(alice, workspace, script(tmp_path, steps))
     wait_for(lambda: processes_running(marker), what="the command to run")

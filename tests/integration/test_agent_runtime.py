@@ -5,6 +5,7 @@ command runs, a session busy in the worker) is marked `worker`."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -281,7 +282,7 @@ def test_a_bad_model_spec_is_refused_and_nothing_is_stored(alice: Api, workspace
 def test_cancel_during_a_command_kills_it_and_stops_the_agent(
     alice: Api, workspace: Path, tmp_path: Path, stack: Worker
 ) -> None:
-    marker = "sleep 29.75"
+    marker = f"sleep 29.{os.getpid()}"  # this run's own: no other test run has it
     steps = [tool("run_command", command=f"{marker} && touch after.txt"), done("never")]
     session_id = start_agent(alice, workspace, script(tmp_path, steps))
     running = wait_for(

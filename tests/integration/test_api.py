@@ -6,6 +6,7 @@ cancelled while it runs) is marked `worker`."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -267,7 +268,7 @@ def test_sessions_are_listed_newest_first_and_filtered(
 @pytest.mark.worker
 def test_cancel_kills_a_running_command(alice: Api, workspace: Path) -> None:
     session = start_session(alice, workspace)
-    marker = "sleep 30.375"  # in the command line of the shell and of its sleep
+    marker = f"sleep 30.{os.getpid()}"  # this run's own, on the shell's line and the sleep's
     running = call(alice, session, "run_command", wait=0, command=f"{marker}; echo late > late.txt")
     deadline = time.monotonic() + 30
     while alice.get(f"/tool-calls/{running['id']}").json()["status"] != "running":
