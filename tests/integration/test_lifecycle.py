@@ -10,11 +10,19 @@ import pytest
 
 from tools_app.models import AgentSession, Event, Policy, ToolCall
 from tools_app.services.lifecycle import (
+    AGENT,
+    CALLS,
+    CLOCK,
+    PERSON,
+    POLICY,
     SESSION_MOVES,
     TOOL_CALL_MOVES,
+    WORKER,
     session_move,
     tool_call_move,
 )
+
+ACTORS = frozenset({POLICY, PERSON, CLOCK, WORKER, AGENT, CALLS})
 
 # The claims are conditional updates: database semantics, run on PostgreSQL too.
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
@@ -57,7 +65,7 @@ def test_each_tool_call_move_starts_only_from_its_sources(move: str) -> None:
     for status in ToolCall.Status.values:
         call = a_call(session, status)
         before = Event.objects.filter(data__tool_call=call.pk).count()
-        moved = tool_call_move(call, move, to=target)
+        moved = tool_call_move(call, move, by=sorted(spec.by)[0], to=target)
         call.refresh_from_db()
         after = Event.objects.filter(data__tool_call=call.pk).count()
         if status in spec.sources:
@@ -73,7 +81,7 @@ def test_each_session_move_starts_only_from_its_sources(move: str) -> None:
     target = sorted(spec.targets)[0]
     for status in AgentSession.Status.values:
         session = a_session(status)
-        moved = session_move(session.pk, move, to=target)
+        moved = session_move(session.pk, move, by=sorted(spec.by)[0], to=target)
         session.refresh_from_db()
         if status in spec.sources:
             assert moved and session.status == target
@@ -84,8 +92,41 @@ def test_each_session_move_starts_only_from_its_sources(move: str) -> None:
 def test_a_move_refuses_a_target_it_does_not_declare() -> None:
     call = a_call(a_session(), ToolCall.Status.RUNNING)
     with pytest.raises(ValueError, match="cannot end in"):
-        tool_call_move(call, "finish", to=ToolCall.Status.APPROVED)
+        tool_call_move(call, "finish", by=WORKER, to=ToolCall.Status.APPROVED)
     assert ToolCall.objects.get(pk=call.pk).status == ToolCall.Status.RUNNING
+
+
+@pytest.mark.parametrize("move", sorted(TOOL_CALL_MOVES))
+def test_each_tool_call_move_names_who_may_cause_it_and_refuses_anyone_else(move: str) -> None:
+    """The table says who causes each move; a caller acting for anyone else writes
+    nothing (a policy cannot approve, a worker cannot decide, a person cannot finish)."""
+    spec = TOOL_CALL_MOVES[move]
+    assert spec.by and spec.by <= ACTORS
+    source, target = sorted(spec.sources)[0], sorted(spec.targets)[0]
+    for actor in sorted(ACTORS - spec.by):
+        call = a_call(a_session(), source)
+        with pytest.raises(ValueError, match="is caused by"):
+            tool_call_move(call, move, by=actor, to=target)
+        assert ToolCall.objects.get(pk=call.pk).status == source
+        assert not Event.objects.filter(data__tool_call=call.pk).exists()
+
+
+def test_only_a_person_decides_and_only_the_clock_expires() -> None:
+    assert {m for m, spec in TOOL_CALL_MOVES.items() if PERSON in spec.by} == {
+        "decide_approve", "decide_deny", "cancel"
+    }  # fmt: skip
+    assert {m for m, spec in TOOL_CALL_MOVES.items() if CLOCK in spec.by} == {"expire"}
+
+
+@pytest.mark.parametrize("move", sorted(SESSION_MOVES))
+def test_each_session_move_refuses_an_actor_it_does_not_name(move: str) -> None:
+    spec = SESSION_MOVES[move]
+    source, target = sorted(spec.sources)[0], sorted(spec.targets)[0]
+    for actor in sorted(ACTORS - spec.by):
+        session = a_session(source)
+        with pytest.raises(ValueError, match="is caused by"):
+            session_move(session.pk, move, by=actor, to=target)
+        assert AgentSession.objects.get(pk=session.pk).status == source
 
 
 def status_writes(path: Path) -> list[str]:

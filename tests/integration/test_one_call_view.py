@@ -80,7 +80,7 @@ def test_the_inbox_card_and_the_session_timeline_show_a_call_the_same_way(
     args, preview = CALLS[tool]
     call = ToolCall.objects.create(
         session=session, tool=tool, args=args, preview=preview or None,
-        status=ToolCall.Status.AWAITING_APPROVAL, decision="require_approval", reason="r",
+        status=ToolCall.Status.AWAITING_APPROVAL, verdict="require_approval", reason="r",
     )  # fmt: skip
     card = call_block(sam.get(f"/approvals/cards/{call.pk}/").content.decode(), call.pk)
     timeline = call_block(sam.get(f"/sessions/{session.pk}/timeline/").content.decode(), call.pk)

@@ -16,7 +16,7 @@ from tools_app.errors import Conflict, Forbidden, Invalid
 from tools_app.models import Decision, ToolCall
 from tools_app.services.audit import Action, audit_tool_call, preview_hash, via_for_scope
 from tools_app.services.gateway import gateway_prepare_edit
-from tools_app.services.lifecycle import tool_call_move
+from tools_app.services.lifecycle import PERSON, tool_call_move
 from tools_app.services.policies import (
     load_policy_or_denial,
     policy_rule_remember,
@@ -75,7 +75,9 @@ def tool_call_decide(
     move = "decide_approve" if status == Status.APPROVED else "decide_deny"
     # Still waiting and not past its deadline (the sweep may not have expired it yet).
     live = Q(expires_at__isnull=True) | Q(expires_at__gt=now)
-    if not tool_call_move(call, move, where=live, then=record, decided_at=now, **outcome):
+    if not tool_call_move(
+        call, move, by=PERSON, where=live, then=record, decided_at=now, **outcome
+    ):
         raise Conflict(_lost_claim(call.pk, now))
     if call.status == Status.APPROVED and not call.native_tool:  # a gateway's runs elsewhere
         tool_call_enqueue(tool_call_id=call.pk, task=EXECUTE_TOOL_CALL, session=call.session)

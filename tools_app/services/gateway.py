@@ -25,7 +25,7 @@ from tools_app.core.policy.types import PolicySpec, Verdict
 from tools_app.core.tools.jsonsafe import storable_args, storable_text
 from tools_app.live import events
 from tools_app.models import AgentSession, Policy, ToolCall
-from tools_app.services.lifecycle import tool_call_move
+from tools_app.services.lifecycle import AGENT, POLICY, tool_call_move
 from tools_app.services.policies import load_policy_or_denial
 from tools_app.services.tool_calls import session_counters
 
@@ -185,11 +185,11 @@ def _call_judge(call: ToolCall) -> ToolCall:
     prepared = _with_requested(prepared, requested_hash(native_input))
     fields = _verdict_fields(call, prepared, spec)
     if prepared.status == Status.APPROVED:
-        moved = tool_call_move(call, "gateway_allow", **fields)
+        moved = tool_call_move(call, "gateway_allow", by=POLICY, **fields)
     elif prepared.status == Status.AWAITING_APPROVAL:
-        moved = tool_call_move(call, "judge_wait", **fields)
+        moved = tool_call_move(call, "judge_wait", by=POLICY, **fields)
     else:
-        moved = tool_call_move(call, "judge_end", to=prepared.status, **fields)
+        moved = tool_call_move(call, "judge_end", by=POLICY, to=prepared.status, **fields)
     if not moved:
         call.refresh_from_db()
     return call
@@ -260,7 +260,7 @@ def gateway_call_answered(*, call: ToolCall) -> ToolCall:
     now = timezone.now()
     if call.status == Status.APPROVED:
         tool_call_move(
-            call, "claim_run", started_at=now, runner=GATEWAY_RUNNER, hook_answered_at=now
+            call, "claim_run", by=AGENT, started_at=now, runner=GATEWAY_RUNNER, hook_answered_at=now
         )
     elif call.hook_answered_at is None:
         ToolCall.objects.filter(pk=call.pk, hook_answered_at=None).update(hook_answered_at=now)
@@ -285,7 +285,9 @@ def gateway_call_finish(
     if call is None:
         return None
     if call.status == Status.APPROVED:  # the answer and this event crossed
-        tool_call_move(call, "claim_run", started_at=timezone.now(), runner=GATEWAY_RUNNER)
+        tool_call_move(
+            call, "claim_run", by=AGENT, started_at=timezone.now(), runner=GATEWAY_RUNNER
+        )
     ran = _ran(call, ran_input, response)
     result = _result_text(response, succeeded)
     if ran.get("differs"):
@@ -293,7 +295,7 @@ def gateway_call_finish(
     status = Status.SUCCEEDED if succeeded else Status.FAILED
     preview = {**(call.preview or {}), "ran": ran}
     fields: dict[str, Any] = {"result": result, "preview": preview, "finished_at": timezone.now()}
-    if not tool_call_move(call, "finish", to=status, **fields):
+    if not tool_call_move(call, "finish", by=AGENT, to=status, **fields):
         call.refresh_from_db()
     return call
 

@@ -1,6 +1,8 @@
 """Where a tool call's or a session's status changes: the one place that writes either.
 
-Each allowed move is declared below (from which statuses, to which, what follows it).
+Each allowed move is declared below (from which statuses, to which, who may cause it,
+what follows it); a caller names who it acts for, and a move that actor may not cause
+is a programming error, refused before anything is written.
 A move claims by one conditional update: 0 rows means another process moved first and
 the caller answers as before (Conflict, or nothing). What belongs to a move happens in
 the same transaction — the events (published once it commits), the session's status,
@@ -37,57 +39,81 @@ WAKE = "wake_agent"  # an agent's call changed outside its turn
 AFTER_RUN = "after_run"  # a person's approval refreshes the session, else WAKE
 NOTHING = ""
 
+# Who may cause a move.
+POLICY = "policy"  # the policy's verdict, in the worker that judged the call
+PERSON = "person"  # a reviewer's decision, a person cancelling a session
+CLOCK = "clock"  # a deadline passed (the periodic sweep)
+WORKER = "worker"  # the worker that runs the call or the agent's turn, or recovers it
+AGENT = "agent"  # an agent reporting on a call it ran itself (the gateway's hooks)
+CALLS = "its calls"  # a session following its calls (waiting while one awaits a person)
+
 
 @dataclass(frozen=True)
 class Move:
-    """An allowed change of status: from any of `sources` to one of `targets`."""
+    """An allowed change of status: from any of `sources` to one of `targets`, caused by
+    one of `by`."""
 
     sources: frozenset[str]
     targets: frozenset[str]
+    by: frozenset[str]
     after: str = NOTHING
     drops_held_effect: bool = False  # a held effect nobody will apply is forgotten
     passes_through: tuple[str, ...] = ()  # statuses announced before the target
 
 
-def _move(sources: Iterable[str], targets: Iterable[str], **kwargs: Any) -> Move:
-    return Move(frozenset(sources), frozenset(targets), **kwargs)
+def _move(sources: Iterable[str], targets: Iterable[str], by: Iterable[str], **kwargs: Any) -> Move:
+    return Move(frozenset(sources), frozenset(targets), frozenset(by), **kwargs)
 
 
 OPEN = {Status.PENDING, Status.AWAITING_APPROVAL, Status.APPROVED, Status.RUNNING}
 
 TOOL_CALL_MOVES: dict[str, Move] = {
-    "judge_wait": _move({Status.PENDING}, {Status.AWAITING_APPROVAL}, after=REFRESH),
-    "judge_end": _move({Status.PENDING}, {Status.DENIED, Status.FAILED}, after=WAKE),
+    "judge_wait": _move({Status.PENDING}, {Status.AWAITING_APPROVAL}, {POLICY}, after=REFRESH),
+    "judge_end": _move({Status.PENDING}, {Status.DENIED, Status.FAILED}, {POLICY}, after=WAKE),
     # allowed by the policy: claimed to run here and now, announced as approved first
-    "judge_run": _move({Status.PENDING}, {Status.RUNNING}, passes_through=(Status.APPROVED,)),
+    "judge_run": _move(
+        {Status.PENDING}, {Status.RUNNING}, {POLICY}, passes_through=(Status.APPROVED,)
+    ),
     # a gateway call the policy allowed: the agent runs it once the hook has answered
-    "gateway_allow": _move({Status.PENDING}, {Status.APPROVED}),
-    "decide_approve": _move({Status.AWAITING_APPROVAL}, {Status.APPROVED}, after=REFRESH),
+    "gateway_allow": _move({Status.PENDING}, {Status.APPROVED}, {POLICY}),
+    "decide_approve": _move({Status.AWAITING_APPROVAL}, {Status.APPROVED}, {PERSON}, after=REFRESH),
     "decide_deny": _move(
-        {Status.AWAITING_APPROVAL}, {Status.DENIED}, after=REFRESH, drops_held_effect=True
+        {Status.AWAITING_APPROVAL},
+        {Status.DENIED},
+        {PERSON},
+        after=REFRESH,
+        drops_held_effect=True,
     ),
     "expire": _move(
-        {Status.AWAITING_APPROVAL}, {Status.EXPIRED}, after=REFRESH, drops_held_effect=True
+        {Status.AWAITING_APPROVAL},
+        {Status.EXPIRED},
+        {CLOCK},
+        after=REFRESH,
+        drops_held_effect=True,
     ),
-    "cancel": _move(OPEN, {Status.CANCELLED}, drops_held_effect=True),
-    "claim_run": _move({Status.APPROVED}, {Status.RUNNING}),
-    "finish": _move({Status.RUNNING}, {Status.SUCCEEDED, Status.FAILED}, after=AFTER_RUN),
-    "recover_rerun": _move({Status.RUNNING}, {Status.APPROVED}),
-    "recover_fail": _move({Status.RUNNING}, {Status.FAILED}, after=REFRESH),
+    "cancel": _move(OPEN, {Status.CANCELLED}, {PERSON}, drops_held_effect=True),
+    "claim_run": _move({Status.APPROVED}, {Status.RUNNING}, {WORKER, AGENT}),
+    "finish": _move(
+        {Status.RUNNING}, {Status.SUCCEEDED, Status.FAILED}, {WORKER, AGENT}, after=AFTER_RUN
+    ),
+    "recover_rerun": _move({Status.RUNNING}, {Status.APPROVED}, {WORKER}),
+    "recover_fail": _move({Status.RUNNING}, {Status.FAILED}, {WORKER}, after=REFRESH),
 }
 
 LIVE = {SessionStatus.QUEUED, SessionStatus.RUNNING, SessionStatus.WAITING}
 SESSION_MOVES: dict[str, Move] = {
-    "start": _move({SessionStatus.QUEUED}, {SessionStatus.RUNNING}),
-    "wait": _move({SessionStatus.RUNNING}, {SessionStatus.WAITING}),
-    "resume": _move({SessionStatus.WAITING}, {SessionStatus.RUNNING}),
-    "finish": _move(LIVE, AgentSession.FINISHED_STATUSES),
-    "close_cli": _move(LIVE, {SessionStatus.DONE}),
+    "start": _move({SessionStatus.QUEUED}, {SessionStatus.RUNNING}, {WORKER}),
+    "wait": _move({SessionStatus.RUNNING}, {SessionStatus.WAITING}, {CALLS}),
+    "resume": _move({SessionStatus.WAITING}, {SessionStatus.RUNNING}, {CALLS}),
+    "finish": _move(LIVE, AgentSession.FINISHED_STATUSES, {WORKER, AGENT, PERSON}),
+    "close_cli": _move(LIVE, {SessionStatus.DONE}, {PERSON}),
 }
 
 
-def _target(table: dict[str, Move], move: str, to: str | None) -> tuple[Move, str]:
+def _target(table: dict[str, Move], move: str, to: str | None, by: str) -> tuple[Move, str]:
     spec = table[move]
+    if by not in spec.by:
+        raise ValueError(f"Move {move!r} is caused by {sorted(spec.by)}, not by {by!r}.")
     if to is None and len(spec.targets) == 1:
         (to,) = spec.targets
     if to not in spec.targets:
@@ -99,6 +125,7 @@ def tool_call_move(
     call: ToolCall,
     move: str,
     *,
+    by: str,
     to: str | None = None,
     source: str | None = None,
     where: Q | None = None,
@@ -109,7 +136,7 @@ def tool_call_move(
     starts. `source` narrows the start to the status the caller read; `where` adds
     conditions; `then` runs in the same transaction right after a successful claim.
     `call` is updated in place."""
-    spec, target = _target(TOOL_CALL_MOVES, move, to)
+    spec, target = _target(TOOL_CALL_MOVES, move, to, by)
     sources = spec.sources if source is None else spec.sources & {source}
     with transaction.atomic(savepoint=False):  # inside a caller's transaction: part of it
         claimed = ToolCall.objects.filter(where or Q(), pk=call.pk, status__in=sources).update(
@@ -172,12 +199,12 @@ def effect_discard(*, call: ToolCall) -> None:
 
 
 def session_move(
-    session_id: int, move: str, *, to: str | None = None, event: dict[str, Any] | None = None,
-    where: Q | None = None, **fields: Any,
+    session_id: int, move: str, *, by: str, to: str | None = None,
+    event: dict[str, Any] | None = None, where: Q | None = None, **fields: Any,
 ) -> bool:  # fmt: skip
     """Move a session once (one conditional update); False when it already moved on.
     `event`: the data of the `session.<status>` event published on commit, if any."""
-    _, target = _target(SESSION_MOVES, move, to)
+    _, target = _target(SESSION_MOVES, move, to, by)
     sources = SESSION_MOVES[move].sources
     with transaction.atomic():
         claimed = AgentSession.objects.filter(
@@ -194,7 +221,7 @@ def session_refresh_status(*, session_id: int) -> None:
         session_id=session_id, status=Status.AWAITING_APPROVAL
     ).exists()
     move, new = ("wait", SessionStatus.WAITING) if awaiting else ("resume", SessionStatus.RUNNING)
-    session_move(session_id, move, event={"status": new})
+    session_move(session_id, move, by=CALLS, event={"status": new})
     session_wake_agent(session_id=session_id)
 
 

@@ -16,7 +16,7 @@ from tools_app.core.tools.overlay import sweep_stale_scratch
 from tools_app.errors import Unavailable
 from tools_app.live import events
 from tools_app.models import AgentSession, ToolCall
-from tools_app.services.lifecycle import tool_call_move
+from tools_app.services.lifecycle import CLOCK, WORKER, tool_call_move
 from tools_app.services.queueing import (
     EVALUATE_TOOL_CALL,
     EXECUTE_TOOL_CALL,
@@ -48,7 +48,7 @@ def _expire(call_id: int, now: object) -> int:
     call = ToolCall.objects.filter(pk=call_id).first()
     if call is None:
         return 0
-    return int(tool_call_move(call, "expire", result=note, finished_at=now))
+    return int(tool_call_move(call, "expire", by=CLOCK, result=note, finished_at=now))
 
 
 def tool_call_requeue_orphans() -> int:
@@ -101,9 +101,9 @@ def _recover(call: ToolCall) -> int:
             "partly run, so it was not run again: check the workspace before retrying."
         )  # final: the session's agent goes on from here
         fields: dict[str, Any] = {"result": note, "runner": "", "finished_at": timezone.now()}
-        return int(tool_call_move(call, "recover_fail", where=same_runner, **fields))
+        return int(tool_call_move(call, "recover_fail", by=WORKER, where=same_runner, **fields))
     if not tool_call_move(
-        call, "recover_rerun", where=same_runner, result="", runner="", finished_at=None
+        call, "recover_rerun", by=WORKER, where=same_runner, result="", runner="", finished_at=None
     ):
         return 0
     tool_call_enqueue(tool_call_id=call.pk, task=EXECUTE_TOOL_CALL, session=call.session)

@@ -19,6 +19,8 @@ from tools_app.models import AgentSession, Policy, ToolCall
 from tools_app.services import workspaces
 from tools_app.services.audit import Action, Via, audit_record
 from tools_app.services.lifecycle import (
+    PERSON,
+    WORKER,
     session_move,
     session_wake_agent,
     tool_call_move,
@@ -122,7 +124,9 @@ def session_prepare(*, session_id: int, queue: str) -> AgentSession:
         workspaces.clone(session.repo, workspace)
     except workspaces.WorkspaceError as exc:
         return session_finish(session_id=session.pk, status=SessionStatus.FAILED, summary=str(exc))
-    session_move(session.pk, "start", event={**_payload(session), "status": SessionStatus.RUNNING})
+    session_move(
+        session.pk, "start", by=WORKER, event={**_payload(session), "status": SessionStatus.RUNNING}
+    )
     session.refresh_from_db()
     for call_id in session.tool_calls.filter(status=ToolCall.Status.PENDING).values_list(
         "pk", flat=True
@@ -148,7 +152,11 @@ def session_open_for_workspace(*, workspace: Path, policy: Policy) -> AgentSessi
 def session_close_cli(*, session: AgentSession) -> None:
     """A command-line call's session is done once its one call was handled."""
     session_move(
-        session.pk, "close_cli", where=Q(kind=AgentSession.Kind.CLI), finished_at=timezone.now()
+        session.pk,
+        "close_cli",
+        by=PERSON,
+        where=Q(kind=AgentSession.Kind.CLI),
+        finished_at=timezone.now(),
     )
 
 
@@ -161,15 +169,17 @@ def session_count_lines(*, session_id: int, lines: int, approved_by_human: bool)
 
 
 def session_finish(
-    *, session_id: int, status: str, summary: str = "", files_changed: list[str] | None = None
-) -> AgentSession:
+    *, session_id: int, status: str, summary: str = "", files_changed: list[str] | None = None,
+    by: str = WORKER,
+) -> AgentSession:  # fmt: skip
     """End a session once; a session already done, failed or cancelled stays as it is.
 
     A sub-agent's end wakes its parent, whose spawn_subagent call receives the report."""
     files = files_changed or []
     with transaction.atomic():
         finished = session_move(
-            session_id, "finish", to=status, event={"summary": summary, "files_changed": files},
+            session_id, "finish", by=by, to=status,
+            event={"summary": summary, "files_changed": files},
             summary=summary, files_changed=files, turn_runner="", finished_at=timezone.now(),
         )  # fmt: skip
         session = AgentSession.objects.get(pk=session_id)
@@ -195,11 +205,16 @@ def session_cancel(
         cancelled = [call.pk for call in calls]
         for call in calls:
             tool_call_move(
-                call, "cancel", source=call.status, finished_at=timezone.now(), result=note
+                call,
+                "cancel",
+                by=PERSON,
+                source=call.status,
+                finished_at=timezone.now(),
+                result=note,
             )
         was_open = session.status not in AgentSession.FINISHED_STATUSES
         finished = session_finish(
-            session_id=session.pk, status=SessionStatus.CANCELLED, summary="cancelled"
+            session_id=session.pk, status=SessionStatus.CANCELLED, summary="cancelled", by=PERSON
         )
         if was_open and user is not None and finished.status == SessionStatus.CANCELLED:
             _audit_cancel(finished, user=user, via=via, calls=cancelled)

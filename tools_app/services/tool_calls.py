@@ -27,7 +27,13 @@ from tools_app.errors import Conflict
 from tools_app.live import events
 from tools_app.models import AgentSession, Policy, ToolCall
 from tools_app.services import cache, effects, subagents
-from tools_app.services.lifecycle import approved_by_person, effect_store, tool_call_move
+from tools_app.services.lifecycle import (
+    POLICY,
+    WORKER,
+    approved_by_person,
+    effect_store,
+    tool_call_move,
+)
 from tools_app.services.policies import load_policy_or_denial
 from tools_app.services.pull_request_store import PullRequestStore
 from tools_app.services.queueing import EVALUATE_TOOL_CALL, tool_call_enqueue
@@ -157,9 +163,9 @@ def _tool_call_record_verdict(
     status = prepared.status
     if status == Status.APPROVED:  # runs here and now: claimed like an execution
         fields |= {"started_at": timezone.now(), "runner": runner_id()}
-        return tool_call_move(call, "judge_run", **fields)
+        return tool_call_move(call, "judge_run", by=POLICY, **fields)
     move = "judge_wait" if status == Status.AWAITING_APPROVAL else "judge_end"
-    return tool_call_move(call, move, to=status, **fields)
+    return tool_call_move(call, move, by=POLICY, to=status, **fields)
 
 
 def _verdict_fields(
@@ -198,7 +204,9 @@ def tool_call_execute(*, tool_call_id: int) -> ToolCall:
     call = ToolCall.objects.select_related("session__policy").get(pk=tool_call_id)
     if call.native_tool:
         return call  # a gateway call runs on the agent's machine, never here
-    if not tool_call_move(call, "claim_run", started_at=timezone.now(), runner=runner_id()):
+    if not tool_call_move(
+        call, "claim_run", by=WORKER, started_at=timezone.now(), runner=runner_id()
+    ):
         call.refresh_from_db()
         return call  # another worker has it, or it is no longer approved
     return _run_claimed(call)
@@ -292,7 +300,7 @@ def _tool_call_finish(
         fields: dict[str, Any] = {"result": result, "from_cache": from_cache, "finished_at": now}
         # A person's approval refreshes the session (healing one left `waiting` by racing
         # decisions) and wakes its agent; an agent's call run outside its turn wakes it.
-        finished = tool_call_move(call, "finish", to=status, **fields)
+        finished = tool_call_move(call, "finish", by=WORKER, to=status, **fields)
         if ran and status == Status.SUCCEEDED:
             _record_success(call, result)
         if not finished:
