@@ -50,13 +50,7 @@ def tool_call_decide(
     checked (and maybe refused) before anything is decided. `via`: where the person
     decided (the audit trail's "from where"; by default read from `scope`).
     """
-    if decision not in Decision.Choice.values:
-        raise Invalid("`decision` must be 'approve' or 'deny'.")
-    approve = decision == Decision.Choice.APPROVE
-    if not access.may_decide(user, scope, call, approve=approve):
-        raise Forbidden(_forbidden_reason(user, scope, call))
-    if call.status != Status.AWAITING_APPROVAL:
-        raise Conflict(f"Tool call {call.pk} is {call.status}, not awaiting a decision.")
+    approve = _check_decidable(call, user, scope, decision)
     if rule_args is not None and not (remember and approve):
         raise Invalid("Rule patterns are only for approving with remember.")
     if rule_args is not None:
@@ -82,6 +76,19 @@ def tool_call_decide(
     if call.status == Status.APPROVED and not call.native_tool:  # a gateway's runs elsewhere
         tool_call_enqueue(tool_call_id=call.pk, task=EXECUTE_TOOL_CALL, session=call.session)
     return call
+
+
+def _check_decidable(call: ToolCall, user: Any, scope: str, decision: str) -> bool:
+    """Whether this is an approval; raises when it is no decision, the person may not
+    make it, or the call no longer waits for one."""
+    if decision not in Decision.Choice.values:
+        raise Invalid("`decision` must be 'approve' or 'deny'.")
+    approve = decision == Decision.Choice.APPROVE
+    if not access.may_decide(user, scope, call, approve=approve):
+        raise Forbidden(_forbidden_reason(user, scope, call))
+    if call.status != Status.AWAITING_APPROVAL:
+        raise Conflict(f"Tool call {call.pk} is {call.status}, not awaiting a decision.")
+    return approve
 
 
 def _record(
