@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import replace
-from datetime import timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -27,7 +26,7 @@ from tools_app.live import events
 from tools_app.models import AgentSession, Policy, ToolCall
 from tools_app.services.lifecycle import AGENT, POLICY, tool_call_move
 from tools_app.services.policies import load_policy_or_denial
-from tools_app.services.tool_calls import session_counters
+from tools_app.services.tool_calls import session_counters, verdict_fields
 
 Status = ToolCall.Status
 Kind = AgentSession.Kind
@@ -183,7 +182,7 @@ def _call_judge(call: ToolCall) -> ToolCall:
     native_input = dict(call.native_input or {})
     prepared = _prepare(spec, call, native_input)
     prepared = _with_requested(prepared, requested_hash(native_input))
-    fields = _verdict_fields(call, prepared, spec)
+    fields = {"tool": call.tool, **verdict_fields(call, prepared, spec)}
     if prepared.status == Status.APPROVED:
         moved = tool_call_move(call, "gateway_allow", by=POLICY, **fields)
     elif prepared.status == Status.AWAITING_APPROVAL:
@@ -224,34 +223,6 @@ def _with_requested(prepared: engine.Prepared, requested: Any) -> engine.Prepare
     preview = dict(prepared.preview or {})
     preview["gateway"] = {**preview.get("gateway", {}), "requested": requested}
     return replace(prepared, preview=preview)
-
-
-def _verdict_fields(
-    call: ToolCall, prepared: engine.Prepared, spec: PolicySpec | Verdict
-) -> dict[str, Any]:
-    now = timezone.now()
-    verdict = prepared.verdict
-    awaiting = prepared.status == Status.AWAITING_APPROVAL
-    final = prepared.status in {Status.FAILED, Status.DENIED}
-    return {
-        "tool": call.tool,
-        "args": prepared.args,
-        "args_hash": engine.args_hash(call.tool, prepared.args),
-        "verdict": verdict.kind if verdict else "",
-        "reason": verdict.reason if verdict else prepared.error,
-        "rule": verdict.rule if verdict else "validation",
-        "policy_version": spec.version if isinstance(spec, PolicySpec) else None,
-        "preview": prepared.preview,
-        "changed_lines": prepared.changed_lines,
-        "result": prepared.error or (verdict.reason if final and verdict else ""),
-        "decided_at": None if awaiting else now,
-        "finished_at": now if final else None,
-        "expires_at": (
-            now + timedelta(seconds=call.session.policy.approval_timeout_seconds)
-            if awaiting
-            else None
-        ),
-    }
 
 
 def gateway_call_answered(*, call: ToolCall) -> ToolCall:

@@ -159,7 +159,7 @@ def _tool_call_record_verdict(
 ) -> bool:
     """Store the policy's verdict, and claim an allowed call for this process in the same
     update; False when another process already did. `call` is updated in place."""
-    fields = _verdict_fields(call, prepared, spec)
+    fields = verdict_fields(call, prepared, spec)
     status = prepared.status
     if status == Status.APPROVED:  # runs here and now: claimed like an execution
         fields |= {"started_at": timezone.now(), "runner": runner_id()}
@@ -168,7 +168,7 @@ def _tool_call_record_verdict(
     return tool_call_move(call, move, by=POLICY, to=status, **fields)
 
 
-def _verdict_fields(
+def verdict_fields(
     call: ToolCall, prepared: engine.Prepared, spec: PolicySpec | Verdict
 ) -> dict[str, Any]:
     now = timezone.now()
