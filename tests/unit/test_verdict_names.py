@@ -11,6 +11,9 @@ from pathlib import Path
 from tools_app.models import Decision, PolicyRule, ToolCall, Verdict
 
 CORE = Path(__file__).resolve().parents[2] / "tools_app" / "core"
+# Where the core speaks of a person's decision, which is the right word there: a
+# notification says who approved or denied a call (the webhook's "decision" object).
+PERSONS_DECISIONS = {"notify/messages.py"}
 
 
 def decision_names(source: str) -> list[str]:
@@ -34,7 +37,7 @@ def test_the_pure_core_calls_the_policys_answer_a_verdict() -> None:
         for path in sorted(CORE.rglob("*.py"))
         if (names := decision_names(path.read_text()))
     }
-    assert found == {}
+    assert set(found) <= PERSONS_DECISIONS, found
 
 
 def test_the_scan_finds_each_way_of_naming_it() -> None:

@@ -50,7 +50,10 @@ def diff_view(text: Any, *, split: bool = True) -> dict[str, Any]:
     lines = sum(len(f.lines) for f in files)
     split = split and lines <= rendering.HIGHLIGHT_LIMIT
     shown = [{"file": f, "rows": rendering.split_rows(f.lines) if split else None} for f in files]
-    return {"files": shown, "split": split, "hidden": rendering.hidden_count(str(text or ""))}
+    # Text that is not a unified diff (no hunk to show) is shown as it is, never hidden.
+    raw = str(text or "") if not lines else ""
+    hidden = rendering.hidden_count(str(text or ""))
+    return {"files": [] if raw else shown, "split": split, "hidden": hidden, "raw": raw}
 
 
 @register.inclusion_tag("tools_app/_tool_call.html")
