@@ -293,6 +293,24 @@ def memory_layer(settings: Any) -> Any:
     channel_layers.backends = {}
 
 
+# The project's own entry points beside tools_app's pages and the REST API, and where
+# each one's access is tested (`/mcp` is routed in agentweb/asgi.py: test_mcp.py, 401).
+PROJECT_ENTRY_POINTS = {
+    "admin/": "the ADMIN rows (Django admin's own login otherwise)",
+    "login/": "Django's login view",
+    "logout/": "Django's logout view",
+    "api/hooks/claude-code": "test_gateway_hooks.py: no token, a bad or a review token: deny",
+    "api/": "the API rows",
+    "": "the PAGES rows",
+}
+
+
+def test_every_entry_point_of_the_project_is_accounted_for() -> None:
+    from agentweb import urls as project_urls
+
+    assert {str(p.pattern) for p in project_urls.urlpatterns} == set(PROJECT_ENTRY_POINTS)
+
+
 def test_the_matrix_covers_every_url_and_socket() -> None:
     page_names = {pattern.name for pattern in urls.urlpatterns}
     assert page_names == {row.key for row in PAGES}
