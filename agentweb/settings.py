@@ -262,8 +262,12 @@ CHANNEL_LAYER_BACKENDS = {
 }
 
 
-def channel_layers(redis_url: str, kind: str = "pubsub") -> dict[str, Any]:
-    """CHANNEL_LAYERS for `kind` (AGENTWEB_CHANNEL_LAYER: pubsub, redis or memory)."""
+def channel_layers(redis_url: str, kind: str = "pubsub", prefix: str = "asgi") -> dict[str, Any]:
+    """CHANNEL_LAYERS for `kind` (AGENTWEB_CHANNEL_LAYER: pubsub, redis or memory).
+
+    `prefix` names the layer's Redis channels and keys. Redis pub/sub channels are not
+    scoped by a database number, so two installations sharing one Redis keep apart only by
+    their prefixes."""
     if kind not in CHANNEL_LAYER_BACKENDS:
         choices = ", ".join(CHANNEL_LAYER_BACKENDS)
         raise ImproperlyConfigured(
@@ -271,11 +275,15 @@ def channel_layers(redis_url: str, kind: str = "pubsub") -> dict[str, Any]:
         )
     layer: dict[str, Any] = {"BACKEND": CHANNEL_LAYER_BACKENDS[kind]}
     if kind != "memory":
-        layer["CONFIG"] = {"hosts": [channel_layer_host(redis_url)]}
+        layer["CONFIG"] = {"hosts": [channel_layer_host(redis_url)], "prefix": prefix}
     return {"default": layer}
 
 
-CHANNEL_LAYERS = channel_layers(REDIS_URL, os.environ.get("AGENTWEB_CHANNEL_LAYER") or "pubsub")
+CHANNEL_LAYERS = channel_layers(
+    REDIS_URL,
+    os.environ.get("AGENTWEB_CHANNEL_LAYER") or "pubsub",
+    os.environ.get("AGENTWEB_CHANNEL_PREFIX") or "asgi",
+)
 
 # Commits made by agents carry this identity, never the server user's git config.
 AGENTWEB_GIT_AUTHOR_NAME = os.environ.get("AGENTWEB_GIT_AUTHOR_NAME", "agentweb")

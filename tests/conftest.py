@@ -48,7 +48,14 @@ def workspace(workspace_template: Path, tmp_path: Path) -> Path:
 
 # --- real services: Redis and a Celery worker ---------------------------------------------
 
-LOCAL_REDIS = os.environ.get("AGENTWEB_TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
+# Under pytest-xdist each test process (gw0, gw1, ...) has its own Redis database (9, 10,
+# ...: Celery's queues and its unacked index) and its own channel prefix (pub/sub channels
+# ignore the database), so two processes' sessions numbered 1 never hear each other.
+XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+LOCAL_REDIS = os.environ.get(
+    "AGENTWEB_TEST_REDIS_URL", f"redis://127.0.0.1:6379/{9 + int(XDIST_WORKER[2:] or 0)}"
+)
+CHANNEL_PREFIX = f"agentweb-test-{XDIST_WORKER}"
 
 
 @pytest.fixture(scope="session")
@@ -111,7 +118,7 @@ def services_env(
     settings.REDIS_URL = redis_url
     settings.CELERY_TASK_DEFAULT_QUEUE = queue
     settings.AGENTWEB_WORKSPACES = workspaces
-    settings.CHANNEL_LAYERS = channel_layers(redis_url)  # the worker's layer: the same
+    settings.CHANNEL_LAYERS = channel_layers(redis_url, prefix=CHANNEL_PREFIX)  # the worker's too
     layers.backends = {}
     app.conf.broker_url = kombu_url(redis_url)
     app.conf.task_default_queue = queue
@@ -122,6 +129,7 @@ def services_env(
         "DATABASE_URL": url,
         "REDIS_URL": redis_url,
         "AGENTWEB_CHANNEL_LAYER": "pubsub",
+        "AGENTWEB_CHANNEL_PREFIX": CHANNEL_PREFIX,
         "AGENTWEB_QUEUE": queue,
         "AGENTWEB_WORKER_QUEUE": host_queue,
         "AGENTWEB_WORKSPACES": str(workspaces),

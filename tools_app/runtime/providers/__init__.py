@@ -12,8 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tools_app.runtime.conversation import Provider
-from tools_app.runtime.providers.anthropic_provider import AnthropicProvider
-from tools_app.runtime.providers.openai_provider import OpenAIProvider
 from tools_app.runtime.providers.scripted import ScriptedProvider
 from tools_app.runtime.providers.specs import ModelSpec, parse_model_spec
 
@@ -60,7 +58,12 @@ def build_provider(spec: str, *, settings: ProviderSettings) -> Provider:
     window = context_window_for(parsed, settings.context_windows)
     if parsed.provider == "script":
         return ScriptedProvider(parsed.name, context_window=window)
+    # The SDKs are imported here, not at the top: importing both costs every process that
+    # imports the services (daphne, each worker, each manage.py command) seconds of CPU,
+    # and most of them never build an SDK provider.
     if parsed.provider == "openai":
+        from tools_app.runtime.providers.openai_provider import OpenAIProvider
+
         return OpenAIProvider(
             parsed.name,
             api_key=settings.openai_api_key,
@@ -69,6 +72,8 @@ def build_provider(spec: str, *, settings: ProviderSettings) -> Provider:
             max_retries=settings.max_retries,
             context_window=window,
         )
+    from tools_app.runtime.providers.anthropic_provider import AnthropicProvider
+
     return AnthropicProvider(
         parsed.name,
         api_key=settings.anthropic_api_key,
