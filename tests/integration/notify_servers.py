@@ -69,6 +69,8 @@ def serve(receiver: Receiver, slack_token: str = "") -> ThreadingHTTPServer:
             self._answer(status, b'{"ok": true}')
 
         def _slack(self, got: Received) -> None:
+            if got.path.startswith("/services/"):  # an incoming webhook: no token, "ok"
+                return self._answer(200, b"ok", "text/plain")
             if got.headers.get("Authorization") != f"Bearer {slack_token}":
                 return self._answer(200, b'{"ok": false, "error": "invalid_auth"}')
             data = got.json()
@@ -77,9 +79,9 @@ def serve(receiver: Receiver, slack_token: str = "") -> ThreadingHTTPServer:
                 200, json.dumps({"ok": True, "channel": data["channel"], "ts": ts}).encode()
             )
 
-        def _answer(self, status: int, body: bytes) -> None:
+        def _answer(self, status: int, body: bytes, kind: str = "application/json") -> None:
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)

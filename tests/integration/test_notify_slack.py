@@ -20,7 +20,15 @@ from django.test import Client
 from tests.integration.helpers import Api
 from tests.integration.notify_servers import Receiver, serve
 from tools_app import services
-from tools_app.models import AgentSession, AuditEntry, Channel, Policy, SlackUser, ToolCall
+from tools_app.models import (
+    AgentSession,
+    AuditEntry,
+    Channel,
+    Delivery,
+    Policy,
+    SlackUser,
+    ToolCall,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 TOKEN = "xoxb-test-token"
@@ -105,6 +113,32 @@ def test_the_message_is_posted_then_edited_on_the_decision(
     assert "approved by rita" in update["text"]
     elements = next(b for b in update["blocks"] if b["type"] == "actions")["elements"]
     assert [a["action_id"] for a in elements] == ["open"]  # no buttons once decided
+
+
+def test_an_incoming_webhook_posts_then_posts_the_decision_as_a_follow_up(
+    slack: Receiver, workspace: Path, creator: User, rita: Api
+) -> None:
+    """An incoming webhook (a URL, no bot token) cannot edit what it posted: the decision
+    is a second message, without buttons."""
+    hook = f"{slack.url}/services/T0TEAM/B0HOOK/xyz"
+    Channel.objects.create(name="hook", kind="slack", url=hook)
+    call = waiting_in(session_of(creator, workspace))
+    (posted,) = slack.received
+    assert posted.path == "/services/T0TEAM/B0HOOK/xyz" and "Authorization" not in posted.headers
+    message = posted.json()
+    assert "channel" not in message and f"Tool call {call.pk}" in message["text"]
+    actions = next(b for b in message["blocks"] if b["type"] == "actions")["elements"]
+    assert [a["action_id"] for a in actions] == ["open"]  # not interactive
+    assert "KEY=new-value" not in posted.body.decode()
+
+    decided = {"decision": "deny", "reason": "not this key"}
+    assert rita.post(f"/tool-calls/{call.pk}/decision", decided).status_code == 200
+    follow_up = slack.received[-1]
+    assert len(slack.received) == 2 and follow_up.path == posted.path
+    assert "denied by rita" in follow_up.json()["text"]
+    assert "Reason: not this key" in json.dumps(follow_up.json()["blocks"])
+    states = Delivery.objects.filter(tool_call=call).values_list("event", "state", "external_ref")
+    assert sorted(states) == [("tool_call.decided", "sent", ""), ("tool_call.waiting", "sent", "")]
 
 
 def test_an_approval_clicked_in_slack_by_a_linked_reviewer_decides(
