@@ -74,6 +74,10 @@ def serve(receiver: Receiver, slack_token: str = "") -> ThreadingHTTPServer:
             if got.headers.get("Authorization") != f"Bearer {slack_token}":
                 return self._answer(200, b'{"ok": false, "error": "invalid_auth"}')
             data = got.json()
+            if got.path.endswith("/views.open"):
+                if not data.get("trigger_id"):
+                    return self._answer(200, b'{"ok": false, "error": "invalid_trigger_id"}')
+                return self._answer(200, b'{"ok": true, "view": {"id": "V0FORM"}}')
             ts = data.get("ts") or f"1700000000.{next(receiver.slack_ts):06d}"
             self._answer(
                 200, json.dumps({"ok": True, "channel": data["channel"], "ts": ts}).encode()
