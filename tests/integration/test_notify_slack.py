@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Group, User
 from django.test import Client
 
 from tests.integration.helpers import Api
@@ -293,6 +293,7 @@ def test_bad_channel_configuration_is_a_field_error_never_a_500(superuser: User)
     admin = Client()
     admin.force_login(superuser)
     local = "http://127.0.0.1:9/hook"
+    oncall = str(Group.objects.create(name="oncall").pk)
     cases = [
         (channel_form(url="https://evil.example/hook", secret="x"), "not an allowed notification"),
         (channel_form(url=local), "A webhook needs a secret"),
@@ -300,6 +301,7 @@ def test_bad_channel_configuration_is_a_field_error_never_a_500(superuser: User)
         (channel_form(kind="slack", url=local, interactive="on"), "signing secret"),
         (channel_form(kind="email", recipients="not-an-address"), "is not an email address"),
         (channel_form(url=local, secret="x", sessions="seven"), "is not a session id"),
+        (channel_form(url=local, secret="x", groups=oncall), "only an email channel has one"),
     ]
     for form, error in cases:
         answer = admin.post("/admin/tools_app/channel/add/", form)

@@ -49,7 +49,9 @@ def notify_moved(call: ToolCall, move: str, previous: str) -> None:
 
 def channels_for(call: ToolCall, *, escalation: bool) -> list[Channel]:
     """The enabled channels whose routing (policies, sessions, rules) takes this call."""
-    found = Channel.objects.filter(enabled=True, escalation=escalation).prefetch_related("policies")
+    found = Channel.objects.filter(enabled=True, escalation=escalation).prefetch_related(
+        "policies", "groups"
+    )
     return [channel for channel in found if _routes(channel, call)]
 
 
@@ -77,17 +79,17 @@ def deliveries_create(*, call: ToolCall, event: str, channels: list[Channel]) ->
 
 
 def _email_deliveries(channel: Channel, call: ToolCall, event: str) -> list[Delivery]:
-    """The channel's own addresses now; each reviewer's as they prefer (now, in their
-    digest, or not at all); a reviewer who may not decide this call is not told."""
+    """The channel's own addresses now; each person it tells (reviewers, members of its
+    groups) as they prefer: now, in their digest, or not at all."""
     made = [
         Delivery.objects.create(channel=channel, tool_call=call, event=event, address=address)
         for address in channel.recipients
     ]
-    if not channel.to_reviewers:
-        return made
-    for user, mode in _reviewers_with_mode():
-        if mode == Mode.OFF or not access.may_decide(user, "session", call, approve=False):
+    told = set(channel.recipients)
+    for user, mode in _people_for(channel, call):
+        if mode == Mode.OFF or user.email in told:
             continue
+        told.add(user.email)
         state = State.HELD if mode == Mode.DIGEST else State.PENDING
         made.append(
             Delivery.objects.create(
@@ -97,12 +99,20 @@ def _email_deliveries(channel: Channel, call: ToolCall, event: str) -> list[Deli
     return made
 
 
-def _reviewers_with_mode() -> list[tuple[Any, str]]:
+def _people_for(channel: Channel, call: ToolCall) -> list[tuple[Any, str]]:
+    """(person, their mode) for everyone with an address this email channel tells about
+    `call`: reviewers who may decide it (`to_reviewers`), and members of its groups who
+    may see it; nobody learns of a call they could not open."""
     users = get_user_model().objects.filter(is_active=True).exclude(email="")
+    people = []
+    if channel.to_reviewers:
+        people += [u for u in users if access.may_decide(u, "session", call, approve=False)]
+    groups = list(channel.groups.all())
+    if groups:
+        members = users.filter(groups__in=groups).distinct()
+        people += [user for user in members if access.may_see_session(user, call.session)]
     modes = dict(NotifyPreference.objects.values_list("user_id", "mode"))
-    return [
-        (user, modes.get(user.pk, Mode.IMMEDIATELY)) for user in users if access.is_reviewer(user)
-    ]
+    return [(user, modes.get(user.pk, Mode.IMMEDIATELY)) for user in people]
 
 
 def delivery_enqueue(*, delivery_id: int) -> None:

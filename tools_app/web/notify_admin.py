@@ -46,8 +46,8 @@ class ChannelForm(forms.ModelForm[Channel]):
         model = Channel
         fields = (
             "name", "kind", "enabled", "url", "secret", "signing_secret", "slack_channel",
-            "interactive", "recipients", "to_reviewers", "policies", "sessions", "rules",
-            "escalation",
+            "interactive", "recipients", "to_reviewers", "groups", "policies", "sessions",
+            "rules", "escalation",
         )  # fmt: skip
 
     def clean(self) -> dict[str, Any]:
@@ -62,6 +62,8 @@ class ChannelForm(forms.ModelForm[Channel]):
         }.get(data.get("kind", ""))
         if check is not None:
             check(data)
+        if data.get("groups") and data.get("kind") != Channel.Kind.EMAIL:
+            self.add_error("groups", "A group is told by email: only an email channel has one.")
         self._check_sessions(data)
         return data
 
@@ -95,8 +97,8 @@ class ChannelForm(forms.ModelForm[Channel]):
                 validate_email(address)
             except ValidationError:
                 self.add_error("recipients", f"{address!r} is not an email address.")
-        if not data.get("recipients") and not data.get("to_reviewers"):
-            self.add_error("recipients", "Name an address, or tell the reviewers.")
+        if not (data.get("recipients") or data.get("to_reviewers") or data.get("groups")):
+            self.add_error("recipients", "Name an address, a group, or tell the reviewers.")
 
     def _check_sessions(self, data: dict[str, Any]) -> None:
         ids = data.get("sessions") or []
