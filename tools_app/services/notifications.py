@@ -15,12 +15,14 @@ from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from tools_app import access
-from tools_app.errors import Unavailable
+from tools_app.errors import Invalid, Unavailable
 from tools_app.models import Channel, Delivery, NotifyPreference, ToolCall
 from tools_app.services.queueing import task_send
 
@@ -206,3 +208,53 @@ def _digest_for(preference: NotifyPreference, now: Any) -> int:
             delivery_enqueue(delivery_id=digest.pk)
             count += 1
     return count
+
+
+# --- each person's preference -----------------------------------------------------------------
+
+DIGEST_MINUTES = (5, 1440)  # the shortest and the longest digest interval
+
+
+def notify_preference_problems(
+    *, mode: str, digest_minutes: int | None, email: str
+) -> dict[str, str]:
+    """What is wrong with a preference, by field ({} when nothing): the self-service
+    page shows each on its field, and `notify_preference_set` refuses any."""
+    problems: dict[str, str] = {}
+    if mode not in Mode.values:
+        problems["mode"] = f"{mode!r} is not one of {', '.join(Mode.values)}."
+    low, high = DIGEST_MINUTES
+    if mode == Mode.DIGEST and not (digest_minutes and low <= digest_minutes <= high):
+        problems["digest_minutes"] = f"A digest comes every {low} to {high} minutes."
+    if email:
+        try:
+            validate_email(email)
+        except ValidationError:
+            problems["email"] = f"{email!r} is not an email address."
+    elif mode in (Mode.IMMEDIATELY, Mode.DIGEST):
+        problems["email"] = "Give the address to tell you at, or turn notifications off."
+    return problems
+
+
+def notify_preference_set(
+    *, user: Any, mode: str, digest_minutes: int | None, email: str
+) -> NotifyPreference:
+    """A person's own choice: how email channels tell them, and at which address. Leaving
+    the digest sends what it holds now; a new address takes what is held with it."""
+    problems = notify_preference_problems(mode=mode, digest_minutes=digest_minutes, email=email)
+    if problems:
+        raise Invalid(" ".join(problems.values()))
+    with transaction.atomic():
+        preference, _ = NotifyPreference.objects.select_for_update().get_or_create(user=user)
+        held = Delivery.objects.filter(state=State.HELD, address=user.email)
+        if email != user.email:
+            held.update(address=email)
+            get_user_model().objects.filter(pk=user.pk).update(email=email)
+            user.email = email
+        leaving_digest = preference.mode == Mode.DIGEST and mode != Mode.DIGEST
+        preference.mode = mode
+        preference.digest_minutes = digest_minutes or preference.digest_minutes
+        preference.save()
+        if leaving_digest:
+            _digest_for(preference, timezone.now())
+    return preference
