@@ -130,3 +130,32 @@ def parts_of(message: Message) -> dict[str, str]:
             assert isinstance(payload, bytes)
             found[part.get_content_type()] = payload.decode()
     return found
+
+
+class Hanging:
+    """A server that is down the worst way: it accepts each connection, takes the request
+    and never answers, until `close` (which hangs up on every one)."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.held: list[socket.socket] = []
+        self.accepting = threading.Thread(target=self._accept, daemon=True)
+        self.accepting.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:  # closed
+                return
+            self.held.append(connection)
+
+    def close(self) -> None:
+        """Stop accepting (a shutdown wakes the blocked accept; a close alone would not),
+        then hang up on every connection held."""
+        self.listener.shutdown(socket.SHUT_RDWR)
+        self.accepting.join(timeout=5)
+        self.listener.close()
+        for connection in self.held:
+            connection.close()
