@@ -4,16 +4,20 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('auth', '0012_alter_user_first_name_max_length'),
-        ('tools_app', '0014_audit_and_channels'),
+        ("auth", "0012_alter_user_first_name_max_length"),
+        ("tools_app", "0014_audit_and_channels"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='channel',
-            name='groups',
-            field=models.ManyToManyField(blank=True, help_text='Email: also every member of these groups who may see the call, as they prefer (an escalation channel with a group reaches that group).', related_name='+', to='auth.group'),
+            model_name="channel",
+            name="groups",
+            field=models.ManyToManyField(
+                blank=True,
+                help_text="Email: also every member of these groups who may see the call, as they prefer (an escalation channel with a group reaches that group).",
+                related_name="+",
+                to="auth.group",
+            ),
         ),
     ]
