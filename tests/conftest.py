@@ -133,6 +133,7 @@ def services_env(
         "AGENTWEB_QUEUE": queue,
         "AGENTWEB_WORKER_QUEUE": host_queue,
         "AGENTWEB_WORKSPACES": str(workspaces),
+        "AGENTWEB_NOTIFY_HOSTS": "127.0.0.1",  # the notification tests' servers
     }
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.urls import path
 
 from tools_app.api import slack
-from tools_app.web import approvals, audit, pull_requests, sessions, skills
+from tools_app.web import approvals, audit, notify_settings, pull_requests, sessions, skills
 
 urlpatterns = [
     path("", approvals.approvals, name="home"),
@@ -33,6 +33,7 @@ urlpatterns = [
         slack.slack_interactivity,
         name="slack_interactivity",
     ),
+    path("settings/notifications/", notify_settings.notify_settings, name="notify_settings"),
     path("skills/", skills.skill_list, name="skills"),
     path("skills/new/", skills.skill_new, name="skill_new"),
     path("skills/export/", skills.skill_export, name="skill_export"),

@@ -69,17 +69,23 @@ def serve(receiver: Receiver, slack_token: str = "") -> ThreadingHTTPServer:
             self._answer(status, b'{"ok": true}')
 
         def _slack(self, got: Received) -> None:
+            if got.path.startswith("/services/"):  # an incoming webhook: no token, "ok"
+                return self._answer(200, b"ok", "text/plain")
             if got.headers.get("Authorization") != f"Bearer {slack_token}":
                 return self._answer(200, b'{"ok": false, "error": "invalid_auth"}')
             data = got.json()
+            if got.path.endswith("/views.open"):
+                if not data.get("trigger_id"):
+                    return self._answer(200, b'{"ok": false, "error": "invalid_trigger_id"}')
+                return self._answer(200, b'{"ok": true, "view": {"id": "V0FORM"}}')
             ts = data.get("ts") or f"1700000000.{next(receiver.slack_ts):06d}"
             self._answer(
                 200, json.dumps({"ok": True, "channel": data["channel"], "ts": ts}).encode()
             )
 
-        def _answer(self, status: int, body: bytes) -> None:
+        def _answer(self, status: int, body: bytes, kind: str = "application/json") -> None:
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
@@ -124,3 +130,32 @@ def parts_of(message: Message) -> dict[str, str]:
             assert isinstance(payload, bytes)
             found[part.get_content_type()] = payload.decode()
     return found
+
+
+class Hanging:
+    """A server that is down the worst way: it accepts each connection, takes the request
+    and never answers, until `close` (which hangs up on every one)."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.held: list[socket.socket] = []
+        self.accepting = threading.Thread(target=self._accept, daemon=True)
+        self.accepting.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:  # closed
+                return
+            self.held.append(connection)
+
+    def close(self) -> None:
+        """Stop accepting (a shutdown wakes the blocked accept; a close alone would not),
+        then hang up on every connection held."""
+        self.listener.shutdown(socket.SHUT_RDWR)
+        self.accepting.join(timeout=5)
+        self.listener.close()
+        for connection in self.held:
+            connection.close()

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Group, User
 from django.test import Client
 from django.utils import timezone
 
@@ -244,6 +244,53 @@ def test_a_digest_collects_several_calls_for_who_prefers_it(
     assert f"#call-{first.pk}" in text and f"#call-{second.pk}" in text
     assert "2 tool calls wait" in digest["Subject"]
     assert notify_digests(now=timezone.now() + timedelta(minutes=10)) == 0  # not due again
+
+
+def person(name: str, *groups: str, mode: str = "") -> User:
+    user = User.objects.create_user(name, email=f"{name}@example.com")
+    for group in groups:
+        user.groups.add(Group.objects.get_or_create(name=group)[0])
+    if mode:
+        NotifyPreference.objects.create(user=user, mode=mode, digest_minutes=30)
+    return user
+
+
+def test_a_call_still_waiting_escalates_to_a_group_each_member_as_they_prefer(
+    mailbox: Any, receiver: Receiver, session: AgentSession
+) -> None:
+    """The on-call group hears of a call still waiting after the policy's deadline, and
+    not before: Olga now, Omar in his digest, Oscar (off) never, and Otto, who may not
+    see the session, never."""
+    Policy.objects.filter(pk=session.policy_id).update(escalate_after_seconds=600)
+    person("olga", "oncall", "reviewers")
+    person("omar", "oncall", "reviewers", mode="digest")
+    person("oscar", "oncall", "reviewers", mode="off")
+    person("otto", "oncall")
+    webhook(receiver, name="first")
+    oncall = Channel.objects.create(name="oncall", kind="email", escalation=True)
+    oncall.groups.add(Group.objects.get(name="oncall"))
+    start = timezone.now()
+    call = wait_on(session)
+    assert [r.json()["event"] for r in receiver.received] == ["tool_call.waiting"]
+
+    notify_sweep(now=start + timedelta(seconds=300))
+    assert mailbox.messages == [] and not Delivery.objects.filter(event="tool_call.escalated")
+    notify_sweep(now=start + timedelta(seconds=601))
+    (olga,) = mailbox.messages
+    assert olga["To"] == "olga@example.com"
+    assert f"Tool call {call.pk} (write_file) still waits" in olga["Subject"]
+    assert f"#call-{call.pk}" in parts_of(olga)["text/plain"]
+    escalated = Delivery.objects.filter(event="tool_call.escalated")
+    assert sorted(escalated.values_list("address", "state")) == [
+        ("olga@example.com", "sent"), ("omar@example.com", "held"),
+    ]  # fmt: skip
+    assert len(receiver.received) == 1  # the first channel is not an escalation channel
+
+    notify_sweep(now=start + timedelta(hours=2))  # Omar's digest is due
+    assert [m["To"] for m in mailbox.messages] == ["olga@example.com", "omar@example.com"]
+    assert f"#call-{call.pk}" in parts_of(mailbox.messages[1])["text/plain"]
+    notify_sweep(now=start + timedelta(hours=3))
+    assert len(mailbox.messages) == 2  # escalated once
 
 
 def test_a_reviewer_who_turned_notifications_off_gets_none(

@@ -14,13 +14,21 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Group, User
 from django.test import Client
 
 from tests.integration.helpers import Api
 from tests.integration.notify_servers import Receiver, serve
 from tools_app import services
-from tools_app.models import AgentSession, AuditEntry, Channel, Policy, SlackUser, ToolCall
+from tools_app.models import (
+    AgentSession,
+    AuditEntry,
+    Channel,
+    Delivery,
+    Policy,
+    SlackUser,
+    ToolCall,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 TOKEN = "xoxb-test-token"
@@ -69,13 +77,32 @@ def waiting_in(session: AgentSession) -> ToolCall:
 
 def click(
     call: ToolCall, slack_user: str, action: str = "approve", *, secret: str = SIGNING,
-    age: int = 0,
+    age: int = 0, trigger: str = "",
 ) -> Any:  # fmt: skip
     """POST what Slack posts for a button click, signed with `secret`, `age` seconds old."""
     payload = {
         "type": "block_actions", "user": {"id": slack_user, "username": "someone"},
         "actions": [{"action_id": action, "value": str(call.pk), "type": "button"}],
     }  # fmt: skip
+    if trigger:
+        payload["trigger_id"] = trigger
+    return slack_post(payload, secret=secret, age=age)
+
+
+def submit(
+    call: ToolCall, slack_user: str, reason: str, *, secret: str = SIGNING, age: int = 0
+) -> Any:
+    """POST what Slack posts when the deny form is submitted with `reason`."""
+    payload = {
+        "type": "view_submission", "user": {"id": slack_user},
+        "view": {"callback_id": "agentweb_deny", "private_metadata": str(call.pk),
+                 "state": {"values": {"reason": {"reason": {"type": "plain_text_input",
+                                                            "value": reason}}}}},
+    }  # fmt: skip
+    return slack_post(payload, secret=secret, age=age)
+
+
+def slack_post(payload: dict[str, Any], *, secret: str, age: int) -> Any:
     body = urlencode({"payload": json.dumps(payload)}).encode()
     stamp = str(int(time.time()) - age)
     mac = hmac.new(secret.encode(), f"v0:{stamp}:".encode() + body, hashlib.sha256)
@@ -105,6 +132,32 @@ def test_the_message_is_posted_then_edited_on_the_decision(
     assert "approved by rita" in update["text"]
     elements = next(b for b in update["blocks"] if b["type"] == "actions")["elements"]
     assert [a["action_id"] for a in elements] == ["open"]  # no buttons once decided
+
+
+def test_an_incoming_webhook_posts_then_posts_the_decision_as_a_follow_up(
+    slack: Receiver, workspace: Path, creator: User, rita: Api
+) -> None:
+    """An incoming webhook (a URL, no bot token) cannot edit what it posted: the decision
+    is a second message, without buttons."""
+    hook = f"{slack.url}/services/T0TEAM/B0HOOK/xyz"
+    Channel.objects.create(name="hook", kind="slack", url=hook)
+    call = waiting_in(session_of(creator, workspace))
+    (posted,) = slack.received
+    assert posted.path == "/services/T0TEAM/B0HOOK/xyz" and "Authorization" not in posted.headers
+    message = posted.json()
+    assert "channel" not in message and f"Tool call {call.pk}" in message["text"]
+    actions = next(b for b in message["blocks"] if b["type"] == "actions")["elements"]
+    assert [a["action_id"] for a in actions] == ["open"]  # not interactive
+    assert "KEY=new-value" not in posted.body.decode()
+
+    decided = {"decision": "deny", "reason": "not this key"}
+    assert rita.post(f"/tool-calls/{call.pk}/decision", decided).status_code == 200
+    follow_up = slack.received[-1]
+    assert len(slack.received) == 2 and follow_up.path == posted.path
+    assert "denied by rita" in follow_up.json()["text"]
+    assert "Reason: not this key" in json.dumps(follow_up.json()["blocks"])
+    states = Delivery.objects.filter(tool_call=call).values_list("event", "state", "external_ref")
+    assert sorted(states) == [("tool_call.decided", "sent", ""), ("tool_call.waiting", "sent", "")]
 
 
 def test_an_approval_clicked_in_slack_by_a_linked_reviewer_decides(
@@ -137,6 +190,67 @@ def test_a_forged_or_stale_click_changes_nothing(
     call.refresh_from_db()
     assert call.status == "awaiting_approval"
     assert not AuditEntry.objects.filter(action="decision").exists()
+
+
+def test_a_deny_in_slack_asks_why_and_denies_with_that_reason(
+    slack: Receiver, channel: Channel, workspace: Path, creator: User, reviewer: User
+) -> None:
+    SlackUser.objects.create(slack_id="U0RITA", user=reviewer)
+    call = waiting_in(session_of(creator, workspace))
+    opened = click(call, "U0RITA", "deny", trigger="1337.42.abcd")
+    assert opened.status_code == 200 and opened.content == b""
+    form = slack.received[-1]
+    assert form.path == "/api/views.open" and form.headers["Authorization"] == f"Bearer {TOKEN}"
+    view = form.json()["view"]
+    assert form.json()["trigger_id"] == "1337.42.abcd"
+    assert (view["callback_id"], view["private_metadata"]) == ("agentweb_deny", str(call.pk))
+    assert "KEY=new-value" not in form.body.decode()
+    call.refresh_from_db()
+    assert call.status == "awaiting_approval"  # the click asked; it decided nothing
+
+    assert submit(call, "U0RITA", "  ").json()["errors"] == {
+        "reason": "Say why: the agent reads it."
+    }
+    assert submit(call, "U0RITA", "rotate it in the vault").json() == {"response_action": "clear"}
+    call.refresh_from_db()
+    assert call.status == "denied" and call.human.reason == "rotate it in the vault"
+    assert "rotate it in the vault" in call.result
+    entry = AuditEntry.objects.get(action="decision")
+    assert (entry.via, entry.decision, entry.reason) == ("slack", "deny", "rotate it in the vault")
+    edited = slack.received[-1]
+    assert edited.path == "/api/chat.update" and "denied by rita" in edited.json()["text"]
+    assert "Reason: rotate it in the vault" in json.dumps(edited.json()["blocks"])
+    again = submit(call, "U0RITA", "twice")
+    assert "errors" in again.json()
+    assert ToolCall.objects.get(pk=call.pk).human.reason == "rotate it in the vault"
+
+
+@pytest.mark.parametrize(
+    "how", [{"secret": "forged-secret"}, {"age": 600}], ids=["forged", "stale"]
+)
+def test_a_forged_or_stale_deny_form_changes_nothing(
+    slack: Receiver, channel: Channel, workspace: Path, creator: User, reviewer: User,
+    how: dict[str, Any],
+) -> None:  # fmt: skip
+    SlackUser.objects.create(slack_id="U0RITA", user=reviewer)
+    call = waiting_in(session_of(creator, workspace))
+    assert submit(call, "U0RITA", "forged reason", **how).status_code == 401
+    assert click(call, "U0RITA", "deny", trigger="1.2.3", **how).status_code == 401
+    call.refresh_from_db()
+    assert call.status == "awaiting_approval"
+    assert [r.path for r in slack.received] == ["/api/chat.postMessage"]  # no form, no edit
+    assert not AuditEntry.objects.filter(action="decision").exists()
+
+
+def test_a_deny_form_from_someone_who_may_not_decide_shows_why_on_the_field(
+    slack: Receiver, channel: Channel, workspace: Path, creator: User
+) -> None:
+    SlackUser.objects.create(slack_id="U0ALICE", user=creator)  # not a reviewer
+    call = waiting_in(session_of(creator, workspace))
+    assert "not a reviewer" in submit(call, "U0ALICE", "mine").json()["errors"]["reason"]
+    assert "not linked" in submit(call, "U0NOBODY", "who").json()["errors"]["reason"]
+    call.refresh_from_db()
+    assert call.status == "awaiting_approval"
 
 
 def test_an_unknown_slack_user_or_one_who_may_not_decide_is_refused(
@@ -179,6 +293,7 @@ def test_bad_channel_configuration_is_a_field_error_never_a_500(superuser: User)
     admin = Client()
     admin.force_login(superuser)
     local = "http://127.0.0.1:9/hook"
+    oncall = str(Group.objects.create(name="oncall").pk)
     cases = [
         (channel_form(url="https://evil.example/hook", secret="x"), "not an allowed notification"),
         (channel_form(url=local), "A webhook needs a secret"),
@@ -186,6 +301,7 @@ def test_bad_channel_configuration_is_a_field_error_never_a_500(superuser: User)
         (channel_form(kind="slack", url=local, interactive="on"), "signing secret"),
         (channel_form(kind="email", recipients="not-an-address"), "is not an email address"),
         (channel_form(url=local, secret="x", sessions="seven"), "is not a session id"),
+        (channel_form(url=local, secret="x", groups=oncall), "only an email channel has one"),
     ]
     for form, error in cases:
         answer = admin.post("/admin/tools_app/channel/add/", form)

@@ -64,7 +64,9 @@ api = NinjaAPI(
         "Sessions, tool calls, approvals, policies, skills and the audit trail (/api/audit, "
         "/api/audit/export). Notification webhooks POST the JSON schema "
         "agentweb.notification/1, signed X-Agentweb-Signature: t=TIMESTAMP,v1=HMAC-SHA256 of "
-        "TIMESTAMP.BODY (README: Reaching reviewers)."
+        "TIMESTAMP.BODY (README: Reaching reviewers). Slack's interactivity requests (button "
+        "clicks, and the deny form's view_submission with its reason) go to "
+        "/slack/interactivity/CHANNEL/, outside this API, signed by Slack."
     ),
     auth=[BearerToken(), SessionAuth()],
     urls_namespace="api",

@@ -32,7 +32,6 @@ logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 6
 BACKOFF_SECONDS = (10, 30, 90, 270, 810)
 LEASE = timedelta(minutes=2)
-FAILING_AFTER = 3  # failures in a row that flag a channel
 SLACK_API = "https://slack.com/api"
 State = Delivery.State
 Kind = Channel.Kind
@@ -96,11 +95,6 @@ def _attempt(
         delivery=delivery, ok=ok, status_code=status_code, error=error[:2000],
         milliseconds=int((time.monotonic() - started) * 1000),
     )  # fmt: skip
-
-
-def channels_failing() -> list[Channel]:
-    """Channels whose last FAILING_AFTER attempts or more all failed."""
-    return list(Channel.objects.filter(enabled=True, failures__gte=FAILING_AFTER))
 
 
 # --- the message ----------------------------------------------------------------------------

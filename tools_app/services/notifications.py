@@ -15,12 +15,14 @@ from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from tools_app import access
-from tools_app.errors import Unavailable
+from tools_app.errors import Invalid, Unavailable
 from tools_app.models import Channel, Delivery, NotifyPreference, ToolCall
 from tools_app.services.queueing import task_send
 
@@ -49,7 +51,9 @@ def notify_moved(call: ToolCall, move: str, previous: str) -> None:
 
 def channels_for(call: ToolCall, *, escalation: bool) -> list[Channel]:
     """The enabled channels whose routing (policies, sessions, rules) takes this call."""
-    found = Channel.objects.filter(enabled=True, escalation=escalation).prefetch_related("policies")
+    found = Channel.objects.filter(enabled=True, escalation=escalation).prefetch_related(
+        "policies", "groups"
+    )
     return [channel for channel in found if _routes(channel, call)]
 
 
@@ -77,17 +81,17 @@ def deliveries_create(*, call: ToolCall, event: str, channels: list[Channel]) ->
 
 
 def _email_deliveries(channel: Channel, call: ToolCall, event: str) -> list[Delivery]:
-    """The channel's own addresses now; each reviewer's as they prefer (now, in their
-    digest, or not at all); a reviewer who may not decide this call is not told."""
+    """The channel's own addresses now; each person it tells (reviewers, members of its
+    groups) as they prefer: now, in their digest, or not at all."""
     made = [
         Delivery.objects.create(channel=channel, tool_call=call, event=event, address=address)
         for address in channel.recipients
     ]
-    if not channel.to_reviewers:
-        return made
-    for user, mode in _reviewers_with_mode():
-        if mode == Mode.OFF or not access.may_decide(user, "session", call, approve=False):
+    told = set(channel.recipients)
+    for user, mode in _people_for(channel, call):
+        if mode == Mode.OFF or user.email in told:
             continue
+        told.add(user.email)
         state = State.HELD if mode == Mode.DIGEST else State.PENDING
         made.append(
             Delivery.objects.create(
@@ -97,12 +101,20 @@ def _email_deliveries(channel: Channel, call: ToolCall, event: str) -> list[Deli
     return made
 
 
-def _reviewers_with_mode() -> list[tuple[Any, str]]:
+def _people_for(channel: Channel, call: ToolCall) -> list[tuple[Any, str]]:
+    """(person, their mode) for everyone with an address this email channel tells about
+    `call`: reviewers who may decide it (`to_reviewers`), and members of its groups who
+    may see it; nobody learns of a call they could not open."""
     users = get_user_model().objects.filter(is_active=True).exclude(email="")
+    people = []
+    if channel.to_reviewers:
+        people += [u for u in users if access.may_decide(u, "session", call, approve=False)]
+    groups = list(channel.groups.all())
+    if groups:
+        members = users.filter(groups__in=groups).distinct()
+        people += [user for user in members if access.may_see_session(user, call.session)]
     modes = dict(NotifyPreference.objects.values_list("user_id", "mode"))
-    return [
-        (user, modes.get(user.pk, Mode.IMMEDIATELY)) for user in users if access.is_reviewer(user)
-    ]
+    return [(user, modes.get(user.pk, Mode.IMMEDIATELY)) for user in people]
 
 
 def delivery_enqueue(*, delivery_id: int) -> None:
@@ -196,3 +208,53 @@ def _digest_for(preference: NotifyPreference, now: Any) -> int:
             delivery_enqueue(delivery_id=digest.pk)
             count += 1
     return count
+
+
+# --- each person's preference -----------------------------------------------------------------
+
+DIGEST_MINUTES = (5, 1440)  # the shortest and the longest digest interval
+
+
+def notify_preference_problems(
+    *, mode: str, digest_minutes: int | None, email: str
+) -> dict[str, str]:
+    """What is wrong with a preference, by field ({} when nothing): the self-service
+    page shows each on its field, and `notify_preference_set` refuses any."""
+    problems: dict[str, str] = {}
+    if mode not in Mode.values:
+        problems["mode"] = f"{mode!r} is not one of {', '.join(Mode.values)}."
+    low, high = DIGEST_MINUTES
+    if mode == Mode.DIGEST and not (digest_minutes and low <= digest_minutes <= high):
+        problems["digest_minutes"] = f"A digest comes every {low} to {high} minutes."
+    if email:
+        try:
+            validate_email(email)
+        except ValidationError:
+            problems["email"] = f"{email!r} is not an email address."
+    elif mode in (Mode.IMMEDIATELY, Mode.DIGEST):
+        problems["email"] = "Give the address to tell you at, or turn notifications off."
+    return problems
+
+
+def notify_preference_set(
+    *, user: Any, mode: str, digest_minutes: int | None, email: str
+) -> NotifyPreference:
+    """A person's own choice: how email channels tell them, and at which address. Leaving
+    the digest sends what it holds now; a new address takes what is held with it."""
+    problems = notify_preference_problems(mode=mode, digest_minutes=digest_minutes, email=email)
+    if problems:
+        raise Invalid(" ".join(problems.values()))
+    with transaction.atomic():
+        preference, _ = NotifyPreference.objects.select_for_update().get_or_create(user=user)
+        held = Delivery.objects.filter(state=State.HELD, address=user.email)
+        if email != user.email:
+            held.update(address=email)
+            get_user_model().objects.filter(pk=user.pk).update(email=email)
+            user.email = email
+        leaving_digest = preference.mode == Mode.DIGEST and mode != Mode.DIGEST
+        preference.mode = mode
+        preference.digest_minutes = digest_minutes or preference.digest_minutes
+        preference.save()
+        if leaving_digest:
+            _digest_for(preference, timezone.now())
+    return preference

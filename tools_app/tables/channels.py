@@ -41,6 +41,13 @@ class Channel(models.Model):
     to_reviewers = models.BooleanField(
         default=False, help_text="Email: also each reviewer with an address, as they prefer."
     )
+    groups = models.ManyToManyField(
+        "auth.Group",
+        blank=True,
+        related_name="+",
+        help_text="Email: also every member of these groups who may see the call, as they "
+        "prefer (an escalation channel with a group reaches that group).",
+    )
     interactive = models.BooleanField(
         default=False, help_text="Slack: Approve and Deny buttons (needs the signing secret)."
     )

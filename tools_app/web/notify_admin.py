@@ -8,25 +8,19 @@ Slack user id that is not one) is a field error, never a 500.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from django import forms
-from django.conf import settings
 from django.contrib import admin, messages
-from django.core.exceptions import ValidationError
-from django.core.validators import validate_email
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from tools_app.core.notify.outbound import url_problem
 from tools_app.models import Channel, Delivery, DeliveryAttempt, NotifyPreference, SlackUser
-from tools_app.services.delivery import SLACK_API, delivery_send_again
+from tools_app.services.channels import SECRETS, SLACK_ID, channel_problems, slack_user_problem
+from tools_app.services.delivery import delivery_send_again
 from tools_app.web.admin_forms import LinesField
 
-SECRETS = ("secret", "signing_secret")
 KEEP = "Write-only: never shown once saved. Leave empty to keep the saved one."
-SLACK_ID = re.compile(r"^[UW][A-Z0-9]{2,29}$")
 
 
 class ChannelForm(forms.ModelForm[Channel]):
@@ -46,8 +40,8 @@ class ChannelForm(forms.ModelForm[Channel]):
         model = Channel
         fields = (
             "name", "kind", "enabled", "url", "secret", "signing_secret", "slack_channel",
-            "interactive", "recipients", "to_reviewers", "policies", "sessions", "rules",
-            "escalation",
+            "interactive", "recipients", "to_reviewers", "groups", "policies", "sessions",
+            "rules", "escalation",
         )  # fmt: skip
 
     def clean(self) -> dict[str, Any]:
@@ -55,56 +49,12 @@ class ChannelForm(forms.ModelForm[Channel]):
         for name in SECRETS:  # empty: keep what is saved
             if not data.get(name):
                 data[name] = getattr(self.instance, name, "")
-        check = {
-            Channel.Kind.WEBHOOK: self._check_webhook,
-            Channel.Kind.SLACK: self._check_slack,
-            Channel.Kind.EMAIL: self._check_email,
-        }.get(data.get("kind", ""))
-        if check is not None:
-            check(data)
-        self._check_sessions(data)
+        for field, problem in channel_problems(data).items():
+            if field in self.fields and field not in self.errors:
+                self.add_error(field, problem)
+        if not self.errors:
+            data["sessions"] = [int(value) for value in data.get("sessions") or []]
         return data
-
-    def _host(self, data: dict[str, Any], url: str) -> None:
-        problem = url_problem(url, settings.AGENTWEB_NOTIFY_HOSTS)
-        if problem:
-            self.add_error("url", problem)
-
-    def _check_webhook(self, data: dict[str, Any]) -> None:
-        if not data.get("url"):
-            self.add_error("url", "A webhook needs the URL to POST to.")
-        else:
-            self._host(data, data["url"])
-        if not data.get("secret"):
-            self.add_error("secret", "A webhook needs a secret: every request is signed with it.")
-
-    def _check_slack(self, data: dict[str, Any]) -> None:
-        token, url = data.get("secret", ""), data.get("url", "")
-        if not token and not url:
-            self.add_error("url", "Slack needs an incoming-webhook URL, or a bot token.")
-            return
-        self._host(data, url or SLACK_API)
-        if token and not data.get("slack_channel"):
-            self.add_error("slack_channel", "With a bot token, name the channel's id (C…).")
-        if data.get("interactive") and not data.get("signing_secret"):
-            self.add_error("signing_secret", "Approve and Deny buttons need the signing secret.")
-
-    def _check_email(self, data: dict[str, Any]) -> None:
-        for address in data.get("recipients") or []:
-            try:
-                validate_email(address)
-            except ValidationError:
-                self.add_error("recipients", f"{address!r} is not an email address.")
-        if not data.get("recipients") and not data.get("to_reviewers"):
-            self.add_error("recipients", "Name an address, or tell the reviewers.")
-
-    def _check_sessions(self, data: dict[str, Any]) -> None:
-        ids = data.get("sessions") or []
-        bad = [value for value in ids if not str(value).isdigit()]
-        if bad:
-            self.add_error("sessions", f"{bad[0]!r} is not a session id.")
-        else:
-            data["sessions"] = [int(value) for value in ids]
 
 
 @admin.register(Channel)
@@ -154,17 +104,15 @@ class SlackUserForm(forms.ModelForm[SlackUser]):
         model = SlackUser
         fields = ("slack_id", "user")
 
-    def clean_slack_id(self) -> str:
-        value = str(self.cleaned_data.get("slack_id", "")).strip()
-        if not SLACK_ID.match(value):
-            raise ValidationError(f"{value!r} is not a Slack user id (U… or W…, capitals).")
-        return value
-
-    def clean_user(self) -> Any:
-        user = self.cleaned_data.get("user")
-        if user is not None and not user.is_active:
-            raise ValidationError("This user is deactivated; a click would be refused.")
-        return user
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        slack_id = str(data.get("slack_id", "")).strip()
+        data["slack_id"] = slack_id
+        problem = slack_user_problem(slack_id, data.get("user"))
+        if problem:
+            field = "slack_id" if not SLACK_ID.match(slack_id) else "user"
+            self.add_error(field, problem)
+        return data
 
 
 @admin.register(SlackUser)

@@ -8,7 +8,7 @@ from typing import Any
 from django.http import HttpRequest
 
 from tools_app import access
-from tools_app.services.delivery import channels_failing
+from tools_app.selectors.channels import channels_failing
 
 
 def failing_channels(request: HttpRequest) -> dict[str, Any]:

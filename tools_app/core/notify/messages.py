@@ -177,6 +177,38 @@ def _actions(call: CallFacts, *, waiting: bool, interactive: bool) -> dict[str, 
     return {"type": "actions", "block_id": f"call-{call.id}", "elements": elements}
 
 
+# Slack's Deny asks why in a modal (`views.open`); its submission comes back with these ids.
+DENY_CALLBACK = "agentweb_deny"
+REASON_BLOCK = REASON_INPUT = "reason"
+REASON_CHARS = 2000
+
+
+def slack_deny_modal(call: CallFacts) -> dict[str, Any]:
+    """The modal a Deny click opens: what is denied, and a required reason the agent reads."""
+    return {
+        "type": "modal",
+        "callback_id": DENY_CALLBACK,
+        "private_metadata": str(call.id),
+        "title": {"type": "plain_text", "text": f"Deny tool call {call.id}"[:24]},
+        "submit": {"type": "plain_text", "text": "Deny"},
+        "close": {"type": "plain_text", "text": "Cancel"},
+        "blocks": [
+            _section(f"`{_mrkdwn(call.summary)}`"),
+            {
+                "type": "input",
+                "block_id": REASON_BLOCK,
+                "label": {"type": "plain_text", "text": "Why? The agent reads it."},
+                "element": {
+                    "type": "plain_text_input",
+                    "action_id": REASON_INPUT,
+                    "multiline": True,
+                    "max_length": REASON_CHARS,
+                },
+            },
+        ],
+    }
+
+
 # --- email -------------------------------------------------------------------------------
 
 

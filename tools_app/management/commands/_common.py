@@ -8,12 +8,13 @@ says what is wrong, before anything is stored: never a traceback.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 from django.core.management.base import CommandError
 
-from tools_app.core.tools.jsonsafe import UnsafeJSON, loads, storable_json, text_problem
+from tools_app.core.tools.jsonsafe import UnsafeJSON, loads, printable, storable_json, text_problem
 from tools_app.models import Policy
 from tools_app.selectors import records
 
@@ -24,6 +25,14 @@ def load_json_argument(text: str, *, name: str) -> Any:
         return loads(text, name=name)
     except UnsafeJSON as exc:
         raise CommandError(str(exc)) from None
+
+
+def read_file_argument(name: str) -> str:
+    """The text of the file `name` (`-`: standard input), or a CommandError saying why not."""
+    try:
+        return sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise CommandError(f"Cannot read {printable(name)}: {exc}") from exc
 
 
 def checked_text(value: str, *, name: str) -> str:
