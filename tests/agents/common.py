@@ -1,0 +1,26 @@
+"""Plain helpers of the agent CLI tests (the fixtures are in conftest.py)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from tools_app.models import ToolCall
+
+WAIT_SECONDS = 120  # agentweb's hook wait in these tests
+
+
+def hook_env(hook_bin: Path, url: str, token: str) -> dict[str, str]:
+    path = f"{hook_bin}:{os.environ.get('PATH', '/usr/bin:/bin')}"
+    return {**os.environ, "PATH": path, "AGENTWEB_URL": url, "AGENTWEB_TOKEN": token}
+
+
+def awaiting_call() -> ToolCall:
+    deadline = time.monotonic() + 120
+    while True:
+        call = ToolCall.objects.filter(status="awaiting_approval").first()
+        if call is not None:
+            return call
+        assert time.monotonic() < deadline, "no call came to wait for a person"
+        time.sleep(0.1)
