@@ -91,6 +91,95 @@ MAPPINGS: list[tuple[str, dict[str, Any], str, dict[str, Any], str]] = [
         "unknown",
     ),
     ("mcp__broken", {}, "native.mcp__broken", {}, "unknown"),
+    # Codex CLI 0.171: its shell tool reaches the hook as `Bash`; apply_patch has no
+    # agentweb equivalent yet, so a person sees it.
+    (
+        "apply_patch",
+        {"command": "*** Begin Patch"},
+        "native.apply_patch",
+        {"command": "*** Begin Patch"},
+        "unknown",
+    ),
+    # Gemini CLI 0.61: its own names and argument keys.
+    (
+        "run_shell_command",
+        {"command": "ls", "description": "list"},
+        "run_command",
+        {"command": "ls"},
+        "core",
+    ),
+    (
+        "run_shell_command",
+        {"command": "ls", "dir_path": "/srv/other dir"},
+        "run_command",
+        {"command": "cd '/srv/other dir' && ls"},
+        "core",
+    ),
+    (
+        "run_shell_command",
+        {"command": "ls", "dir_path": CWD},
+        "run_command",
+        {"command": "ls"},
+        "core",
+    ),
+    (
+        "write_file",
+        {"file_path": f"{CWD}/.env", "content": "A=1\n"},
+        "write_file",
+        {"path": ".env", "content": "A=1\n"},
+        "core",
+    ),
+    (
+        "replace",
+        {"file_path": f"{CWD}/a.py", "old_string": "a", "new_string": "b", "instruction": "why"},
+        "edit_file",
+        {"path": "a.py", "old_string": "a", "new_string": "b"},
+        "core",
+    ),
+    (
+        "read_file",
+        {"file_path": f"{CWD}/a.py", "start_line": 3, "end_line": 5},
+        "read_file",
+        {"path": "a.py", "offset": 3, "limit": 3},
+        "core",
+    ),
+    (
+        "glob",
+        {"pattern": "*.py", "dir_path": f"{CWD}/src"},
+        "list_files",
+        {"path": "src", "pattern": "*.py", "recursive": True},
+        "core",
+    ),
+    ("list_directory", {"dir_path": CWD}, "list_files", {"path": "."}, "core"),
+    (
+        "grep_search",
+        {"pattern": "TODO", "include_pattern": "*.py"},
+        "search_codebase",
+        {"pattern": "TODO", "path": ".", "include": "*.py"},
+        "core",
+    ),
+    (
+        "search_file_content",
+        {"pattern": "x"},
+        "search_codebase",
+        {"pattern": "x", "path": "."},
+        "core",
+    ),
+    ("write_todos", {"todos": []}, "native.write_todos", {"todos": []}, "no_effect"),
+    (
+        "web_fetch",
+        {"prompt": "read https://x"},
+        "native.web_fetch",
+        {"prompt": "read https://x"},
+        "unknown",
+    ),
+    (
+        "read_many_files",
+        {"include": ["**"]},
+        "native.read_many_files",
+        {"include": ["**"]},
+        "unknown",
+    ),
 ]
 
 
@@ -113,6 +202,16 @@ def test_it_maps_each_native_tool(
             "Edit",
             {"file_path": "a", "old_string": "a", "new_string": "b", "replace_all": "yes"},
             "`replace_all` must be true or false, got str",
+        ),
+        (
+            "replace",
+            {"file_path": "a", "old_string": "a", "new_string": "b", "allow_multiple": 1},
+            "`allow_multiple` must be true or false, got int",
+        ),
+        (
+            "run_shell_command",
+            {"command": "ls", "dir_path": 7},
+            "`dir_path` must be a string, got int",
         ),
     ],
 )
@@ -187,6 +286,29 @@ GATE: list[tuple[str, dict[str, Any], str, str]] = [
     ("NotebookEdit", {"notebook_path": "n.ipynb"}, "awaiting_approval", "gateway:unknown-tool"),
     ("Bash", {"command": ""}, "failed", ""),
     ("Write", {"file_path": 1, "content": "x"}, "failed", ""),
+    ("run_shell_command", {"command": "ls"}, "approved", "builtin:default-allow"),
+    ("run_shell_command", {"command": "rm -rf ../x"}, "denied", "builtin:dangerous-command"),
+    (
+        "run_shell_command",
+        {"command": "ls", "dir_path": "/etc"},
+        "approved",
+        "builtin:default-allow",
+    ),
+    (
+        "write_file",
+        {"file_path": f"{CWD}/.env", "content": "K=1\n"},
+        "awaiting_approval",
+        "builtin:protected-path",
+    ),
+    (
+        "replace",
+        {"file_path": f"{CWD}/a.py", "old_string": "a", "new_string": "b", "allow_multiple": True},
+        "awaiting_approval",
+        "builtin:require-approval-above",
+    ),
+    ("read_file", {"file_path": f"{CWD}/.env"}, "awaiting_approval", "builtin:secret-path"),
+    ("write_todos", {"todos": []}, "approved", "gateway:no-effect"),
+    ("apply_patch", {"command": "*** Begin Patch"}, "awaiting_approval", "gateway:unknown-tool"),
 ]
 
 

@@ -267,5 +267,6 @@ def _post_tool_use(token: ApiToken, event: dict[str, Any]) -> dict[str, Any]:
         succeeded=not failed,
         ran_input=event["tool_input"],
         response=response,
+        native_tool=event["tool_name"],
     )
     return {}

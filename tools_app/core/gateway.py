@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import posixpath
+import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +51,10 @@ NATIVE_PREFIX = "native."  # an unknown or effect-free native tool: `native.Todo
 NO_EFFECT_TOOLS = frozenset(
     {"TodoWrite", "ToolSearch", "TaskCreate", "TaskGet", "TaskUpdate", "TaskList"}
     | {"TaskStop", "TaskOutput", "EnterPlanMode", "ExitPlanMode", "AskUserQuestion"}
+    # Gemini CLI's (docs/reference/tools.md of @google/gemini-cli 0.61)
+    | {"write_todos", "update_topic", "ask_user", "enter_plan_mode", "exit_plan_mode"}
+    | {"get_internal_docs", "complete_task", "tracker_create_task", "tracker_update_task"}
+    | {"tracker_get_task", "tracker_list_tasks", "tracker_add_dependency", "tracker_visualize"}
 )
 
 
@@ -186,6 +191,59 @@ def _agent(native: Mapping[str, Any], cwd: str) -> Mapped:
     return Mapped("spawn_subagent", {"title": title or "sub-agent", "description": prompt}, "core")
 
 
+# --- Gemini CLI's tools: other names, other argument keys ----------------------------
+
+
+def _gemini_dir(native: Mapping[str, Any], cwd: str) -> str:
+    return workspace_path(_text(native, "dir_path", required=False) or ".", cwd)
+
+
+def _gemini_shell(native: Mapping[str, Any], cwd: str) -> Mapped:
+    """`run_shell_command` in `dir_path` is judged as `cd DIR && COMMAND`: what runs."""
+    command = str(_text(native, "command"))
+    where = _text(native, "dir_path", required=False)
+    if where and posixpath.normpath(where) != posixpath.normpath(cwd or "/"):
+        command = f"cd {shlex.quote(where)} && {command}"
+    background = native.get("is_background") is True
+    notes = ("runs in the background on the agent's machine",) if background else ()
+    return Mapped("run_command", {"command": command}, "core", notes=notes)
+
+
+def _gemini_replace(native: Mapping[str, Any], cwd: str) -> Mapped:
+    every = native.get("allow_multiple")
+    if every is not None and not isinstance(every, bool):
+        raise _Misfit(f"`allow_multiple` must be true or false, got {_type_name(every)}")
+    return _edit({**native, "replace_all": every}, cwd)
+
+
+def _gemini_read(native: Mapping[str, Any], cwd: str) -> Mapped:
+    args: dict[str, Any] = {"path": workspace_path(str(_text(native, "file_path")), cwd)}
+    start, end = _number(native, "start_line"), _number(native, "end_line")
+    if start is not None:
+        args["offset"] = max(1, int(start))
+    if end is not None:
+        args["limit"] = max(1, int(end) - args.get("offset", 1) + 1)
+    return Mapped("read_file", args, "core")
+
+
+def _gemini_glob(native: Mapping[str, Any], cwd: str) -> Mapped:
+    args = {"path": _gemini_dir(native, cwd), "pattern": _text(native, "pattern")}
+    return Mapped("list_files", {**args, "recursive": True}, "core")
+
+
+def _gemini_list(native: Mapping[str, Any], cwd: str) -> Mapped:
+    return Mapped("list_files", {"path": _gemini_dir(native, cwd)}, "core")
+
+
+def _gemini_grep(native: Mapping[str, Any], cwd: str) -> Mapped:
+    args: dict[str, Any] = {"pattern": _text(native, "pattern")}
+    args["path"] = _gemini_dir(native, cwd)
+    include = _text(native, "include_pattern", required=False)
+    if include:
+        args["include"] = include
+    return Mapped("search_codebase", args, "core")
+
+
 _Mapper = Callable[[Mapping[str, Any], str], Mapped]
 _MAPPERS: dict[str, _Mapper] = {
     "Bash": _bash,
@@ -197,6 +255,14 @@ _MAPPERS: dict[str, _Mapper] = {
     "WebFetch": _web_fetch,
     "Agent": _agent,
     "Task": _agent,
+    "run_shell_command": _gemini_shell,
+    "write_file": _write,
+    "replace": _gemini_replace,
+    "read_file": _gemini_read,
+    "glob": _gemini_glob,
+    "list_directory": _gemini_list,
+    "grep_search": _gemini_grep,
+    "search_file_content": _gemini_grep,
 }
 _CORE_NAMES = {
     "Bash": "run_command",
@@ -208,6 +274,14 @@ _CORE_NAMES = {
     "WebFetch": "web_fetch",
     "Agent": "spawn_subagent",
     "Task": "spawn_subagent",
+    "run_shell_command": "run_command",
+    "write_file": "write_file",
+    "replace": "edit_file",
+    "read_file": "read_file",
+    "glob": "list_files",
+    "list_directory": "list_files",
+    "grep_search": "search_codebase",
+    "search_file_content": "search_codebase",
 }
 
 

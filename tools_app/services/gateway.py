@@ -249,10 +249,13 @@ def gateway_call_finish(
     succeeded: bool,
     ran_input: Any,
     response: Any,
+    native_tool: str = "",
 ) -> ToolCall | None:
     """Record what the agent's tool did: the output as the result, the real patch as the
     diff, and a flag when the input that ran is not the one agentweb allowed."""
     call = ToolCall.objects.filter(session=session, tool_use_id=tool_use_id).first()
+    if call is None:
+        call = _running_with_input(session, native_tool, ran_input)
     if call is None:
         return None
     if call.status == Status.APPROVED:  # the answer and this event crossed
@@ -269,6 +272,21 @@ def gateway_call_finish(
     if not tool_call_move(call, "finish", by=AGENT, to=status, **fields):
         call.refresh_from_db()
     return call
+
+
+def _running_with_input(session: AgentSession, native_tool: str, ran_input: Any) -> ToolCall | None:
+    """The call an after-event without the before-event's id belongs to (Gemini CLI gives
+    no tool-use id): the oldest call of the session running that tool on that input."""
+    if not native_tool or not isinstance(ran_input, dict):
+        return None
+    wanted = _canonical(storable_args(ran_input))
+    running = ToolCall.objects.filter(
+        session=session, native_tool=native_tool, status=Status.RUNNING
+    ).order_by("id")
+    for call in running[:50]:
+        if _canonical(call.native_input) == wanted:
+            return call
+    return None
 
 
 def _ran(call: ToolCall, ran_input: Any, response: Any) -> dict[str, Any]:
