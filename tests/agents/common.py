@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 from tools_app.models import ToolCall
 
@@ -16,11 +18,15 @@ def hook_env(hook_bin: Path, url: str, token: str) -> dict[str, str]:
     return {**os.environ, "PATH": path, "AGENTWEB_URL": url, "AGENTWEB_TOKEN": token}
 
 
-def awaiting_call() -> ToolCall:
+def awaiting_call(agent: subprocess.Popen[Any] | None = None) -> ToolCall:
+    """The call that waits for a person; fails at once when the agent already ended."""
     deadline = time.monotonic() + 120
     while True:
         call = ToolCall.objects.filter(status="awaiting_approval").first()
         if call is not None:
             return call
+        if agent is not None and agent.poll() is not None:
+            out, err = agent.communicate()
+            raise AssertionError(f"the agent ended, no call waits: {out}{err}"[-3000:])
         assert time.monotonic() < deadline, "no call came to wait for a person"
         time.sleep(0.1)

@@ -129,7 +129,7 @@ def test_a_write_waits_is_approved_and_lands_on_disk(
 ) -> None:
     with FakeOpenAI("exec_command", shell("printf 'API_KEY=approved\\n' > .env")) as fake:
         process = run_codex(project, agentweb, token, fake, hook_bin)
-        call = awaiting_call()
+        call = awaiting_call(process)
         assert not (project / ".env").exists()  # held while a person decides
         services.tool_call_decide(call=call, user=rita, scope="session", decision="approve")
         finished(process)
@@ -143,7 +143,7 @@ def test_edit_then_approve_runs_the_edited_command(
 ) -> None:
     with FakeOpenAI("exec_command", shell("echo one > out.txt")) as fake:
         process = run_codex(project, agentweb, token, fake, hook_bin)
-        call = awaiting_call()
+        call = awaiting_call(process)
         services.tool_call_decide(
             call=call, user=rita, scope="session", decision="approve",
             args={"command": "echo two > out.txt"},
