@@ -357,3 +357,30 @@ def test_a_huge_write_waits_for_a_person_by_its_size(tmp_path: Path) -> None:
     prepared = judge("Write", {"file_path": f"{CWD}/big.txt", "content": content})
     assert prepared.status == "awaiting_approval"
     assert prepared.verdict.rule == "builtin:require-approval-above"
+
+
+@pytest.mark.parametrize(
+    ("native", "native_input", "ran_in", "command"),
+    [
+        ("Bash", {"command": "ls"}, f"{CWD}/", "ls"),
+        ("Bash", {"command": "ls"}, "", "ls"),
+        ("Bash", {"command": "rm -rf build"}, "/srv/other", "cd /srv/other && rm -rf build"),
+        ("run_shell_command", {"command": "make"}, f"{CWD}/sub dir", f"cd '{CWD}/sub dir' && make"),
+    ],
+)
+def test_a_command_is_judged_where_the_agent_runs_it(
+    native: str, native_input: dict[str, Any], ran_in: str, command: str
+) -> None:
+    """The event's cwd (Claude Code keeps a `cd`, Codex takes a `workdir`) may not be
+    the session's: the command is judged as run there."""
+    mapped = map_native(native, native_input, CWD, ran_in)
+    assert mapped.args["command"] == command
+    assert any(ran_in in note for note in mapped.notes) == (command != native_input["command"])
+
+
+def test_where_a_command_runs_can_make_it_wait() -> None:
+    _, prepared = prepare_native(
+        DEFAULT, "Bash", {"command": "rm -rf build"}, CWD, SessionCounters(), "/etc"
+    )
+    assert prepared.status != "approved"
+    assert prepared.preview["command"] == "cd /etc && rm -rf build"

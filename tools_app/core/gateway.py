@@ -79,12 +79,16 @@ def native_tool_name(native_tool: str) -> str:
     return f"{NATIVE_PREFIX}{native_tool}"
 
 
-def map_native(native_tool: str, native_input: Mapping[str, Any], cwd: str) -> Mapped:
-    """The agentweb call for one native tool use (never raises)."""
+def map_native(
+    native_tool: str, native_input: Mapping[str, Any], cwd: str, ran_in: str = ""
+) -> Mapped:
+    """The agentweb call for one native tool use (never raises). `ran_in` is the
+    directory the agent runs it in when that is not the session's `cwd` (Claude Code's
+    shell keeps a `cd`, Codex takes a `workdir`): a command is judged as run there."""
     mapper = _MAPPERS.get(native_tool)
     if mapper is not None:
         try:
-            return mapper(native_input, cwd)
+            return _run_in(mapper(native_input, cwd), cwd, ran_in)
         except _Misfit as exc:
             return Mapped(_CORE_NAMES[native_tool], {}, "core", str(exc))
     name = native_tool_name(native_tool)
@@ -93,6 +97,18 @@ def map_native(native_tool: str, native_input: Mapping[str, Any], cwd: str) -> M
         return Mapped(name, args, "mcp")
     kind: Kind = "no_effect" if native_tool in NO_EFFECT_TOOLS else "unknown"
     return Mapped(name, args, kind)
+
+
+def _run_in(mapped: Mapped, cwd: str, ran_in: str) -> Mapped:
+    if mapped.tool != "run_command" or not ran_in or _same_dir(ran_in, cwd):
+        return mapped
+    command = f"cd {shlex.quote(ran_in)} && {mapped.args['command']}"
+    notes = (*mapped.notes, f"runs in {ran_in}")
+    return Mapped(mapped.tool, {**mapped.args, "command": command}, "core", notes=notes)
+
+
+def _same_dir(one: str, other: str) -> bool:
+    return posixpath.normpath(one or "/") == posixpath.normpath(other or "/")
 
 
 class _Misfit(ValueError):
@@ -202,7 +218,7 @@ def _gemini_shell(native: Mapping[str, Any], cwd: str) -> Mapped:
     """`run_shell_command` in `dir_path` is judged as `cd DIR && COMMAND`: what runs."""
     command = str(_text(native, "command"))
     where = _text(native, "dir_path", required=False)
-    if where and posixpath.normpath(where) != posixpath.normpath(cwd or "/"):
+    if where and not _same_dir(where, cwd):
         command = f"cd {shlex.quote(where)} && {command}"
     background = native.get("is_background") is True
     notes = ("runs in the background on the agent's machine",) if background else ()
@@ -294,12 +310,14 @@ def prepare_native(
     native_input: Mapping[str, Any],
     cwd: str,
     counters: SessionCounters,
+    ran_in: str = "",
 ) -> tuple[Mapped, Prepared]:
-    """Map, validate, preview and judge one native tool use, from its input alone.
+    """Map, validate, preview and judge one native tool use, from its input alone (and
+    the directory it runs in, `ran_in`, see `map_native`).
 
     The Prepared's status is `failed` (the input does not fit), `denied`,
     `awaiting_approval` or `approved` (the agent may run it)."""
-    mapped = map_native(native_tool, native_input, cwd)
+    mapped = map_native(native_tool, native_input, cwd, ran_in)
     if mapped.problem:
         error = f"{native_tool}'s input does not fit its shape: {mapped.problem}"
         return mapped, Prepared(status="failed", args=mapped.args, error=error)
