@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
+from io import StringIO
 from pathlib import Path
 from typing import Any
+
+from django.core.management import call_command
 
 from tools_app.models import ToolCall
 
 WAIT_SECONDS = 120  # agentweb's hook wait in these tests
+
+
+def printed_settings(agent: str) -> dict[str, Any]:
+    """What `python manage.py hook_settings AGENT` prints: the tests run exactly that."""
+    out = StringIO()
+    call_command("hook_settings", agent, stdout=out)
+    return json.loads(out.getvalue())  # type: ignore[no-any-return]
 
 
 def hook_env(hook_bin: Path, url: str, token: str) -> dict[str, str]:

@@ -2,7 +2,7 @@
 
 Codex (npm `@openai/codex`, installed by `make test` into `.cache/npm-agents`) talks to a
 scripted fake of the OpenAI Responses API on 127.0.0.1 (a custom model provider in a
-temporary CODEX_HOME) and runs the hooks `hook_settings codex` prints, as its
+temporary CODEX_HOME) and runs the hooks `python manage.py hook_settings codex` prints, as its
 `hooks.json`, against daphne with the test database and Redis. Codex runs a user's
 hooks only once they are trusted; `--dangerously-bypass-hook-trust` stands for that
 trust here. Every outcome is checked on disk.
@@ -18,12 +18,11 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from tests.agents.common import WAIT_SECONDS, awaiting_call, hook_env
+from tests.agents.common import awaiting_call, hook_env, printed_settings
 from tests.agents.fake_openai import FakeOpenAI
 from tests.browser.server import free_port
 from tests.helpers import ROOT
 from tools_app import services
-from tools_app.core.gateway_settings import command_hook_settings
 from tools_app.models import ToolCall
 
 CODEX = ROOT / ".cache/npm-agents/node_modules/@openai/codex/bin/codex.js"
@@ -75,7 +74,7 @@ def run_codex(
     home = project.parent / "codex-home"
     home.mkdir(exist_ok=True)
     (home / "config.toml").write_text(codex_config(fake.url))
-    (home / "hooks.json").write_text(json.dumps(command_hook_settings("codex", WAIT_SECONDS)))
+    (home / "hooks.json").write_text(json.dumps(printed_settings("codex")))
     env = {**hook_env(hook_bin, url, token), "CODEX_HOME": str(home), "HOME": str(home)}
     if system_path:  # nothing but the system's programs (no virtualenv's agentweb-hook)
         env["PATH"] = f"{hook_bin}:/usr/local/bin:/usr/bin:/bin"

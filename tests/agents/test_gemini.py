@@ -2,7 +2,7 @@
 
 Gemini CLI (npm `@google/gemini-cli`, installed by `make test` into `.cache/npm-agents`)
 talks to a scripted fake of the Gemini API on 127.0.0.1 (`GOOGLE_GEMINI_BASE_URL`, an
-API key it never checks) and runs the hooks `hook_settings gemini` prints, in the
+API key it never checks) and runs the hooks `python manage.py hook_settings gemini` prints, in the
 settings.json of a temporary home, against daphne with the test database and Redis.
 `--yolo` keeps Gemini's own confirmations out of the way: only agentweb gates. Every
 outcome is checked on disk.
@@ -18,12 +18,11 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from tests.agents.common import WAIT_SECONDS, awaiting_call, hook_env
+from tests.agents.common import awaiting_call, hook_env, printed_settings
 from tests.agents.fake_gemini import FakeGemini
 from tests.browser.server import free_port
 from tests.helpers import ROOT
 from tools_app import services
-from tools_app.core.gateway_settings import command_hook_settings
 from tools_app.models import ToolCall
 
 GEMINI = ROOT / ".cache/npm-agents/node_modules/@google/gemini-cli/bundle/gemini.js"
@@ -40,7 +39,7 @@ pytestmark = [
 def gemini_settings() -> dict[str, Any]:
     """The printed hooks, an API key's auth, and nothing reaching out."""
     return {
-        **command_hook_settings("gemini", WAIT_SECONDS),
+        **printed_settings("gemini"),
         "security": {"auth": {"selectedType": "gemini-api-key"}},
         "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
         "privacy": {"usageStatisticsEnabled": False},
