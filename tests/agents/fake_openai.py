@@ -14,10 +14,13 @@ from typing import Any
 from tests.agents.fake_http import FakeServer, Reply, Seen
 
 Event = tuple[str | None, Any]
+OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
 
 
 class FakeOpenAI(FakeServer):
-    def __init__(self, tool: str, arguments: dict[str, Any]) -> None:
+    def __init__(self, tool: str, arguments: dict[str, Any] | str) -> None:
+        """`arguments` as a dict for a function tool (`exec_command`), as text for a
+        freeform one (`apply_patch`, a `custom_tool_call`)."""
         super().__init__()
         self.tool, self.arguments = tool, arguments
         self.calls = 0
@@ -28,7 +31,7 @@ class FakeOpenAI(FakeServer):
         for seen in self.log:
             items = seen.body.get("input", []) if isinstance(seen.body, dict) else []
             for item in items if isinstance(items, list) else []:
-                if isinstance(item, dict) and item.get("type") == "function_call_output":
+                if isinstance(item, dict) and item.get("type") in OUTPUTS:
                     output = item.get("output")
                     found.append(output if isinstance(output, str) else json.dumps(output))
         return found
@@ -37,19 +40,19 @@ class FakeOpenAI(FakeServer):
         if seen.method != "POST" or not seen.path.endswith("/responses"):
             return Reply(json={"object": "list", "data": []})
         items = seen.body.get("input") or []
-        answered = any(
-            isinstance(i, dict) and i.get("type") == "function_call_output" for i in items
-        )
+        answered = any(isinstance(i, dict) and i.get("type") in OUTPUTS for i in items)
         if answered or not seen.body.get("tools"):
             return Reply(events=_response(_message("Done.")))
         self.calls += 1
-        call = {
-            "type": "function_call",
+        call: dict[str, Any] = {
             "id": f"fc_fake_{self.calls}",
             "call_id": f"call_fake_{self.calls}",
             "name": self.tool,
-            "arguments": json.dumps(self.arguments),
         }
+        if isinstance(self.arguments, str):
+            call |= {"type": "custom_tool_call", "input": self.arguments}
+        else:
+            call |= {"type": "function_call", "arguments": json.dumps(self.arguments)}
         return Reply(events=_response(call))
 
 

@@ -39,11 +39,26 @@ pytestmark = [
 ]  # fmt: skip
 
 
-def codex_config(fake_url: str) -> str:
+# The fake model's metadata (Codex has none for an unknown model offline): with it Codex
+# offers its freeform `apply_patch` tool beside `exec_command`.
+MODEL = {
+    "slug": "gpt-fake", "display_name": "fake", "description": "a scripted fake",
+    "apply_patch_tool_type": "freeform", "shell_type": "shell_command",
+    "visibility": "list", "supported_in_api": True, "priority": 1,
+    "input_modalities": ["text"], "truncation_policy": {"mode": "tokens", "limit": 10000},
+    "supports_parallel_tool_calls": False, "context_window": 100000,
+    "supported_reasoning_levels": [], "default_reasoning_level": None,
+    "base_instructions": "You are a scripted fake.", "support_verbosity": False,
+    "experimental_supported_tools": [],
+}  # fmt: skip
+
+
+def codex_config(fake_url: str, catalog: Path) -> str:
     """A custom provider on the fake, nothing else reaching out."""
     return f"""
 model = "gpt-fake"
 model_provider = "fake"
+model_catalog_json = "{catalog}"
 check_for_update_on_startup = false
 
 [model_providers.fake]
@@ -73,7 +88,8 @@ def run_codex(
     """`codex exec` in `project` with the printed hooks, in the background."""
     home = project.parent / "codex-home"
     home.mkdir(exist_ok=True)
-    (home / "config.toml").write_text(codex_config(fake.url))
+    (home / "models.json").write_text(json.dumps({"models": [MODEL]}))
+    (home / "config.toml").write_text(codex_config(fake.url, home / "models.json"))
     (home / "hooks.json").write_text(json.dumps(printed_settings("codex")))
     env = {**hook_env(hook_bin, url, token), "CODEX_HOME": str(home), "HOME": str(home)}
     if system_path:  # nothing but the system's programs (no virtualenv's agentweb-hook)
@@ -152,6 +168,34 @@ def test_edit_then_approve_runs_the_edited_command(
         )  # fmt: skip
         finished(process)
     assert (project / "out.txt").read_text() == "two\n"
+
+
+def patch(*lines: str) -> str:
+    return "\n".join(["*** Begin Patch", *lines, "*** End Patch"])
+
+
+def test_an_apply_patch_adding_a_file_is_judged_as_a_write_and_runs(
+    agentweb: str, token: str, project: Path, hook_bin: Path
+) -> None:
+    with FakeOpenAI("apply_patch", patch("*** Add File: docs/notes.md", "+# Notes")) as fake:
+        finished(run_codex(project, agentweb, token, fake, hook_bin))
+    assert (project / "docs/notes.md").read_text() == "# Notes\n"
+    call = ToolCall.objects.get()
+    assert (call.native_tool, call.tool, call.status) == ("apply_patch", "write_file", "succeeded")
+    assert call.args == {"path": "docs/notes.md", "content": "# Notes\n"}
+
+
+def test_an_apply_patch_of_a_protected_file_waits_and_lands_when_approved(
+    agentweb: str, token: str, project: Path, hook_bin: Path, rita: User
+) -> None:
+    workflow = patch("*** Add File: .github/workflows/ci.yml", "+on: push")
+    with FakeOpenAI("apply_patch", workflow) as fake:
+        process = run_codex(project, agentweb, token, fake, hook_bin)
+        call = awaiting_call(process)
+        assert not (project / ".github").exists()  # held while a person decides
+        services.tool_call_decide(call=call, user=rita, scope="session", decision="approve")
+        finished(process)
+    assert (project / ".github/workflows/ci.yml").read_text() == "on: push\n"
 
 
 def test_a_bad_token_is_blocked(agentweb: str, project: Path, hook_bin: Path) -> None:

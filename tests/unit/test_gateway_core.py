@@ -91,8 +91,24 @@ MAPPINGS: list[tuple[str, dict[str, Any], str, dict[str, Any], str]] = [
         "unknown",
     ),
     ("mcp__broken", {}, "native.mcp__broken", {}, "unknown"),
-    # Codex CLI 0.171: its shell tool reaches the hook as `Bash`; apply_patch has no
-    # agentweb equivalent yet, so a person sees it.
+    # Codex CLI 0.171: its shell tool reaches the hook as `Bash`; its apply_patch is read.
+    (
+        "apply_patch",
+        {"command": "*** Begin Patch\n*** Add File: docs/a.md\n+# A\n+\n*** End Patch\n"},
+        "write_file",
+        {"path": "docs/a.md", "content": "# A\n\n"},
+        "core",
+    ),
+    (
+        "apply_patch",
+        {
+            "command": f"*** Begin Patch\n*** Update File: {CWD}/a.py\n"
+            "@@ def f():\n x = 1\n-y = 2\n+y = 3\n*** End Patch"
+        },
+        "edit_file",
+        {"path": "a.py", "old_string": "x = 1\ny = 2", "new_string": "x = 1\ny = 3"},
+        "core",
+    ),
     (
         "apply_patch",
         {"command": "*** Begin Patch"},
@@ -309,6 +325,24 @@ GATE: list[tuple[str, dict[str, Any], str, str]] = [
     ("read_file", {"file_path": f"{CWD}/.env"}, "awaiting_approval", "builtin:secret-path"),
     ("write_todos", {"todos": []}, "approved", "gateway:no-effect"),
     ("apply_patch", {"command": "*** Begin Patch"}, "awaiting_approval", "gateway:unknown-tool"),
+    (
+        "apply_patch",
+        {"command": "*** Begin Patch\n*** Add File: .env\n+K=1\n*** End Patch"},
+        "awaiting_approval",
+        "builtin:protected-path",
+    ),
+    (
+        "apply_patch",
+        {"command": "*** Begin Patch\n*** Add File: ../x\n+K=1\n*** End Patch"},
+        "denied",
+        "invariant:outside-workspace",
+    ),
+    (
+        "apply_patch",
+        {"command": "*** Begin Patch\n*** Delete File: a.py\n*** End Patch"},
+        "awaiting_approval",
+        "gateway:unknown-tool",
+    ),
 ]
 
 
@@ -384,3 +418,29 @@ def test_where_a_command_runs_can_make_it_wait() -> None:
     )
     assert prepared.status != "approved"
     assert prepared.preview["command"] == "cd /etc && rm -rf build"
+
+
+@pytest.mark.parametrize(
+    ("patch", "notes"),
+    [
+        ("*** Begin Patch\n*** Delete File: a.py\n*** End Patch", ("deletes a.py",)),
+        (
+            "*** Begin Patch\n*** Update File: a.py\n*** Move to: b.py\n@@\n-x\n+y\n*** End Patch",
+            ("updates a.py (to b.py)",),
+        ),
+        (
+            "*** Begin Patch\n*** Add File: a\n+1\n*** Add File: b\n+2\n*** End Patch",
+            ("adds a", "adds b"),
+        ),
+        (
+            "*** Begin Patch\n*** Add File: a\nno plus\n*** End Patch",
+            ("not read as a patch: line 3: an added file's lines start with +",),
+        ),
+        ("no patch", ("not read as a patch: it does not start with `*** Begin Patch`",)),
+    ],
+)
+def test_a_patch_the_gateway_cannot_judge_as_one_tool_goes_to_a_person(
+    patch: str, notes: tuple[str, ...]
+) -> None:
+    mapped = map_native("apply_patch", {"command": patch}, CWD)
+    assert (mapped.tool, mapped.kind, mapped.notes) == ("native.apply_patch", "unknown", notes)

@@ -18,10 +18,11 @@ import difflib
 import posixpath
 import shlex
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from tools_app.core.codex_patch import PatchError, read_patch
 from tools_app.core.engine import STATUS_OF_VERDICT, Prepared
 from tools_app.core.policy.engine import evaluate
 from tools_app.core.policy.preview import command_review
@@ -260,6 +261,31 @@ def _gemini_grep(native: Mapping[str, Any], cwd: str) -> Mapped:
     return Mapped("search_codebase", args, "core")
 
 
+# --- Codex CLI's apply_patch ---------------------------------------------------------
+
+
+def _apply_patch(native: Mapping[str, Any], cwd: str) -> Mapped:
+    """One added file is a `write_file`, one file's single hunk an `edit_file`; any other
+    patch (several files, a deletion, a move) goes to a person, naming what it does."""
+    text = str(_text(native, "command"))
+    as_is = Mapped(native_tool_name("apply_patch"), storable_args(dict(native)), "unknown")
+    try:
+        changes = read_patch(text)
+    except PatchError as exc:
+        return replace(as_is, notes=(f"not read as a patch: {exc}",))
+    if len(changes) == 1:
+        change = changes[0]
+        path = workspace_path(change.path, cwd)
+        if change.action == "add":
+            return Mapped("write_file", {"path": path, "content": change.content}, "core")
+        if change.action == "update" and not change.moved_to and len(change.hunks) == 1:
+            old, new = change.hunks[0]
+            args = {"path": path, "old_string": "\n".join(old), "new_string": "\n".join(new)}
+            return Mapped("edit_file", args, "core")
+    moves = {c.path: f" (to {c.moved_to})" if c.moved_to else "" for c in changes}
+    return replace(as_is, notes=tuple(f"{c.action}s {c.path}{moves[c.path]}" for c in changes))
+
+
 _Mapper = Callable[[Mapping[str, Any], str], Mapped]
 _MAPPERS: dict[str, _Mapper] = {
     "Bash": _bash,
@@ -279,6 +305,7 @@ _MAPPERS: dict[str, _Mapper] = {
     "list_directory": _gemini_list,
     "grep_search": _gemini_grep,
     "search_file_content": _gemini_grep,
+    "apply_patch": _apply_patch,
 }
 _CORE_NAMES = {
     "Bash": "run_command",
@@ -298,6 +325,7 @@ _CORE_NAMES = {
     "list_directory": "list_files",
     "grep_search": "search_codebase",
     "search_file_content": "search_codebase",
+    "apply_patch": "native.apply_patch",
 }
 
 
