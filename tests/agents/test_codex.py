@@ -73,6 +73,12 @@ enabled = false
 
 [otel]
 exporter = "none"
+
+[features]
+# else Codex looks up github.com and api.github.com at start (its plugin marketplace)
+plugins = false
+remote_plugin = false
+plugin_sharing = false
 """
 
 
