@@ -7,10 +7,15 @@ PORT ?= 8000
 # The tests marked `postgres` (database semantics) run a second time on PostgreSQL when it answers.
 PG_URL ?= postgres://postgres@127.0.0.1:5432/test
 
-# The agents the gateway tests drive (tests/agents): Claude Code, pinned, from npm into a
-# cache; where npm is unreachable the tests that need it are skipped, saying so.
+# The agents the gateway tests drive (tests/agents), pinned, from npm into a cache: Claude
+# Code, Codex CLI (its native binary comes in an optional per-platform package) and Gemini
+# CLI. A pinned version already there is kept; where npm fails the tests that need the
+# agent are skipped, saying so.
 CLAUDE_CODE_VERSION ?= 2.1.332
+CODEX_VERSION ?= 0.171.0
+GEMINI_CLI_VERSION ?= 0.61.0
 AGENTS_CACHE := .cache/npm-agents
+AGENTS_BIN := $(AGENTS_CACHE)/node_modules/.bin
 CLAUDE := $(AGENTS_CACHE)/node_modules/@anthropic-ai/claude-code/bin/claude.exe
 
 .PHONY: run test lint unit install system-deps agents format bench fuzz clean
@@ -37,12 +42,20 @@ system-deps:
 	fi
 
 agents:
-	@if [ -x $(CLAUDE) ] && $(CLAUDE) --version 2>/dev/null | grep -q '^$(CLAUDE_CODE_VERSION) '; then :; \
-	elif command -v npm >/dev/null; then \
-		mkdir -p $(AGENTS_CACHE) && npm install -q --prefix $(AGENTS_CACHE) --no-audit --no-fund \
-			@anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION) \
-		|| echo "warning: could not install Claude Code; the tests in tests/agents are skipped"; \
-	else echo "warning: no npm; the tests in tests/agents are skipped"; fi
+	@$(call npm_agent,Claude Code,$(CLAUDE) --version,$(CLAUDE_CODE_VERSION),@anthropic-ai/claude-code)
+	@$(call npm_agent,Codex CLI,$(AGENTS_BIN)/codex --version,$(CODEX_VERSION),@openai/codex)
+	@$(call npm_agent,Gemini CLI,$(AGENTS_BIN)/gemini --version,$(GEMINI_CLI_VERSION),@google/gemini-cli)
+
+# $(call npm_agent,NAME,VERSION COMMAND,VERSION,PACKAGE): install PACKAGE@VERSION into the
+# cache unless VERSION COMMAND already prints that version.
+define npm_agent
+if $(2) 2>/dev/null | grep -qw '$(3)'; then :; \
+elif command -v npm >/dev/null; then \
+	mkdir -p $(AGENTS_CACHE) && npm install -q --prefix $(AGENTS_CACHE) --no-audit --no-fund \
+		$(4)@$(3) && $(2) >/dev/null \
+	|| echo "warning: could not install $(1) $(3); its tests in tests/agents are skipped"; \
+else echo "warning: no npm; the tests of $(1) in tests/agents are skipped"; fi
+endef
 
 run: install
 	$(BIN)/python manage.py up --port $(PORT)

@@ -6,11 +6,13 @@ exits 0 (a deny is an answer too); on any failure (no URL or token, agentweb
 unreachable, a malformed answer) it says why on stderr and exits 2, which every one of
 these agents takes as "blocked". Standard library only: it runs wherever the agent runs.
 
-The formats were read in the agents' own packages: Claude Code's `permissionDecision`
-with `updatedInput`; Codex takes the same PreToolUse shape but refuses `allow` and
-`updatedInput` (so an allowed call gets no output, and an edited approval is a deny
-that shows the edited input); Gemini CLI reads `{"decision", "reason"}` and a changed
-`hookSpecificOutput.tool_input` from BeforeTool.
+The formats were read in the agents' own packages and checked by driving them
+(tests/agents): Claude Code's `permissionDecision` with `updatedInput`. Codex CLI 0.171
+sends the same PreToolUse shape (its shell tool as `Bash` with `{"command"}`), runs a
+call on an empty answer, takes `deny` with a reason, and `allow` only with an
+`updatedInput` (a bare `allow` is an invalid answer it ignores). Gemini CLI 0.61 sends
+BeforeTool/AfterTool with its own tool names and no tool-use id, and reads
+`{"decision", "reason"}` and a changed `hookSpecificOutput.tool_input`.
 """
 
 from __future__ import annotations
@@ -28,17 +30,9 @@ __all__ = ["main"]
 HOOK_PATH = "/api/hooks/claude-code"
 MAX_EVENT_BYTES = 64 * 1024 * 1024
 BLOCK = 2
-# Gemini CLI's event and tool names as Claude Code spells them (agentweb speaks one).
+# Gemini CLI's events as Claude Code names them (agentweb speaks one); its tool names stay
+# as they are, agentweb maps them (tools_app/core/gateway.py).
 GEMINI_EVENTS = {"BeforeTool": "PreToolUse", "AfterTool": "PostToolUse"}
-GEMINI_TOOLS = {
-    "run_shell_command": "Bash",
-    "write_file": "Write",
-    "replace": "Edit",
-    "read_file": "Read",
-    "glob": "Glob",
-    "search_file_content": "Grep",
-    "web_fetch": "WebFetch",
-}
 
 
 class HookFailure(Exception):
@@ -57,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
         text, code = from_agentweb(answer, event)
     except HookFailure as exc:
         sys.stderr.write(f"agentweb-hook: blocked: {exc}\n")
+        return BLOCK
+    except Exception as exc:  # any surprise blocks: it never lets a tool run
+        sys.stderr.write(f"agentweb-hook: blocked: an unexpected error ({exc!r})\n")
         return BLOCK
     if text:
         sys.stdout.write(text + "\n")
@@ -88,7 +85,7 @@ def _post(event: dict[str, Any]) -> dict[str, Any]:
         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
         method="POST",
     )
-    timeout = float(os.environ.get("AGENTWEB_HOOK_TIMEOUT", "3600"))
+    timeout = float(os.environ.get("AGENTWEB_HOOK_TIMEOUT", "3450"))
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
             body = response.read()
@@ -129,26 +126,19 @@ def _claude_answer(answer: dict[str, Any], event: dict[str, Any]) -> tuple[str, 
     return json.dumps(answer), 0
 
 
-CODEX_TOOLS = {"shell": "Bash", "exec_command": "Bash", "local_shell": "Bash"}
-
-
-def _codex_event(event: dict[str, Any]) -> dict[str, Any]:
-    tool = str(event.get("tool_name", ""))
-    return {**event, "tool_name": CODEX_TOOLS.get(tool, tool)}
-
-
 def _codex_answer(answer: dict[str, Any], event: dict[str, Any]) -> tuple[str, int]:
+    """Codex runs the call on an empty answer; `allow` it takes only with a new input."""
     verdict, reason, updated = _decision(answer)
-    if verdict == "allow" and updated is not None and updated != event.get("tool_input"):
-        verdict = "deny"
-        reason = (
-            "a reviewer approved an edited version of this call, which Codex cannot run "
-            f"in its place; send this input instead: {json.dumps(updated)}"
-        )
-    if verdict != "deny" or event.get("hook_event_name") != "PreToolUse":
+    if event.get("hook_event_name") != "PreToolUse":
         return "", 0
-    output = {"hookEventName": "PreToolUse", "permissionDecision": "deny"}
-    output["permissionDecisionReason"] = reason or "denied by agentweb"
+    output: dict[str, Any] = {"hookEventName": "PreToolUse"}
+    if verdict == "deny":
+        output["permissionDecision"] = "deny"
+        output["permissionDecisionReason"] = reason or "denied by agentweb"
+    elif verdict == "allow" and updated is not None and updated != event.get("tool_input"):
+        output |= {"permissionDecision": "allow", "updatedInput": updated}
+    else:
+        return "", 0
     return json.dumps({"hookSpecificOutput": output}), 0
 
 
@@ -159,25 +149,35 @@ def _gemini_event(event: dict[str, Any]) -> dict[str, Any]:
     name = GEMINI_EVENTS.get(str(event.get("hook_event_name", "")))
     if name is None:
         return {**event}  # agentweb answers `{}` or names what it does not know
-    tool = str(event.get("tool_name", ""))
-    return {
-        **event,
-        "hook_event_name": name,
-        "tool_name": GEMINI_TOOLS.get(tool, tool),
-        "tool_use_id": str(event.get("tool_use_id") or _gemini_use_id(event)),
-    }
+    out = {**event, "hook_event_name": name, "tool_use_id": _gemini_use_id(event)}
+    response = event.get("tool_response")
+    if name == "PostToolUse" and isinstance(response, dict):
+        if response.get("error"):
+            out |= {"hook_event_name": "PostToolUseFailure", "error": response["error"]}
+        out["tool_response"] = _gemini_output(response)
+    return out
 
 
 def _gemini_use_id(event: dict[str, Any]) -> str:
-    """Gemini gives no tool-use id: its session, the event's timestamp and the input
-    identify the use."""
+    """Gemini gives no tool-use id: the BeforeTool's session, time and input name the
+    use. Its AfterTool comes later (another time): agentweb finds that call by the
+    session and the input that ran (`gateway_call_finish`)."""
     import hashlib
 
     seed = json.dumps(
         [event.get(k) for k in ("session_id", "timestamp", "tool_name", "tool_input")],
         sort_keys=True,
     )
-    return "gemini-" + hashlib.sha256(seed.encode()).hexdigest()[:32]
+    prefix = "gemini-after-" if event.get("hook_event_name") == "AfterTool" else "gemini-"
+    return prefix + hashlib.sha256(seed.encode()).hexdigest()[:32]
+
+
+def _gemini_output(response: dict[str, Any]) -> Any:
+    """The text the model was given (`llmContent`), else what the user was shown."""
+    for key in ("llmContent", "returnDisplay"):
+        if isinstance(response.get(key), str):
+            return response[key]
+    return response
 
 
 def _gemini_answer(answer: dict[str, Any], event: dict[str, Any]) -> tuple[str, int]:
@@ -201,7 +201,7 @@ Formats = dict[
 ]
 FORMATS: Formats = {
     "claude-code": (_same, _claude_answer),
-    "codex": (_codex_event, _codex_answer),
+    "codex": (_same, _codex_answer),
     "gemini": (_gemini_event, _gemini_answer),
 }
 

@@ -9,36 +9,16 @@ so a test reads what reached the model (a denial's reason in a tool_result).
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
 
+from tests.agents.fake_http import FakeServer, Reply, Seen
 
-class FakeAnthropic:
+
+class FakeAnthropic(FakeServer):
     def __init__(self, tool: str, tool_input: dict[str, Any]) -> None:
+        super().__init__()
         self.tool, self.tool_input = tool, tool_input
         self.requests: list[dict[str, Any]] = []
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def __enter__(self) -> FakeAnthropic:
-        self.thread.start()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
     def tool_results(self) -> list[str]:
         """The text of every tool_result the model was sent, in order."""
@@ -63,52 +43,17 @@ class FakeAnthropic:
         use_id = f"toolu_fake_{len(self.requests)}"
         return [{"type": "tool_use", "id": use_id, "name": self.tool, "input": self.tool_input}]
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                try:
-                    body = json.loads(self.rfile.read(length) or b"{}")
-                except ValueError:
-                    body = {}
-                if not self.path.startswith("/v1/messages") or "count_tokens" in self.path:
-                    return self._json({"input_tokens": 10})
-                fake.requests.append(body)
-                blocks = fake.reply(body)
-                if body.get("stream"):
-                    return self._stream(body, blocks)
-                return self._json(_message(body, blocks))
-
-            def do_GET(self) -> None:
-                self._json({"data": [], "has_more": False})
-
-            def do_HEAD(self) -> None:
-                self._json({})
-
-            def _json(self, value: Any) -> None:
-                data = json.dumps(value).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _stream(self, body: dict[str, Any], blocks: list[dict[str, Any]]) -> None:
-                data = b"".join(_sse(name, value) for name, value in _events(body, blocks))
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        return Handler
+    def answer(self, seen: Seen) -> Reply:
+        if seen.method == "GET":
+            return Reply(json={"data": [], "has_more": False})
+        if not seen.path.startswith("/v1/messages") or "count_tokens" in seen.path:
+            return Reply(json={"input_tokens": 10})
+        body = seen.body if isinstance(seen.body, dict) else {}
+        self.requests.append(body)
+        blocks = self.reply(body)
+        if body.get("stream"):
+            return Reply(events=tuple(_events(body, blocks)))
+        return Reply(json=_message(body, blocks))
 
 
 def _message(body: dict[str, Any], blocks: list[dict[str, Any]]) -> dict[str, Any]:
@@ -125,14 +70,14 @@ def _message(body: dict[str, Any], blocks: list[dict[str, Any]]) -> dict[str, An
     }
 
 
-def _events(body: dict[str, Any], blocks: list[dict[str, Any]]) -> list[tuple[str, Any]]:
+def _events(body: dict[str, Any], blocks: list[dict[str, Any]]) -> list[tuple[str | None, Any]]:
     message = {**_message(body, []), "stop_reason": None}
-    events: list[tuple[str, Any]] = [
+    events: list[tuple[str | None, Any]] = [
         ("message_start", {"type": "message_start", "message": message})
     ]
     for index, block in enumerate(blocks):
         if block["type"] == "text":
-            start = {"type": "text", "text": ""}
+            start: dict[str, Any] = {"type": "text", "text": ""}
             delta = {"type": "text_delta", "text": block["text"]}
         else:
             start = {**block, "input": {}}
@@ -161,7 +106,3 @@ def _events(body: dict[str, Any], blocks: list[dict[str, Any]]) -> list[tuple[st
     )
     events.append(("message_stop", {"type": "message_stop"}))
     return events
-
-
-def _sse(name: str, value: Any) -> bytes:
-    return f"event: {name}\ndata: {json.dumps(value)}\n\n".encode()

@@ -12,23 +12,21 @@ import json
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 
+from tests.agents.common import WAIT_SECONDS, awaiting_call
 from tests.agents.fake_anthropic import FakeAnthropic
-from tests.browser.server import Daphne, free_port
-from tests.helpers import ROOT, Worker
+from tests.browser.server import free_port
+from tests.helpers import ROOT
 from tools_app import services
 from tools_app.core.gateway_settings import claude_code_settings
 from tools_app.models import ToolCall
 
 CLAUDE = ROOT / ".cache/npm-agents/node_modules/@anthropic-ai/claude-code/bin/claude.exe"
-WAIT_SECONDS = 120
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),
@@ -37,37 +35,6 @@ pytestmark = [
         "installs it from npm (skipped where npm is unreachable)",
     ),
 ]  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def agentweb(stack: Worker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    log = tmp_path_factory.mktemp("daphne") / "daphne.log"
-    env = {**stack.env, "DJANGO_DEBUG": "0", "AGENTWEB_HOOK_WAIT_SECONDS": str(WAIT_SECONDS)}
-    server = Daphne(env, log)
-    server.start()
-    yield server.url
-    server.stop()
-
-
-@pytest.fixture
-def token() -> str:
-    alice = User.objects.create_user("alice")
-    return services.api_token_create(user=alice, scope="agent")
-
-
-@pytest.fixture
-def rita() -> User:
-    user = User.objects.create_user("rita")
-    user.groups.add(Group.objects.get_or_create(name="reviewers")[0])
-    return user
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "README.md").write_text("# demo\n")
-    return root
 
 
 def run_claude(
@@ -102,16 +69,6 @@ def finished(process: subprocess.Popen[bytes]) -> dict[str, Any]:
     out, err = process.communicate(timeout=180)
     assert process.returncode == 0, err.decode()[-2000:]
     return json.loads(out)  # type: ignore[no-any-return]
-
-
-def awaiting_call() -> ToolCall:
-    deadline = time.monotonic() + 120
-    while True:
-        call = ToolCall.objects.filter(status="awaiting_approval").first()
-        if call is not None:
-            return call
-        assert time.monotonic() < deadline, "no call came to wait for a person"
-        time.sleep(0.1)
 
 
 def test_an_allowed_ls_runs_and_post_tool_use_is_recorded(

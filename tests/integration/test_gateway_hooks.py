@@ -277,3 +277,34 @@ def test_a_cancelled_session_denies_its_waiting_call(claude: Hook) -> None:
     services.session_cancel(session=AgentSession.objects.get())
     reason = denial({"hookSpecificOutput": claude.pre("Bash", {"command": "make deploy"})})
     assert "was cancelled" in reason
+
+
+# --- what the real Codex and Gemini CLIs send (tests/agents drives them) ---------------
+
+
+def test_an_after_event_without_the_before_events_id_finds_its_call_by_input(
+    claude: Hook,
+) -> None:
+    """Gemini CLI gives no tool-use id: agentweb-hook names the AfterTool otherwise,
+    and agentweb takes the session's running call of that tool on that input."""
+    claude.pre("run_shell_command", {"command": "ls"}, tool_use_id="gemini-before-1")
+    claude.pre("run_shell_command", {"command": "pwd"}, tool_use_id="gemini-before-2")
+    after = {"tool_use_id": "gemini-after-x", "tool_response": "README.md\n"}
+    assert claude.event("PostToolUse", "run_shell_command", {"command": "pwd"}, **after) == {}
+    by_id = {c.tool_use_id: c for c in ToolCall.objects.all()}
+    assert (by_id["gemini-before-2"].status, by_id["gemini-before-2"].result) == (
+        "succeeded",
+        "README.md\n",
+    )
+    assert by_id["gemini-before-1"].status == "running"
+
+
+def test_a_command_is_judged_in_the_directory_the_event_names(claude: Hook) -> None:
+    """The session keeps its first cwd; a later event's cwd (Codex's `workdir`, Claude
+    Code's `cd`) is where that command runs, and what the reviewer sees."""
+    claude.pre("Bash", {"command": "ls"})
+    answer = claude.pre("Bash", {"command": "rm -rf build"}, cwd="/srv/other")
+    assert "still awaiting approval" in answer["permissionDecisionReason"]
+    call = ToolCall.objects.get(native_input={"command": "rm -rf build"})
+    assert call.args == {"command": "cd /srv/other && rm -rf build"}
+    assert call.session.cwd == CWD

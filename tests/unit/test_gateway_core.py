@@ -91,6 +91,111 @@ MAPPINGS: list[tuple[str, dict[str, Any], str, dict[str, Any], str]] = [
         "unknown",
     ),
     ("mcp__broken", {}, "native.mcp__broken", {}, "unknown"),
+    # Codex CLI 0.171: its shell tool reaches the hook as `Bash`; its apply_patch is read.
+    (
+        "apply_patch",
+        {"command": "*** Begin Patch\n*** Add File: docs/a.md\n+# A\n+\n*** End Patch\n"},
+        "write_file",
+        {"path": "docs/a.md", "content": "# A\n\n"},
+        "core",
+    ),
+    (
+        "apply_patch",
+        {
+            "command": f"*** Begin Patch\n*** Update File: {CWD}/a.py\n"
+            "@@ def f():\n x = 1\n-y = 2\n+y = 3\n*** End Patch"
+        },
+        "edit_file",
+        {"path": "a.py", "old_string": "x = 1\ny = 2", "new_string": "x = 1\ny = 3"},
+        "core",
+    ),
+    (
+        "apply_patch",
+        {"command": "*** Begin Patch"},
+        "native.apply_patch",
+        {"command": "*** Begin Patch"},
+        "unknown",
+    ),
+    # Gemini CLI 0.61: its own names and argument keys.
+    (
+        "run_shell_command",
+        {"command": "ls", "description": "list"},
+        "run_command",
+        {"command": "ls"},
+        "core",
+    ),
+    (
+        "run_shell_command",
+        {"command": "ls", "dir_path": "/srv/other dir"},
+        "run_command",
+        {"command": "cd '/srv/other dir' && ls"},
+        "core",
+    ),
+    (
+        "run_shell_command",
+        {"command": "ls", "dir_path": CWD},
+        "run_command",
+        {"command": "ls"},
+        "core",
+    ),
+    (
+        "write_file",
+        {"file_path": f"{CWD}/.env", "content": "A=1\n"},
+        "write_file",
+        {"path": ".env", "content": "A=1\n"},
+        "core",
+    ),
+    (
+        "replace",
+        {"file_path": f"{CWD}/a.py", "old_string": "a", "new_string": "b", "instruction": "why"},
+        "edit_file",
+        {"path": "a.py", "old_string": "a", "new_string": "b"},
+        "core",
+    ),
+    (
+        "read_file",
+        {"file_path": f"{CWD}/a.py", "start_line": 3, "end_line": 5},
+        "read_file",
+        {"path": "a.py", "offset": 3, "limit": 3},
+        "core",
+    ),
+    (
+        "glob",
+        {"pattern": "*.py", "dir_path": f"{CWD}/src"},
+        "list_files",
+        {"path": "src", "pattern": "*.py", "recursive": True},
+        "core",
+    ),
+    ("list_directory", {"dir_path": CWD}, "list_files", {"path": "."}, "core"),
+    (
+        "grep_search",
+        {"pattern": "TODO", "include_pattern": "*.py"},
+        "search_codebase",
+        {"pattern": "TODO", "path": ".", "include": "*.py"},
+        "core",
+    ),
+    (
+        "search_file_content",
+        {"pattern": "x"},
+        "search_codebase",
+        {"pattern": "x", "path": "."},
+        "core",
+    ),
+    ("write_todos", {"todos": []}, "native.write_todos", {"todos": []}, "no_effect"),
+    (
+        "web_fetch",
+        {"prompt": "read https://x"},
+        "native.web_fetch",
+        {"prompt": "read https://x"},
+        "unknown",
+    ),
+    (
+        "read_many_files",
+        {"include": ["**"]},
+        "native.read_many_files",
+        {"include": ["**"]},
+        "unknown",
+    ),
 ]
 
 
@@ -113,6 +218,16 @@ def test_it_maps_each_native_tool(
             "Edit",
             {"file_path": "a", "old_string": "a", "new_string": "b", "replace_all": "yes"},
             "`replace_all` must be true or false, got str",
+        ),
+        (
+            "replace",
+            {"file_path": "a", "old_string": "a", "new_string": "b", "allow_multiple": 1},
+            "`allow_multiple` must be true or false, got int",
+        ),
+        (
+            "run_shell_command",
+            {"command": "ls", "dir_path": 7},
+            "`dir_path` must be a string, got int",
         ),
     ],
 )
@@ -187,6 +302,47 @@ GATE: list[tuple[str, dict[str, Any], str, str]] = [
     ("NotebookEdit", {"notebook_path": "n.ipynb"}, "awaiting_approval", "gateway:unknown-tool"),
     ("Bash", {"command": ""}, "failed", ""),
     ("Write", {"file_path": 1, "content": "x"}, "failed", ""),
+    ("run_shell_command", {"command": "ls"}, "approved", "builtin:default-allow"),
+    ("run_shell_command", {"command": "rm -rf ../x"}, "denied", "builtin:dangerous-command"),
+    (
+        "run_shell_command",
+        {"command": "ls", "dir_path": "/etc"},
+        "approved",
+        "builtin:default-allow",
+    ),
+    (
+        "write_file",
+        {"file_path": f"{CWD}/.env", "content": "K=1\n"},
+        "awaiting_approval",
+        "builtin:protected-path",
+    ),
+    (
+        "replace",
+        {"file_path": f"{CWD}/a.py", "old_string": "a", "new_string": "b", "allow_multiple": True},
+        "awaiting_approval",
+        "builtin:require-approval-above",
+    ),
+    ("read_file", {"file_path": f"{CWD}/.env"}, "awaiting_approval", "builtin:secret-path"),
+    ("write_todos", {"todos": []}, "approved", "gateway:no-effect"),
+    ("apply_patch", {"command": "*** Begin Patch"}, "awaiting_approval", "gateway:unknown-tool"),
+    (
+        "apply_patch",
+        {"command": "*** Begin Patch\n*** Add File: .env\n+K=1\n*** End Patch"},
+        "awaiting_approval",
+        "builtin:protected-path",
+    ),
+    (
+        "apply_patch",
+        {"command": "*** Begin Patch\n*** Add File: ../x\n+K=1\n*** End Patch"},
+        "denied",
+        "invariant:outside-workspace",
+    ),
+    (
+        "apply_patch",
+        {"command": "*** Begin Patch\n*** Delete File: a.py\n*** End Patch"},
+        "awaiting_approval",
+        "gateway:unknown-tool",
+    ),
 ]
 
 
@@ -235,3 +391,56 @@ def test_a_huge_write_waits_for_a_person_by_its_size(tmp_path: Path) -> None:
     prepared = judge("Write", {"file_path": f"{CWD}/big.txt", "content": content})
     assert prepared.status == "awaiting_approval"
     assert prepared.verdict.rule == "builtin:require-approval-above"
+
+
+@pytest.mark.parametrize(
+    ("native", "native_input", "ran_in", "command"),
+    [
+        ("Bash", {"command": "ls"}, f"{CWD}/", "ls"),
+        ("Bash", {"command": "ls"}, "", "ls"),
+        ("Bash", {"command": "rm -rf build"}, "/srv/other", "cd /srv/other && rm -rf build"),
+        ("run_shell_command", {"command": "make"}, f"{CWD}/sub dir", f"cd '{CWD}/sub dir' && make"),
+    ],
+)
+def test_a_command_is_judged_where_the_agent_runs_it(
+    native: str, native_input: dict[str, Any], ran_in: str, command: str
+) -> None:
+    """The event's cwd (Claude Code keeps a `cd`, Codex takes a `workdir`) may not be
+    the session's: the command is judged as run there."""
+    mapped = map_native(native, native_input, CWD, ran_in)
+    assert mapped.args["command"] == command
+    assert any(ran_in in note for note in mapped.notes) == (command != native_input["command"])
+
+
+def test_where_a_command_runs_can_make_it_wait() -> None:
+    _, prepared = prepare_native(
+        DEFAULT, "Bash", {"command": "rm -rf build"}, CWD, SessionCounters(), "/etc"
+    )
+    assert prepared.status != "approved"
+    assert prepared.preview["command"] == "cd /etc && rm -rf build"
+
+
+@pytest.mark.parametrize(
+    ("patch", "notes"),
+    [
+        ("*** Begin Patch\n*** Delete File: a.py\n*** End Patch", ("deletes a.py",)),
+        (
+            "*** Begin Patch\n*** Update File: a.py\n*** Move to: b.py\n@@\n-x\n+y\n*** End Patch",
+            ("updates a.py (to b.py)",),
+        ),
+        (
+            "*** Begin Patch\n*** Add File: a\n+1\n*** Add File: b\n+2\n*** End Patch",
+            ("adds a", "adds b"),
+        ),
+        (
+            "*** Begin Patch\n*** Add File: a\nno plus\n*** End Patch",
+            ("not read as a patch: line 3: an added file's lines start with +",),
+        ),
+        ("no patch", ("not read as a patch: it does not start with `*** Begin Patch`",)),
+    ],
+)
+def test_a_patch_the_gateway_cannot_judge_as_one_tool_goes_to_a_person(
+    patch: str, notes: tuple[str, ...]
+) -> None:
+    mapped = map_native("apply_patch", {"command": patch}, CWD)
+    assert (mapped.tool, mapped.kind, mapped.notes) == ("native.apply_patch", "unknown", notes)

@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import Any
 
+import pytest
+
+from agentweb_hook import FORMATS
 from tests.helpers import ROOT
 from tools_app.core.gateway_settings import claude_code_settings, command_hook_settings
 
@@ -31,10 +35,89 @@ def test_managed_settings_force_the_hooks() -> None:
 def test_gemini_and_codex_run_the_command_hook() -> None:
     gemini = command_hook_settings("gemini", 3300)
     assert set(gemini["hooks"]) == {"BeforeTool", "AfterTool"}
-    assert gemini["hooks"]["BeforeTool"][0]["hooks"][0]["command"] == "agentweb-hook gemini"
-    assert gemini["hooks"]["BeforeTool"][0]["hooks"][0]["timeout"] == 3600 * 1000  # ms
+    [hook] = gemini["hooks"]["BeforeTool"][0]["hooks"]
+    # agentweb-hook gives up before the CLI would kill it; `|| exit 2` blocks when it
+    # cannot start at all (Codex would run the call).
+    assert hook["command"] == "AGENTWEB_HOOK_TIMEOUT=3450 agentweb-hook gemini || exit 2"
+    assert hook["timeout"] == 3600 * 1000  # ms
     codex = command_hook_settings("codex", 3300)
-    assert codex["hooks"]["PreToolUse"][0]["hooks"][0]["command"] == "agentweb-hook codex"
+    assert set(codex["hooks"]) == {"PreToolUse", "PostToolUse"}
+    [hook] = codex["hooks"]["PreToolUse"][0]["hooks"]
+    assert hook["command"] == "AGENTWEB_HOOK_TIMEOUT=3450 agentweb-hook codex || exit 2"
+    assert hook["timeout"] == 3600  # seconds
+
+
+def pre(decision: str, **more: Any) -> dict[str, Any]:
+    output = {"hookEventName": "PreToolUse", "permissionDecision": decision, **more}
+    return {"hookSpecificOutput": output}
+
+
+BASH = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"}}
+SHELL = {"hook_event_name": "BeforeTool", "tool_name": "run_shell_command",
+         "tool_input": {"command": "ls"}}  # fmt: skip
+
+ANSWERS: list[tuple[str, dict[str, Any], dict[str, Any], Any]] = [
+    # Codex: silence runs the call; `allow` only with a changed input; deny with a reason.
+    ("codex", pre("allow", updatedInput={"command": "ls"}), BASH, ""),
+    (
+        "codex",
+        pre("allow", updatedInput={"command": "ls -a"}),
+        BASH,
+        pre("allow", updatedInput={"command": "ls -a"}),
+    ),
+    (
+        "codex",
+        pre("deny", permissionDecisionReason="no"),
+        BASH,
+        pre("deny", permissionDecisionReason="no"),
+    ),
+    ("codex", {}, {**BASH, "hook_event_name": "PostToolUse"}, ""),
+    # Gemini: decision and reason; a changed input as hookSpecificOutput.tool_input.
+    ("gemini", pre("allow", updatedInput={"command": "ls"}), SHELL, {"decision": "allow"}),
+    (
+        "gemini",
+        pre("allow", updatedInput={"command": "ls -a"}, permissionDecisionReason="ok"),
+        SHELL,
+        {
+            "decision": "allow",
+            "reason": "ok",
+            "hookSpecificOutput": {
+                "hookEventName": "BeforeTool",
+                "tool_input": {"command": "ls -a"},
+            },
+        },
+    ),
+    (
+        "gemini",
+        pre("deny", permissionDecisionReason="no"),
+        SHELL,
+        {"decision": "deny", "reason": "no"},
+    ),
+    ("gemini", {}, {**SHELL, "hook_event_name": "AfterTool"}, {}),
+]
+
+
+@pytest.mark.parametrize(("agent", "answer", "event", "printed"), ANSWERS)
+def test_each_agent_gets_agentwebs_answer_in_its_own_format(
+    agent: str, answer: dict[str, Any], event: dict[str, Any], printed: Any
+) -> None:
+    text, code = FORMATS[agent][1](answer, event)
+    assert code == 0
+    assert (json.loads(text) if text else "") == printed
+
+
+def test_gemini_events_reach_agentweb_in_claude_codes_shape() -> None:
+    to_agentweb = FORMATS["gemini"][0]
+    before = to_agentweb({**SHELL, "session_id": "s", "timestamp": "t1"})
+    assert (before["hook_event_name"], before["tool_name"]) == ("PreToolUse", "run_shell_command")
+    assert before["tool_use_id"].startswith("gemini-")
+    failed = to_agentweb(
+        {**SHELL, "hook_event_name": "AfterTool", "session_id": "s", "timestamp": "t2",
+         "tool_response": {"llmContent": "boom", "error": "exit 1"}}
+    )  # fmt: skip
+    assert failed["hook_event_name"] == "PostToolUseFailure"
+    assert (failed["error"], failed["tool_response"]) == ("exit 1", "boom")
+    assert failed["tool_use_id"] != before["tool_use_id"]  # found by its input instead
 
 
 def hook(agent: str, stdin: bytes, **env: str) -> subprocess.CompletedProcess[bytes]:

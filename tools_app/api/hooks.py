@@ -202,6 +202,7 @@ def _receive(token: ApiToken, event: dict[str, Any]) -> ToolCall:
         native_tool=event["tool_name"],
         native_input=event["tool_input"],
         tool_use_id=event["tool_use_id"],
+        ran_in=event["cwd"],
     )
 
 
@@ -267,5 +268,6 @@ def _post_tool_use(token: ApiToken, event: dict[str, Any]) -> dict[str, Any]:
         succeeded=not failed,
         ran_input=event["tool_input"],
         response=response,
+        native_tool=event["tool_name"],
     )
     return {}

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import difflib
 import posixpath
+import shlex
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from tools_app.core.codex_patch import PatchError, read_patch
 from tools_app.core.engine import STATUS_OF_VERDICT, Prepared
 from tools_app.core.policy.engine import evaluate
 from tools_app.core.policy.preview import command_review
@@ -50,6 +52,10 @@ NATIVE_PREFIX = "native."  # an unknown or effect-free native tool: `native.Todo
 NO_EFFECT_TOOLS = frozenset(
     {"TodoWrite", "ToolSearch", "TaskCreate", "TaskGet", "TaskUpdate", "TaskList"}
     | {"TaskStop", "TaskOutput", "EnterPlanMode", "ExitPlanMode", "AskUserQuestion"}
+    # Gemini CLI's (docs/reference/tools.md of @google/gemini-cli 0.61)
+    | {"write_todos", "update_topic", "ask_user", "enter_plan_mode", "exit_plan_mode"}
+    | {"get_internal_docs", "complete_task", "tracker_create_task", "tracker_update_task"}
+    | {"tracker_get_task", "tracker_list_tasks", "tracker_add_dependency", "tracker_visualize"}
 )
 
 
@@ -74,12 +80,16 @@ def native_tool_name(native_tool: str) -> str:
     return f"{NATIVE_PREFIX}{native_tool}"
 
 
-def map_native(native_tool: str, native_input: Mapping[str, Any], cwd: str) -> Mapped:
-    """The agentweb call for one native tool use (never raises)."""
+def map_native(
+    native_tool: str, native_input: Mapping[str, Any], cwd: str, ran_in: str = ""
+) -> Mapped:
+    """The agentweb call for one native tool use (never raises). `ran_in` is the
+    directory the agent runs it in when that is not the session's `cwd` (Claude Code's
+    shell keeps a `cd`, Codex takes a `workdir`): a command is judged as run there."""
     mapper = _MAPPERS.get(native_tool)
     if mapper is not None:
         try:
-            return mapper(native_input, cwd)
+            return _run_in(mapper(native_input, cwd), cwd, ran_in)
         except _Misfit as exc:
             return Mapped(_CORE_NAMES[native_tool], {}, "core", str(exc))
     name = native_tool_name(native_tool)
@@ -88,6 +98,18 @@ def map_native(native_tool: str, native_input: Mapping[str, Any], cwd: str) -> M
         return Mapped(name, args, "mcp")
     kind: Kind = "no_effect" if native_tool in NO_EFFECT_TOOLS else "unknown"
     return Mapped(name, args, kind)
+
+
+def _run_in(mapped: Mapped, cwd: str, ran_in: str) -> Mapped:
+    if mapped.tool != "run_command" or not ran_in or _same_dir(ran_in, cwd):
+        return mapped
+    command = f"cd {shlex.quote(ran_in)} && {mapped.args['command']}"
+    notes = (*mapped.notes, f"runs in {ran_in}")
+    return Mapped(mapped.tool, {**mapped.args, "command": command}, "core", notes=notes)
+
+
+def _same_dir(one: str, other: str) -> bool:
+    return posixpath.normpath(one or "/") == posixpath.normpath(other or "/")
 
 
 class _Misfit(ValueError):
@@ -186,6 +208,84 @@ def _agent(native: Mapping[str, Any], cwd: str) -> Mapped:
     return Mapped("spawn_subagent", {"title": title or "sub-agent", "description": prompt}, "core")
 
 
+# --- Gemini CLI's tools: other names, other argument keys ----------------------------
+
+
+def _gemini_dir(native: Mapping[str, Any], cwd: str) -> str:
+    return workspace_path(_text(native, "dir_path", required=False) or ".", cwd)
+
+
+def _gemini_shell(native: Mapping[str, Any], cwd: str) -> Mapped:
+    """`run_shell_command` in `dir_path` is judged as `cd DIR && COMMAND`: what runs."""
+    command = str(_text(native, "command"))
+    where = _text(native, "dir_path", required=False)
+    if where and not _same_dir(where, cwd):
+        command = f"cd {shlex.quote(where)} && {command}"
+    background = native.get("is_background") is True
+    notes = ("runs in the background on the agent's machine",) if background else ()
+    return Mapped("run_command", {"command": command}, "core", notes=notes)
+
+
+def _gemini_replace(native: Mapping[str, Any], cwd: str) -> Mapped:
+    every = native.get("allow_multiple")
+    if every is not None and not isinstance(every, bool):
+        raise _Misfit(f"`allow_multiple` must be true or false, got {_type_name(every)}")
+    return _edit({**native, "replace_all": every}, cwd)
+
+
+def _gemini_read(native: Mapping[str, Any], cwd: str) -> Mapped:
+    args: dict[str, Any] = {"path": workspace_path(str(_text(native, "file_path")), cwd)}
+    start, end = _number(native, "start_line"), _number(native, "end_line")
+    if start is not None:
+        args["offset"] = max(1, int(start))
+    if end is not None:
+        args["limit"] = max(1, int(end) - args.get("offset", 1) + 1)
+    return Mapped("read_file", args, "core")
+
+
+def _gemini_glob(native: Mapping[str, Any], cwd: str) -> Mapped:
+    args = {"path": _gemini_dir(native, cwd), "pattern": _text(native, "pattern")}
+    return Mapped("list_files", {**args, "recursive": True}, "core")
+
+
+def _gemini_list(native: Mapping[str, Any], cwd: str) -> Mapped:
+    return Mapped("list_files", {"path": _gemini_dir(native, cwd)}, "core")
+
+
+def _gemini_grep(native: Mapping[str, Any], cwd: str) -> Mapped:
+    args: dict[str, Any] = {"pattern": _text(native, "pattern")}
+    args["path"] = _gemini_dir(native, cwd)
+    include = _text(native, "include_pattern", required=False)
+    if include:
+        args["include"] = include
+    return Mapped("search_codebase", args, "core")
+
+
+# --- Codex CLI's apply_patch ---------------------------------------------------------
+
+
+def _apply_patch(native: Mapping[str, Any], cwd: str) -> Mapped:
+    """One added file is a `write_file`, one file's single hunk an `edit_file`; any other
+    patch (several files, a deletion, a move) goes to a person, naming what it does."""
+    text = str(_text(native, "command"))
+    as_is = Mapped(native_tool_name("apply_patch"), storable_args(dict(native)), "unknown")
+    try:
+        changes = read_patch(text)
+    except PatchError as exc:
+        return replace(as_is, notes=(f"not read as a patch: {exc}",))
+    if len(changes) == 1:
+        change = changes[0]
+        path = workspace_path(change.path, cwd)
+        if change.action == "add":
+            return Mapped("write_file", {"path": path, "content": change.content}, "core")
+        if change.action == "update" and not change.moved_to and len(change.hunks) == 1:
+            old, new = change.hunks[0]
+            args = {"path": path, "old_string": "\n".join(old), "new_string": "\n".join(new)}
+            return Mapped("edit_file", args, "core")
+    moves = {c.path: f" (to {c.moved_to})" if c.moved_to else "" for c in changes}
+    return replace(as_is, notes=tuple(f"{c.action}s {c.path}{moves[c.path]}" for c in changes))
+
+
 _Mapper = Callable[[Mapping[str, Any], str], Mapped]
 _MAPPERS: dict[str, _Mapper] = {
     "Bash": _bash,
@@ -197,6 +297,15 @@ _MAPPERS: dict[str, _Mapper] = {
     "WebFetch": _web_fetch,
     "Agent": _agent,
     "Task": _agent,
+    "run_shell_command": _gemini_shell,
+    "write_file": _write,
+    "replace": _gemini_replace,
+    "read_file": _gemini_read,
+    "glob": _gemini_glob,
+    "list_directory": _gemini_list,
+    "grep_search": _gemini_grep,
+    "search_file_content": _gemini_grep,
+    "apply_patch": _apply_patch,
 }
 _CORE_NAMES = {
     "Bash": "run_command",
@@ -208,6 +317,15 @@ _CORE_NAMES = {
     "WebFetch": "web_fetch",
     "Agent": "spawn_subagent",
     "Task": "spawn_subagent",
+    "run_shell_command": "run_command",
+    "write_file": "write_file",
+    "replace": "edit_file",
+    "read_file": "read_file",
+    "glob": "list_files",
+    "list_directory": "list_files",
+    "grep_search": "search_codebase",
+    "search_file_content": "search_codebase",
+    "apply_patch": "native.apply_patch",
 }
 
 
@@ -220,12 +338,14 @@ def prepare_native(
     native_input: Mapping[str, Any],
     cwd: str,
     counters: SessionCounters,
+    ran_in: str = "",
 ) -> tuple[Mapped, Prepared]:
-    """Map, validate, preview and judge one native tool use, from its input alone.
+    """Map, validate, preview and judge one native tool use, from its input alone (and
+    the directory it runs in, `ran_in`, see `map_native`).
 
     The Prepared's status is `failed` (the input does not fit), `denied`,
     `awaiting_approval` or `approved` (the agent may run it)."""
-    mapped = map_native(native_tool, native_input, cwd)
+    mapped = map_native(native_tool, native_input, cwd, ran_in)
     if mapped.problem:
         error = f"{native_tool}'s input does not fit its shape: {mapped.problem}"
         return mapped, Prepared(status="failed", args=mapped.args, error=error)

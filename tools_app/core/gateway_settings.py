@@ -2,7 +2,8 @@
 
 Plain data built from agentweb's URL and the hook wait, so `hook_settings` prints it and
 tests read the same. Every hook fails closed: Claude Code's `onFailure: block`; the
-command hooks of Codex and Gemini run `agentweb-hook`, which exits 2 on any failure.
+command hooks of Codex (its `hooks.json`) and Gemini (`settings.json`) run
+`agentweb-hook`, which exits 2 on any failure, and exit 2 when it cannot start.
 """
 
 from __future__ import annotations
@@ -48,7 +49,11 @@ def command_hook_settings(agent: str, wait_seconds: int) -> dict[str, Any]:
     """Codex's and Gemini's command hooks: `agentweb-hook AGENT` before and after every
     tool, reading AGENTWEB_URL and AGENTWEB_TOKEN from the environment."""
     timeout = wait_seconds + MARGIN_SECONDS
-    command = f"agentweb-hook {agent}"
+    # Codex lets a call run when its hook fails in any other way than exit 2: a missing
+    # `agentweb-hook`, or the hook killed at its timeout. So the command exits 2 when it
+    # cannot start, and gives up on agentweb (exit 2) well before the CLI kills it.
+    patience = wait_seconds + MARGIN_SECONDS // 2
+    command = f"AGENTWEB_HOOK_TIMEOUT={patience} agentweb-hook {agent} || exit 2"
     if agent == "gemini":
         hook = {"type": "command", "command": command, "timeout": timeout * 1000}
         events = ("BeforeTool", "AfterTool")

@@ -106,10 +106,16 @@ def _session_create(
 
 
 def gateway_call_receive(
-    *, session: AgentSession, native_tool: str, native_input: dict[str, Any], tool_use_id: str
+    *,
+    session: AgentSession,
+    native_tool: str,
+    native_input: dict[str, Any],
+    tool_use_id: str,
+    ran_in: str = "",
 ) -> ToolCall:
     """The call for one tool use, judged: the same call for a re-sent event, the earlier
-    unanswered call for a retry of the same input, else a new one."""
+    unanswered call for a retry of the same input, else a new one. `ran_in` is the
+    event's `cwd`, where the agent runs it (the session keeps its first)."""
     existing = ToolCall.objects.filter(session=session, tool_use_id=tool_use_id).first()
     if existing is not None:
         return existing
@@ -120,7 +126,7 @@ def gateway_call_receive(
         call = _call_create(session, native_tool, native_input, tool_use_id)
     except IntegrityError:  # the same event, sent twice at once
         return ToolCall.objects.get(session=session, tool_use_id=tool_use_id)
-    return _call_judge(call)
+    return _call_judge(call, ran_in)
 
 
 def _join_retry(
@@ -175,13 +181,13 @@ def _call_create(
     return call
 
 
-def _call_judge(call: ToolCall) -> ToolCall:
+def _call_judge(call: ToolCall, ran_in: str) -> ToolCall:
     """Ask the policy, in gate mode, and record its verdict through the lifecycle."""
     session = call.session
     spec = load_policy_or_denial(session.policy)
     native_input = dict(call.native_input or {})
-    prepared = _prepare(spec, call, native_input)
-    prepared = _with_requested(prepared, requested_hash(native_input))
+    prepared = _prepare(spec, call, native_input, ran_in)
+    prepared = _with_requested(prepared, requested_hash(native_input), ran_in)
     fields = {"tool": call.tool, **verdict_fields(call, prepared, spec)}
     if prepared.status == Status.APPROVED:
         moved = tool_call_move(call, "gateway_allow", by=POLICY, **fields)
@@ -195,7 +201,7 @@ def _call_judge(call: ToolCall) -> ToolCall:
 
 
 def _prepare(
-    spec: PolicySpec | Verdict, call: ToolCall, native_input: dict[str, Any]
+    spec: PolicySpec | Verdict, call: ToolCall, native_input: dict[str, Any], ran_in: str
 ) -> engine.Prepared:
     session = call.session
     if session.status in AgentSession.FINISHED_STATUSES:
@@ -207,7 +213,9 @@ def _prepare(
     if isinstance(spec, Verdict):
         return engine.Prepared(status=Status.DENIED, args={}, verdict=spec)
     counters = session_counters(session)
-    mapped, prepared = prepare_native(spec, call.native_tool, native_input, session.cwd, counters)
+    mapped, prepared = prepare_native(
+        spec, call.native_tool, native_input, session.cwd, counters, ran_in
+    )
     call.tool = mapped.tool
     return prepared
 
@@ -215,13 +223,19 @@ def _prepare(
 def gateway_prepare_edit(*, call: ToolCall, native_input: dict[str, Any]) -> engine.Prepared:
     """A reviewer's edit of a gateway call, in the agent's own shape, judged again."""
     spec = load_policy_or_denial(call.session.policy)
-    prepared = _prepare(spec, call, native_input)
-    return _with_requested(prepared, _gateway_facts(call).get("requested"))
+    facts = _gateway_facts(call)
+    ran_in = str(facts.get("ran_in") or "")
+    prepared = _prepare(spec, call, native_input, ran_in)
+    return _with_requested(prepared, facts.get("requested"), ran_in)
 
 
-def _with_requested(prepared: engine.Prepared, requested: Any) -> engine.Prepared:
+def _with_requested(prepared: engine.Prepared, requested: Any, ran_in: str) -> engine.Prepared:
+    """The facts a later edit is judged with again: what was asked, and where it runs."""
     preview = dict(prepared.preview or {})
-    preview["gateway"] = {**preview.get("gateway", {}), "requested": requested}
+    facts = {**preview.get("gateway", {}), "requested": requested}
+    if ran_in:
+        facts["ran_in"] = ran_in
+    preview["gateway"] = facts
     return replace(prepared, preview=preview)
 
 
@@ -249,10 +263,13 @@ def gateway_call_finish(
     succeeded: bool,
     ran_input: Any,
     response: Any,
+    native_tool: str = "",
 ) -> ToolCall | None:
     """Record what the agent's tool did: the output as the result, the real patch as the
     diff, and a flag when the input that ran is not the one agentweb allowed."""
     call = ToolCall.objects.filter(session=session, tool_use_id=tool_use_id).first()
+    if call is None:
+        call = _running_with_input(session, native_tool, ran_input)
     if call is None:
         return None
     if call.status == Status.APPROVED:  # the answer and this event crossed
@@ -269,6 +286,21 @@ def gateway_call_finish(
     if not tool_call_move(call, "finish", by=AGENT, to=status, **fields):
         call.refresh_from_db()
     return call
+
+
+def _running_with_input(session: AgentSession, native_tool: str, ran_input: Any) -> ToolCall | None:
+    """The call an after-event without the before-event's id belongs to (Gemini CLI gives
+    no tool-use id): the oldest call of the session running that tool on that input."""
+    if not native_tool or not isinstance(ran_input, dict):
+        return None
+    wanted = _canonical(storable_args(ran_input))
+    running = ToolCall.objects.filter(
+        session=session, native_tool=native_tool, status=Status.RUNNING
+    ).order_by("id")
+    for call in running[:50]:
+        if _canonical(call.native_input) == wanted:
+            return call
+    return None
 
 
 def _ran(call: ToolCall, ran_input: Any, response: Any) -> dict[str, Any]:

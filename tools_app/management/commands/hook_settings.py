@@ -14,8 +14,9 @@ from tools_app.core.gateway_settings import AGENTS, claude_code_settings, comman
 class Command(BaseCommand):
     help = (
         "Print the settings that send AGENT's tool uses to agentweb's policy and inbox: "
-        "claude-code (a settings file with http hooks), codex or gemini (command hooks "
-        "running agentweb-hook). The token comes from $AGENTWEB_TOKEN (an agent token)."
+        "claude-code (a settings file with http hooks), codex (its hooks.json) or gemini "
+        "(hooks for its settings.json), command hooks running agentweb-hook. The token "
+        "comes from $AGENTWEB_TOKEN (an agent token)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:

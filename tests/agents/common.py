@@ -1,0 +1,43 @@
+"""Plain helpers of the agent CLI tests (the fixtures are in conftest.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+from django.core.management import call_command
+
+from tools_app.models import ToolCall
+
+WAIT_SECONDS = 120  # agentweb's hook wait in these tests
+
+
+def printed_settings(agent: str) -> dict[str, Any]:
+    """What `python manage.py hook_settings AGENT` prints: the tests run exactly that."""
+    out = StringIO()
+    call_command("hook_settings", agent, stdout=out)
+    return json.loads(out.getvalue())  # type: ignore[no-any-return]
+
+
+def hook_env(hook_bin: Path, url: str, token: str) -> dict[str, str]:
+    path = f"{hook_bin}:{os.environ.get('PATH', '/usr/bin:/bin')}"
+    return {**os.environ, "PATH": path, "AGENTWEB_URL": url, "AGENTWEB_TOKEN": token}
+
+
+def awaiting_call(agent: subprocess.Popen[Any] | None = None) -> ToolCall:
+    """The call that waits for a person; fails at once when the agent already ended."""
+    deadline = time.monotonic() + 120
+    while True:
+        call = ToolCall.objects.filter(status="awaiting_approval").first()
+        if call is not None:
+            return call
+        if agent is not None and agent.poll() is not None:
+            out, err = agent.communicate()
+            raise AssertionError(f"the agent ended, no call waits: {out}{err}"[-3000:])
+        assert time.monotonic() < deadline, "no call came to wait for a person"
+        time.sleep(0.1)
