@@ -6,6 +6,12 @@ STAMP := $(VENV)/.installed-stamp
 PORT ?= 8000
 # The tests marked `postgres` (database semantics) run a second time on PostgreSQL when it answers.
 PG_URL ?= postgres://postgres@127.0.0.1:5432/test
+# The suite runs in parallel processes (pytest-xdist). `--dist load` hands each process
+# tests in the suite's own order, so in each one pytest-django's order holds: the tests
+# rolled back in a transaction before those that flush the database. tests/conftest.py
+# gives each process its own database, Redis database and channel prefix.
+TEST_PROCESSES ?= 2
+PARALLEL := -n $(TEST_PROCESSES) --dist load
 
 # The agents the gateway tests drive (tests/agents), pinned, from npm into a cache: Claude
 # Code, Codex CLI (its native binary comes in an optional per-platform package) and Gemini
@@ -18,7 +24,7 @@ AGENTS_CACHE := .cache/npm-agents
 AGENTS_BIN := $(AGENTS_CACHE)/node_modules/.bin
 CLAUDE := $(AGENTS_CACHE)/node_modules/@anthropic-ai/claude-code/bin/claude.exe
 
-.PHONY: run test lint unit install system-deps agents format bench fuzz clean
+.PHONY: run test suite lint install system-deps agents format bench fuzz clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -65,11 +71,16 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy .
 
-test: install system-deps agents lint
-	$(BIN)/python -m pytest
+# The linters run beside the suite (mypy is one core's minute); each one's output is
+# printed whole when it ends, and either failing fails `make test`.
+test: install system-deps agents
+	@$(MAKE) --no-print-directory -j2 --output-sync=target lint suite
+
+suite: install
+	$(BIN)/python -m pytest $(PARALLEL)
 	@if $(BIN)/python -c "import psycopg; psycopg.connect('$(PG_URL)', connect_timeout=3).close()" 2>/dev/null; then \
 		echo "PostgreSQL answers at $(PG_URL): the tests marked postgres again, on it"; \
-		DATABASE_URL=$(PG_URL) $(BIN)/python -m pytest -m postgres tests/integration; \
+		DATABASE_URL=$(PG_URL) $(BIN)/python -m pytest $(PARALLEL) -m postgres tests/integration; \
 	else \
 		echo "PostgreSQL does not answer at $(PG_URL): the PostgreSQL run is skipped"; \
 	fi

@@ -74,8 +74,11 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def django_db_modify_db_settings(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """A file-backed SQLite test database, so that a worker process can share it."""
+def django_db_modify_db_settings(
+    django_db_modify_db_settings_parallel_suffix: None, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A file-backed SQLite test database, so that a worker process can share it; on
+    PostgreSQL, pytest-django's name with this xdist process's suffix (test_test_gw0)."""
     from django.conf import settings
 
     database = settings.DATABASES["default"]
