@@ -1,7 +1,7 @@
-"""The database work on the hot paths is pinned: an allowed call in the worker, and an
-agent turn, which must not grow with the conversation (BENCHMARKS.md, "Per call and per
-turn"). A change that adds a query here should say why in its commit, and update the
-count."""
+"""The database work on the hot paths is pinned: an allowed call in the worker, an
+allowed PreToolUse of the gateway's hook, and an agent turn, which must not grow with
+the conversation (BENCHMARKS.md, "Per call and per turn"). A change that adds a query
+here should say why in its commit, and update the count."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from tests.integration.agent_helpers import done, script, tool
+from tests.integration.gateway_helpers import Hook
 from tools_app import services
 from tools_app.models import AgentMessage, AgentSession, Policy, ToolCall
 from tools_app.services.conversations import conversation_messages
@@ -24,6 +25,13 @@ pytestmark = pytest.mark.django_db
 # events; SELECT the cache; the finish UPDATE, the seq, the event, the cache upsert.
 # (Before issue 23: 15, with the rules read twice and a person's approval asked thrice.)
 ALLOWED_CALL_QUERIES = 10
+# An allowed PreToolUse, all in the request: SELECT the token (its last use is written at
+# most once a minute), the session, the call by tool_use_id, a retry to join; INSERT the
+# call, its seq and `received` event; SELECT the rules; the judge-and-claim UPDATE
+# (approved, then running: the hook answers in the same transaction), its two seqs and
+# two events in one INSERT. (Before: 18, with the token written each time, a second move
+# with its own seq and event, the call read back twice and its `Decision` asked.)
+ALLOWED_HOOK_QUERIES = 11
 # The model turn and the read_file it asks for, settled inline: the same at turn 2 and 30.
 TURN_QUERIES = 25
 CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE SAVEPOINT")
@@ -57,6 +65,24 @@ def test_an_allowed_read_file_costs_the_worker_a_fixed_number_of_statements(
         services.tool_call_evaluate(tool_call_id=call.pk)
     assert ToolCall.objects.get(pk=call.pk).status == "succeeded"
     assert len(real(queries)) == ALLOWED_CALL_QUERIES, listed(real(queries))
+
+
+def test_an_allowed_pre_tool_use_costs_a_fixed_number_of_statements(creator: User) -> None:
+    hook = Hook(services.api_token_create(user=creator, scope="agent"))
+    assert hook.pre("Bash", {"command": "ls"})["permissionDecision"] == "allow"
+    with CaptureQueriesContext(connection) as queries:
+        answer = hook.pre("Bash", {"command": "ls -la"})
+    assert answer["permissionDecision"] == "allow", answer
+    assert "allowed by agentweb's policy" in answer["permissionDecisionReason"]
+    call = ToolCall.objects.get(tool_use_id="toolu_2")
+    assert (call.status, call.runner, call.hook_answered_at is not None) == (
+        "running",
+        "gateway",
+        True,
+    )
+    types = list(call.session.events.filter(data__tool_call=call.pk).values_list("type", flat=True))
+    assert types == ["tool_call.received", "tool_call.approved", "tool_call.running"]
+    assert len(real(queries)) == ALLOWED_HOOK_QUERIES, listed(real(queries))
 
 
 def test_a_turn_costs_the_same_statements_early_and_late_in_a_conversation(

@@ -23,9 +23,10 @@ from django.views.decorators.http import require_POST
 from tools_app import services
 from tools_app.core.tools.jsonsafe import UnsafeJSON, loads
 from tools_app.live import waiting
-from tools_app.models import ApiToken, Decision, ToolCall
+from tools_app.models import ApiToken, ToolCall
 from tools_app.selectors import records
 from tools_app.services import gateway
+from tools_app.services.lifecycle import approved_by_person
 
 logger = logging.getLogger(__name__)
 
@@ -87,19 +88,32 @@ async def claude_code_hook(request: HttpRequest) -> JsonResponse:
 
 
 async def _answer(request: HttpRequest) -> dict[str, Any]:
-    token = await sync_to_async(_token)(request.headers.get("Authorization", ""))
+    answer, waits = await sync_to_async(_answer_now)(request)
+    if waits is None:
+        return answer
+    call_id, session_id = waits
+    wait = float(settings.AGENTWEB_HOOK_WAIT_SECONDS)
+    async with waiting.listening(session_id) as listener:
+        await listener.answer(call_id, wait, sync_to_async(_status), until=ANSWERABLE)
+    return await sync_to_async(_final_answer)(call_id)
+
+
+def _answer_now(request: HttpRequest) -> tuple[dict[str, Any], tuple[int, int] | None]:
+    """The answer when there is one at once, else the (call, session) that waits for a
+    person. One hop to a thread for all of it: the common allowed call needs no other."""
+    token = _token(request.headers.get("Authorization", ""))
     if isinstance(token, str):
-        return deny(token)
+        return deny(token), None
     try:
         event = _event(request)
     except BadEvent as exc:
-        return deny(f"agentweb refused the hook event: {exc}")
+        return deny(f"agentweb refused the hook event: {exc}"), None
     name = event["hook_event_name"]
     if name in IGNORED_EVENTS:
-        return {}
+        return {}, None
     if name == PRE:
-        return await _pre_tool_use(token, event)
-    return await sync_to_async(_post_tool_use)(token, event)
+        return _receive_and_answer(token, event)
+    return _post_tool_use(token, event), None
 
 
 def _token(header: str) -> ApiToken | str:
@@ -162,31 +176,16 @@ def _id(event: dict[str, Any], field: str) -> str:
 # --- PreToolUse ------------------------------------------------------------------------
 
 
-async def _pre_tool_use(token: ApiToken, event: dict[str, Any]) -> dict[str, Any]:
-    call_id, answer = await sync_to_async(_receive_and_answer)(token, event)
-    if answer is not None:
-        return answer
-    wait = float(settings.AGENTWEB_HOOK_WAIT_SECONDS)
-    session_id = await sync_to_async(_session_of)(call_id)
-    async with waiting.listening(session_id) as listener:
-        await listener.answer(call_id, wait, sync_to_async(_status), until=ANSWERABLE)
-    return await sync_to_async(_final_answer)(call_id)
-
-
 def _receive_and_answer(
     token: ApiToken, event: dict[str, Any]
-) -> tuple[int, dict[str, Any] | None]:
+) -> tuple[dict[str, Any], tuple[int, int] | None]:
     """The call, and its answer when the policy decided at once: one transaction, one
     commit, for the common case of an allowed or denied call."""
     with transaction.atomic():
         call = _receive(token, event)
         if call.status not in ANSWERABLE:
-            return call.pk, None
-        return call.pk, _final_answer(call.pk)
-
-
-def _session_of(call_id: int) -> int:
-    return int(ToolCall.objects.values_list("session_id", flat=True).get(pk=call_id))
+            return {}, (call.pk, call.session_id)
+        return _answer_for(call), None
 
 
 def _receive(token: ApiToken, event: dict[str, Any]) -> ToolCall:
@@ -212,8 +211,11 @@ def _status(call_id: int) -> dict[str, Any]:
 
 
 def _final_answer(call_id: int) -> dict[str, Any]:
+    return _answer_for(ToolCall.objects.get(pk=call_id))
+
+
+def _answer_for(call: ToolCall) -> dict[str, Any]:
     """The hook's answer for the call as it is now; a final answer is recorded as given."""
-    call = ToolCall.objects.select_related("session").get(pk=call_id)
     if records.tool_call_overdue(call):
         return deny(_refusal(call, expired=True))
     if call.status in {Status.PENDING, Status.AWAITING_APPROVAL}:
@@ -229,10 +231,8 @@ def _final_answer(call_id: int) -> dict[str, Any]:
 
 
 def _allowed(call: ToolCall) -> str:
-    try:
-        person = call.human.user if call.human.decision == Decision.Choice.APPROVE else None
-    except Decision.DoesNotExist:
-        person = None
+    # Asked of the call first: one judged and run at once knows nobody decided it.
+    person = call.human.user if approved_by_person(call) else None
     if person is not None:
         return f"approved in agentweb by {person.get_username()} (call {call.pk})"
     return f"allowed by agentweb's policy (call {call.pk}): {call.reason}"

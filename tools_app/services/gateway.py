@@ -190,6 +190,8 @@ def _call_judge(call: ToolCall, ran_in: str) -> ToolCall:
     prepared = _with_requested(prepared, requested_hash(native_input), ran_in)
     fields = {"tool": call.tool, **verdict_fields(call, prepared, spec)}
     if prepared.status == Status.APPROVED:
+        now = timezone.now()
+        fields.update(started_at=now, runner=GATEWAY_RUNNER, hook_answered_at=now)
         moved = tool_call_move(call, "gateway_allow", by=POLICY, **fields)
     elif prepared.status == Status.AWAITING_APPROVAL:
         moved = tool_call_move(call, "judge_wait", by=POLICY, **fields)
@@ -244,12 +246,14 @@ def gateway_call_answered(*, call: ToolCall) -> ToolCall:
     to run (`running`); any other is marked answered, so a retry no longer joins it."""
     now = timezone.now()
     if call.status == Status.APPROVED:
-        tool_call_move(
+        claimed = tool_call_move(
             call, "claim_run", by=AGENT, started_at=now, runner=GATEWAY_RUNNER, hook_answered_at=now
         )
+        if not claimed:  # moved meanwhile (cancelled, expired): answer what it is now
+            call.refresh_from_db()
     elif call.hook_answered_at is None:
         ToolCall.objects.filter(pk=call.pk, hook_answered_at=None).update(hook_answered_at=now)
-    call.refresh_from_db()
+        call.refresh_from_db()
     return call
 
 

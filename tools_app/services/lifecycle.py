@@ -74,8 +74,11 @@ TOOL_CALL_MOVES: dict[str, Move] = {
     "judge_run": _move(
         {Status.PENDING}, {Status.RUNNING}, {POLICY}, passes_through=(Status.APPROVED,)
     ),
-    # a gateway call the policy allowed: the agent runs it once the hook has answered
-    "gateway_allow": _move({Status.PENDING}, {Status.APPROVED}, {POLICY}),
+    # a gateway call the policy allowed: the hook answers `allow` in the same transaction,
+    # so it is the agent's to run from here on; announced as approved first
+    "gateway_allow": _move(
+        {Status.PENDING}, {Status.RUNNING}, {POLICY}, passes_through=(Status.APPROVED,)
+    ),
     "decide_approve": _move({Status.AWAITING_APPROVAL}, {Status.APPROVED}, {PERSON}, after=REFRESH),
     "decide_deny": _move(
         {Status.AWAITING_APPROVAL},

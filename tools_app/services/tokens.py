@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
@@ -45,5 +46,17 @@ def api_token_authenticate(*, token: str) -> ApiToken | None:
         .first()
     )
     if found is not None:
-        ApiToken.objects.filter(pk=found.pk).update(last_used_at=timezone.now())
+        _use_record(found)
     return found
+
+
+# A token's last use is kept to the minute: writing it on every request (every hook event
+# of a busy agent) would cost each one a write for a figure nobody reads to the second.
+USE_RESOLUTION = timedelta(minutes=1)
+
+
+def _use_record(token: ApiToken) -> None:
+    now = timezone.now()
+    if token.last_used_at is None or now - token.last_used_at >= USE_RESOLUTION:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        token.last_used_at = now
