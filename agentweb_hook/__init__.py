@@ -1,7 +1,8 @@
 """`agentweb-hook claude-code|codex|gemini`: an agent's command hook, forwarded to agentweb.
 
 Reads one hook event on stdin, POSTs it to `$AGENTWEB_URL/api/hooks/claude-code` with
-`Authorization: Bearer $AGENTWEB_TOKEN`, prints the answer in the agent's own format and
+`Authorization: Bearer $AGENTWEB_TOKEN` (and `?policy=$AGENTWEB_POLICY` when set: the
+policy of the sessions it starts), prints the answer in the agent's own format and
 exits 0 (a deny is an answer too); on any failure (no URL or token, agentweb
 unreachable, a malformed answer) it says why on stderr and exits 2, which every one of
 these agents takes as "blocked". Standard library only: it runs wherever the agent runs.
@@ -21,6 +22,7 @@ import json
 import os
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from typing import Any
@@ -79,8 +81,10 @@ def _post(event: dict[str, Any]) -> dict[str, Any]:
         raise HookFailure("AGENTWEB_URL is not set to agentweb's http(s) base URL")
     if not token:
         raise HookFailure("AGENTWEB_TOKEN is not set (an agent token of agentweb)")
+    policy = os.environ.get("AGENTWEB_POLICY", "")
+    query = "?" + urllib.parse.urlencode({"policy": policy}) if policy else ""
     request = urllib.request.Request(  # noqa: S310 - the scheme is checked above
-        base.rstrip("/") + HOOK_PATH,
+        base.rstrip("/") + HOOK_PATH + query,
         data=json.dumps(event).encode(),
         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
         method="POST",

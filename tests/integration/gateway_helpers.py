@@ -19,11 +19,12 @@ class Hook:
         self.token = token
         self.session_id = session_id
         self.uses = 0
+        self.url = URL  # `URL?policy=NAME` for the policy of the sessions it starts
 
     def send(self, body: object, token: str | None = None) -> dict[str, Any]:
         data = body if isinstance(body, str | bytes) else json.dumps(body)
         headers = {"Authorization": f"Bearer {self.token if token is None else token}"}
-        answer = self.client.post(URL, data, content_type="application/json", headers=headers)
+        answer = self.client.post(self.url, data, content_type="application/json", headers=headers)
         assert answer.status_code == 200, answer.content
         return answer.json()  # type: ignore[no-any-return]
 

@@ -7,16 +7,19 @@ Most tests set AGENTWEB_HOOK_WAIT_SECONDS to 0, so a call that needs a person is
 
 from __future__ import annotations
 
+import io
 import json
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.core.management.base import CommandError
 
 from tests.integration.gateway_helpers import CWD, URL, Hook, denial
 from tests.integration.helpers import Api
 from tools_app import services
-from tools_app.models import AgentSession, ToolCall
+from tools_app.models import AgentSession, Policy, PolicyRule, ToolCall
 
 pytestmark = pytest.mark.django_db
 
@@ -308,3 +311,39 @@ def test_a_command_is_judged_in_the_directory_the_event_names(claude: Hook) -> N
     call = ToolCall.objects.get(native_input={"command": "rm -rf build"})
     assert call.args == {"command": "cd /srv/other && rm -rf build"}
     assert call.session.cwd == CWD
+
+
+# --- the policy of a gateway session ----------------------------------------------------
+
+
+def test_the_hook_urls_policy_governs_the_sessions_it_starts(claude: Hook) -> None:
+    strict = Policy.objects.create(name="strict")
+    PolicyRule.objects.create(
+        policy=strict, tool="run_command", decision="deny", reason="no commands here"
+    )
+    claude.url = f"{URL}?policy=strict"
+    assert "no commands here" in denial(claude.event("PreToolUse", "Bash", {"command": "ls"}))
+    session = AgentSession.objects.get(external_id="cc-session-1")
+    assert session.policy == strict
+    # The session keeps its policy: a later event naming another changes nothing.
+    claude.url = f"{URL}?policy=default"
+    assert "no commands here" in denial(claude.event("PreToolUse", "Bash", {"command": "ls"}))
+    assert AgentSession.objects.get(pk=session.pk).policy == strict
+
+
+def test_an_unknown_policy_is_a_deny_naming_it_and_starts_nothing(claude: Hook) -> None:
+    claude.url = f"{URL}?policy=nope"
+    reason = denial(claude.event("PreToolUse", "Bash", {"command": "ls"}))
+    assert "there is no policy named 'nope'" in reason
+    assert not AgentSession.objects.filter(kind="gateway").exists()
+    assert not ToolCall.objects.exists()
+
+
+def test_hook_settings_names_an_existing_policy_and_refuses_an_unknown_one() -> None:
+    out = io.StringIO()
+    options = ["--url", "http://a:1", "--policy", "default"]
+    call_command("hook_settings", "claude-code", *options, stdout=out)
+    [hook_entry] = json.loads(out.getvalue())["hooks"]["PreToolUse"][0]["hooks"]
+    assert hook_entry["url"] == "http://a:1/api/hooks/claude-code?policy=default"
+    with pytest.raises(CommandError, match="There is no policy named 'nope' \\(known: default"):
+        call_command("hook_settings", "codex", "--policy", "nope", stdout=io.StringIO())

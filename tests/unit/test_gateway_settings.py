@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -139,3 +141,41 @@ def test_the_command_hook_exits_2_on_any_failure() -> None:
         == 2
     )
     assert hook("nobody", event).returncode == 2
+
+
+def test_a_policy_is_named_in_the_hook_url_and_the_command_hooks_environment() -> None:
+    settings = claude_code_settings("http://a:1", 10, policy="strict ops", managed=True)
+    [hook_entry] = settings["hooks"]["PreToolUse"][0]["hooks"]
+    assert hook_entry["url"] == "http://a:1/api/hooks/claude-code?policy=strict+ops"
+    assert settings["allowedHttpHookUrls"] == [hook_entry["url"]]
+    [codex] = command_hook_settings("codex", 10, policy="strict ops")["hooks"]["PreToolUse"]
+    assert codex["hooks"][0]["command"].startswith("AGENTWEB_POLICY='strict ops' ")
+
+
+def test_the_command_hook_sends_agentweb_policy_as_the_urls_policy() -> None:
+    seen: list[str] = []
+
+    class Agentweb(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            seen.append(self.path)
+            self.rfile.read(int(self.headers["Content-Length"]))
+            body = json.dumps({"hookSpecificOutput": {"permissionDecision": "deny"}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Agentweb)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}"
+        event = json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash"}).encode()
+        env = {"AGENTWEB_URL": url, "AGENTWEB_TOKEN": "t", "AGENTWEB_POLICY": "a&b"}
+        ran = hook("claude-code", event, **env)
+        assert ran.returncode == 0, ran.stderr
+    finally:
+        server.shutdown()
+    assert seen == ["/api/hooks/claude-code?policy=a%26b"]

@@ -22,6 +22,7 @@ from django.views.decorators.http import require_POST
 
 from tools_app import services
 from tools_app.core.tools.jsonsafe import UnsafeJSON, loads
+from tools_app.errors import ServiceError
 from tools_app.live import waiting
 from tools_app.models import ApiToken, ToolCall
 from tools_app.selectors import records
@@ -111,9 +112,13 @@ def _answer_now(request: HttpRequest) -> tuple[dict[str, Any], tuple[int, int] |
     name = event["hook_event_name"]
     if name in IGNORED_EVENTS:
         return {}, None
-    if name == PRE:
-        return _receive_and_answer(token, event)
-    return _post_tool_use(token, event), None
+    policy = request.GET.get("policy", "")  # the policy of a session this event starts
+    try:
+        if name == PRE:
+            return _receive_and_answer(token, event, policy)
+        return _post_tool_use(token, event, policy), None
+    except ServiceError as exc:
+        return deny(f"agentweb refused the hook: {exc}", name), None
 
 
 def _token(header: str) -> ApiToken | str:
@@ -177,24 +182,25 @@ def _id(event: dict[str, Any], field: str) -> str:
 
 
 def _receive_and_answer(
-    token: ApiToken, event: dict[str, Any]
+    token: ApiToken, event: dict[str, Any], policy: str
 ) -> tuple[dict[str, Any], tuple[int, int] | None]:
     """The call, and its answer when the policy decided at once: one transaction, one
     commit, for the common case of an allowed or denied call."""
     with transaction.atomic():
-        call = _receive(token, event)
+        call = _receive(token, event, policy)
         if call.status not in ANSWERABLE:
             return {}, (call.pk, call.session_id)
         return _answer_for(call), None
 
 
-def _receive(token: ApiToken, event: dict[str, Any]) -> ToolCall:
+def _receive(token: ApiToken, event: dict[str, Any], policy: str) -> ToolCall:
     session = gateway.gateway_session_for(
         user=token.user,
         external_id=event["session_id"],
         cwd=event["cwd"],
         agent_id=event.get("agent_id") or "",
         agent_type=str(event.get("agent_type") or "")[:100],
+        policy=policy,
     )
     return gateway.gateway_call_receive(
         session=session,
@@ -252,13 +258,14 @@ def _refusal(call: ToolCall, *, expired: bool = False) -> str:
 # --- PostToolUse, PostToolUseFailure ---------------------------------------------------
 
 
-def _post_tool_use(token: ApiToken, event: dict[str, Any]) -> dict[str, Any]:
+def _post_tool_use(token: ApiToken, event: dict[str, Any], policy: str) -> dict[str, Any]:
     name = event["hook_event_name"]
     session = gateway.gateway_session_for(
         user=token.user,
         external_id=event["session_id"],
         cwd=event["cwd"],
         agent_id=event.get("agent_id") or "",
+        policy=policy,
     )
     failed = name == POST_FAILURE
     response = event.get("error") if failed else event.get("tool_response")

@@ -8,7 +8,9 @@ command hooks of Codex (its `hooks.json`) and Gemini (`settings.json`) run
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
+from urllib.parse import urlencode
 
 __all__ = ["AGENTS", "HOOK_PATH", "claude_code_settings", "command_hook_settings"]
 
@@ -20,16 +22,18 @@ MARGIN_SECONDS = 300
 AGENTS = ("claude-code", "codex", "gemini")
 
 
-def hook_url(base_url: str) -> str:
-    return base_url.rstrip("/") + HOOK_PATH
+def hook_url(base_url: str, policy: str = "") -> str:
+    """The hook's URL; `policy` names the policy of the sessions its events start."""
+    query = "?" + urlencode({"policy": policy}) if policy else ""
+    return base_url.rstrip("/") + HOOK_PATH + query
 
 
 def claude_code_settings(
-    base_url: str, wait_seconds: int, *, managed: bool = False
+    base_url: str, wait_seconds: int, *, managed: bool = False, policy: str = ""
 ) -> dict[str, Any]:
     """One settings file: an `http` hook for every tool event, the token taken from the
     environment, a timeout above agentweb's wait, and failures that block."""
-    url = hook_url(base_url)
+    url = hook_url(base_url, policy)
     hook = {
         "type": "http",
         "url": url,
@@ -45,15 +49,17 @@ def claude_code_settings(
     return settings
 
 
-def command_hook_settings(agent: str, wait_seconds: int) -> dict[str, Any]:
+def command_hook_settings(agent: str, wait_seconds: int, *, policy: str = "") -> dict[str, Any]:
     """Codex's and Gemini's command hooks: `agentweb-hook AGENT` before and after every
-    tool, reading AGENTWEB_URL and AGENTWEB_TOKEN from the environment."""
+    tool, reading AGENTWEB_URL and AGENTWEB_TOKEN from the environment (and the policy
+    named, as AGENTWEB_POLICY)."""
     timeout = wait_seconds + MARGIN_SECONDS
     # Codex lets a call run when its hook fails in any other way than exit 2: a missing
     # `agentweb-hook`, or the hook killed at its timeout. So the command exits 2 when it
     # cannot start, and gives up on agentweb (exit 2) well before the CLI kills it.
     patience = wait_seconds + MARGIN_SECONDS // 2
-    command = f"AGENTWEB_HOOK_TIMEOUT={patience} agentweb-hook {agent} || exit 2"
+    chosen = f"AGENTWEB_POLICY={shlex.quote(policy)} " if policy else ""
+    command = f"{chosen}AGENTWEB_HOOK_TIMEOUT={patience} agentweb-hook {agent} || exit 2"
     if agent == "gemini":
         hook = {"type": "command", "command": command, "timeout": timeout * 1000}
         events = ("BeforeTool", "AfterTool")

@@ -22,6 +22,7 @@ from tools_app.core import engine
 from tools_app.core.gateway import prepare_native
 from tools_app.core.policy.types import PolicySpec, Verdict
 from tools_app.core.tools.jsonsafe import storable_args, storable_text
+from tools_app.errors import ServiceError
 from tools_app.live import events
 from tools_app.models import AgentSession, Policy, ToolCall
 from tools_app.services.lifecycle import AGENT, POLICY, tool_call_move
@@ -44,11 +45,18 @@ JOINABLE = (
 
 
 def gateway_session_for(
-    *, user: Any, external_id: str, cwd: str, agent_id: str = "", agent_type: str = ""
+    *,
+    user: Any,
+    external_id: str,
+    cwd: str,
+    agent_id: str = "",
+    agent_type: str = "",
+    policy: str = "",
 ) -> AgentSession:
-    """The session of one agent session (made on its first event); a sub-agent's calls
-    go to a child session of it."""
-    session = _session_get_or_create(user, external_id, cwd, parent=None)
+    """The session of one agent session (made on its first event, under the policy named,
+    else `default`; it keeps that policy); a sub-agent's calls go to a child session of
+    it. Raises ServiceError for a policy name that does not exist."""
+    session = _session_get_or_create(user, external_id, cwd, parent=None, policy=policy)
     if not agent_id:
         return session
     return _session_get_or_create(
@@ -57,13 +65,20 @@ def gateway_session_for(
 
 
 def _session_get_or_create(
-    user: Any, external_id: str, cwd: str, *, parent: AgentSession | None, label: str = ""
+    user: Any,
+    external_id: str,
+    cwd: str,
+    *,
+    parent: AgentSession | None,
+    label: str = "",
+    policy: str = "",
 ) -> AgentSession:
     found = _session_find(user, external_id)
     if found is not None:
         return found
+    chosen = parent.policy if parent else _policy_named(policy or "default")
     try:
-        return _session_create(user, external_id, cwd, parent, label)
+        return _session_create(user, external_id, cwd, parent, label, chosen)
     except IntegrityError:  # made by a concurrent event of the same session
         session = _session_find(user, external_id)
         assert session is not None
@@ -78,11 +93,25 @@ def _session_find(user: Any, external_id: str) -> AgentSession | None:
     )
 
 
+def _policy_named(name: str) -> Policy:
+    found = Policy.objects.filter(name=name).first()
+    if found is None:
+        raise ServiceError(
+            f"there is no policy named {name[:100]!r} (the hook URL's `policy`; an admin "
+            "lists them in Django admin)"
+        )
+    return found
+
+
 @transaction.atomic
 def _session_create(
-    user: Any, external_id: str, cwd: str, parent: AgentSession | None, label: str
+    user: Any,
+    external_id: str,
+    cwd: str,
+    parent: AgentSession | None,
+    label: str,
+    policy: Policy,
 ) -> AgentSession:
-    policy = parent.policy if parent else Policy.objects.get(name="default")
     task = f"{label} of " if parent else ""
     session = AgentSession.objects.create(
         task=storable_text(f"{task}an agent working in {cwd}"[:2000]),

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from tools_app.core.gateway_settings import AGENTS, claude_code_settings, command_hook_settings
+from tools_app.management.commands._common import existing_policy
 
 
 class Command(BaseCommand):
@@ -25,6 +26,11 @@ class Command(BaseCommand):
             "--url", default=None, help="agentweb's base URL (default: AGENTWEB_BASE_URL)."
         )
         parser.add_argument(
+            "--policy",
+            default="",
+            help="The policy of the sessions these hooks start (default: the policy `default`).",
+        )
+        parser.add_argument(
             "--managed",
             action="store_true",
             help="Claude Code: the managed-settings file an organisation installs to force it.",
@@ -38,8 +44,9 @@ class Command(BaseCommand):
         agent = options["agent"]
         if options["managed"] and agent != "claude-code":
             raise CommandError("--managed is for claude-code only")
+        policy = existing_policy(options["policy"]).name if options["policy"] else ""
         if agent == "claude-code":
-            printed = claude_code_settings(url, wait, managed=options["managed"])
+            printed = claude_code_settings(url, wait, managed=options["managed"], policy=policy)
         else:
-            printed = command_hook_settings(agent, wait)
+            printed = command_hook_settings(agent, wait, policy=policy)
         self.stdout.write(json.dumps(printed, indent=2))
