@@ -23,7 +23,7 @@ from tests.agents.fake_anthropic import FakeAnthropic
 from tests.browser.server import Daphne
 from tests.helpers import Worker, git
 from tools_app import services
-from tools_app.models import AgentSession, ToolCall
+from tools_app.models import AgentSession, Decision, Policy, PolicyRule, ToolCall
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),
@@ -92,20 +92,28 @@ def heard(fake: FakeAnthropic, text: str) -> None:
         time.sleep(0.05)
 
 
-def test_claude_code_writes_through_agentweb_mcp_after_an_approval(
-    agentweb: str, alice: User, rita: User, workspace: Path, tmp_path: Path
-) -> None:
-    token = services.api_token_create(user=alice, scope="agent")
-    project = tmp_path / "project"
+def write_env_through_mcp(
+    url: str, token: str, rita: User, repo: Path, folder: Path, settings: dict[str, Any] | None
+) -> tuple[list[str], ToolCall]:
+    """Claude Code plays `write_env_script`; Rita approves the write once the model has
+    heard that it waits. The tool results of the last conversation, and the call."""
+    project = folder / "project"
     project.mkdir()
-    with FakeAnthropic(script=write_env_script(workspace)) as fake:
-        args = mcp_args(agentweb, tmp_path)
-        process = run_claude(project, agentweb, token, fake, settings={}, args=args)
+    with FakeAnthropic(script=write_env_script(repo)) as fake:
+        args = mcp_args(url, folder)
+        process = run_claude(project, url, token, fake, settings=settings, args=args)
         heard(fake, "awaiting approval (call")
         call = ToolCall.objects.get(status="awaiting_approval")
         services.tool_call_decide(call=call, user=rita, scope="session", decision="approve")
         finished(process)
-        results = fake.conversation()
+        return fake.conversation(), call
+
+
+def test_claude_code_writes_through_agentweb_mcp_after_an_approval(
+    agentweb: str, alice: User, rita: User, workspace: Path, tmp_path: Path
+) -> None:
+    token = services.api_token_create(user=alice, scope="agent")
+    results, call = write_env_through_mcp(agentweb, token, rita, workspace, tmp_path, {})
     session = AgentSession.objects.get()
     assert (session.kind, session.creator) == ("agent", alice)
     assert results[0].startswith(f"Session {session.pk} is")  # ready, or still cloning
@@ -119,3 +127,24 @@ def test_claude_code_writes_through_agentweb_mcp_after_an_approval(
     assert (clone / ".env").read_text() == "API_KEY=ok\n"
     assert (workspace / ".env").read_text() == "SECRET=shh\n"  # the clone, not the origin
     assert "+API_KEY=ok" in git(clone, "diff", "--", ".env")
+
+
+def test_with_the_hooks_too_an_allow_rule_lets_agentwebs_own_tools_wait_only_once(
+    agentweb: str, alice: User, rita: User, workspace: Path, tmp_path: Path
+) -> None:
+    """The README's two setups together: the hooks would hold every `mcp__agentweb__*`
+    call for a person (an MCP tool); the rule the README gives lets them through, and the
+    write waits once, in agentweb's own MCP session, where it runs."""
+    default = Policy.objects.get(name="default")
+    PolicyRule.objects.create(policy=default, position=0, tool=f"mcp.{SERVER}.*", decision="allow")
+    services.policy_bump_version(policy=default)
+    token = services.api_token_create(user=alice, scope="agent")
+    results, call = write_env_through_mcp(agentweb, token, rita, workspace, tmp_path, None)
+    assert results[-1] == "Wrote 11 characters to .env", results
+    assert call.session.kind == "agent"  # held in agentweb's own MCP session, not the hook's
+    assert (Path(call.session.workspace) / ".env").read_text() == "API_KEY=ok\n"
+    gateway = AgentSession.objects.get(kind="gateway")
+    seen = list(gateway.tool_calls.order_by("pk").values_list("tool", "status"))
+    assert seen[:2] == [(f"mcp.{SERVER}.start_session", "succeeded"),
+                        (f"mcp.{SERVER}.write_file", "succeeded")], seen  # fmt: skip
+    assert Decision.objects.count() == 1  # one person decided, once
