@@ -72,7 +72,7 @@ def test_a_write_of_env_held_by_the_hook_lands_on_disk_once_approved_in_the_inbo
         inbox.approve(rita_page, MARK)
         inbox.gone(rita_page, MARK)
         finished(process)
-    assert (project / ".env").read_text() == CONTENT
+    assert (project / ".env").read_bytes() == CONTENT.encode()
     call = ToolCall.objects.get()
     assert (call.native_tool, call.tool, call.status) == ("Write", "write_file", "succeeded")
     assert call.human.user.username == "rita"
@@ -87,6 +87,9 @@ def test_the_content_rita_edits_in_the_inbox_is_what_lands_on_disk(
         inbox.edit_and_approve(rita_page, MARK, lambda text: text.replace("DEBUG=0", "DEBUG=1"))
         inbox.gone(rita_page, MARK)
         finished(process)
-    assert (project / ".env").read_text() == "API_KEY=shown-in-the-card\nDEBUG=1\n"
+    edited = "API_KEY=shown-in-the-card\nDEBUG=1\n"
+    assert (project / ".env").read_bytes() == edited.encode()  # LF, as shown: not CRLF
     call = ToolCall.objects.get()
     assert call.human.edited_args is not None and call.status == "succeeded"
+    assert call.native_input["content"] == edited  # what was allowed is what ran: no
+    assert "differs" not in call.preview["ran"], call.preview["ran"]  # warning
