@@ -3,8 +3,8 @@ a bearer token), through an approval: here agentweb runs the tools, in a clone i
 
 The scripted model starts a session, writes `.env` (a protected path: a person decides),
 hears "awaiting approval (call N)" once `AGENTWEB_MCP_WAIT_SECONDS` has passed, and keeps
-waiting with `await_tool_call`; a reviewer approves meanwhile. The write is checked in the
-clone on disk, and what the model read in the fake API's request log."""
+waiting with `await_tool_call`; a reviewer approves (or denies) meanwhile. The write is
+checked in the clone on disk, and what the model read in the fake API's request log."""
 
 from __future__ import annotations
 
@@ -93,10 +93,17 @@ def heard(fake: FakeAnthropic, text: str) -> None:
 
 
 def write_env_through_mcp(
-    url: str, token: str, rita: User, repo: Path, folder: Path, settings: dict[str, Any] | None
+    url: str,
+    token: str,
+    rita: User,
+    repo: Path,
+    folder: Path,
+    settings: dict[str, Any] | None,
+    decision: str = "approve",
+    reason: str = "",
 ) -> tuple[list[str], ToolCall]:
-    """Claude Code plays `write_env_script`; Rita approves the write once the model has
-    heard that it waits. The tool results of the last conversation, and the call."""
+    """Claude Code plays `write_env_script`; Rita decides the write once the model has
+    heard that it waits. The tool results of the last conversation, and the call."""  # fmt: skip
     project = folder / "project"
     project.mkdir()
     with FakeAnthropic(script=write_env_script(repo)) as fake:
@@ -104,7 +111,9 @@ def write_env_through_mcp(
         process = run_claude(project, url, token, fake, settings=settings, args=args)
         heard(fake, "awaiting approval (call")
         call = ToolCall.objects.get(status="awaiting_approval")
-        services.tool_call_decide(call=call, user=rita, scope="session", decision="approve")
+        services.tool_call_decide(
+            call=call, user=rita, scope="session", decision=decision, reason=reason
+        )
         finished(process)
         return fake.conversation(), call
 
@@ -148,3 +157,17 @@ def test_with_the_hooks_too_an_allow_rule_lets_agentwebs_own_tools_wait_only_onc
     assert seen[:2] == [(f"mcp.{SERVER}.start_session", "succeeded"),
                         (f"mcp.{SERVER}.write_file", "succeeded")], seen  # fmt: skip
     assert Decision.objects.count() == 1  # one person decided, once
+
+
+def test_a_denial_reaches_the_model_with_ritas_reason_and_nothing_is_written(
+    agentweb: str, alice: User, rita: User, workspace: Path, tmp_path: Path
+) -> None:
+    token = services.api_token_create(user=alice, scope="agent")
+    results, call = write_env_through_mcp(
+        agentweb, token, rita, workspace, tmp_path, {}, "deny", "keys live in the vault"
+    )
+    assert results[-1].startswith(f"denied by rita (call {call.pk}): "), results
+    assert "keys live in the vault" in results[-1]
+    call.refresh_from_db()
+    assert call.status == "denied"
+    assert (Path(call.session.workspace) / ".env").read_text() == "SECRET=shh\n"
