@@ -8,9 +8,6 @@ the test database and Redis. Every outcome is checked on disk, not in an answer.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,57 +15,14 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
+from tests.agents.claude import finished, needs_claude, run_claude
 from tests.agents.common import WAIT_SECONDS, awaiting_call
 from tests.agents.fake_anthropic import FakeAnthropic
 from tests.browser.server import free_port
-from tests.helpers import ROOT
 from tools_app import services
-from tools_app.core.gateway_settings import claude_code_settings
 from tools_app.models import ToolCall
 
-CLAUDE = ROOT / ".cache/npm-agents/node_modules/@anthropic-ai/claude-code/bin/claude.exe"
-
-pytestmark = [
-    pytest.mark.django_db(transaction=True, serialized_rollback=True),
-    pytest.mark.skipif(
-        not CLAUDE.exists(), reason=f"Claude Code is not installed at {CLAUDE}: `make test` "
-        "installs it from npm (skipped where npm is unreachable)",
-    ),
-]  # fmt: skip
-
-
-def run_claude(
-    project: Path,
-    url: str,
-    token: str,
-    fake: FakeAnthropic,
-    *,
-    settings: dict[str, Any] | None = None,
-) -> subprocess.Popen[bytes]:
-    """`claude -p … --output-format json --settings FILE` in `project`, in the background."""
-    path = project.parent / "settings.json"
-    path.write_text(json.dumps(settings or claude_code_settings(url, WAIT_SECONDS)))
-    env = {
-        **os.environ,
-        "ANTHROPIC_BASE_URL": fake.url,
-        "ANTHROPIC_API_KEY": "sk-ant-fake",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "HOME": str(project.parent),
-        "AGENTWEB_TOKEN": token,
-        "AGENTWEB_URL": url,
-        "PYTHONPATH": str(ROOT),
-    }
-    command = [str(CLAUDE), "-p", "do the task", "--output-format", "json", "--settings", str(path)]
-    return subprocess.Popen(
-        command, cwd=project, env=env, stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
-
-
-def finished(process: subprocess.Popen[bytes]) -> dict[str, Any]:
-    out, err = process.communicate(timeout=180)
-    assert process.returncode == 0, err.decode()[-2000:]
-    return json.loads(out)  # type: ignore[no-any-return]
+pytestmark = [pytest.mark.django_db(transaction=True, serialized_rollback=True), needs_claude]
 
 
 def test_an_allowed_ls_runs_and_post_tool_use_is_recorded(

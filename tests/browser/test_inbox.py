@@ -87,8 +87,8 @@ def test_edit_and_approve_writes_the_edited_content(
     inbox.gone(rita_page, CI_FILE)
     done = agent.final(waiting["id"])
     assert done["status"] == "succeeded", done
-    written = (Path(session["workspace"]) / CI_FILE).read_text()
-    assert written == CI_CONTENT.replace("ubuntu", "debian")
+    written = (Path(session["workspace"]) / CI_FILE).read_bytes()  # LF, not the form's CRLF
+    assert written == CI_CONTENT.replace("ubuntu", "debian").encode()
 
 
 def test_another_reviewer_sees_the_card_go_away_when_the_first_decides(

@@ -63,6 +63,18 @@ def test_edit_and_approve_in_the_inbox_edits_the_native_input(
     assert retry["updatedInput"] == {"command": "npm ci", "description": "deps"}
 
 
+def test_an_edited_command_gets_no_carriage_returns_from_the_text_area(
+    claude: Hook, browser: Client
+) -> None:
+    claude.pre("Bash", {"command": "npm install &&\nnpm test"})
+    call = ToolCall.objects.get()
+    typed = "npm ci &&\r\nnpm test"  # a text area's line break, as a browser sends it
+    data = {"action": "edit", "edit_value": typed, "csrfmiddlewaretoken": csrf(browser)}
+    browser.post(f"/tool-calls/{call.pk}/decide", data)
+    call.refresh_from_db()
+    assert (call.status, call.native_input) == ("approved", {"command": "npm ci &&\nnpm test"})
+
+
 def test_the_session_pages_show_the_cwd_and_what_ran(claude: Hook, browser: Client) -> None:
     write = {"file_path": f"{CWD}/notes.md", "content": "hello\n"}
     assert claude.pre("Write", write)["permissionDecision"] == "allow"

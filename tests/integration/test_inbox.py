@@ -185,6 +185,24 @@ def test_edit_and_approve_of_a_write_edits_its_content(
     assert (workspace / ".env").read_text() == "KEY=2\n"
 
 
+def test_an_edit_keeps_the_files_line_breaks_though_a_text_area_sends_crlf(
+    reviewer: User, session: AgentSession, workspace: Path, django_capture_on_commit_callbacks: Any
+) -> None:
+    """A browser sends each line break of a text area as CRLF: an LF file stays LF, a
+    CRLF file stays CRLF."""
+    lf, crlf = (
+        services.tool_call_run_in_process(
+            session=session, tool="write_file", args={"path": name, "content": content}
+        )
+        for name, content in ((".env", "A=1\nB=1\n"), (".env.win", "A=1\r\nB=1\r\n"))
+    )
+    for call in (lf, crlf):
+        with django_capture_on_commit_callbacks(execute=True):
+            post(browser_for(reviewer), call, {"action": "edit", "edit_value": "A=2\r\nB=2\r\n"})
+    assert (workspace / ".env").read_bytes() == b"A=2\nB=2\n"
+    assert (workspace / ".env.win").read_bytes() == b"A=2\r\nB=2\r\n"
+
+
 def test_the_remember_panel_shows_the_exact_rule_in_a_form_an_input_keeps(
     reviewer: User, waiting: ToolCall
 ) -> None:

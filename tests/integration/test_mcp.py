@@ -29,6 +29,7 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.browser.server import Daphne
 from tests.helpers import ROOT, Worker
 from tools_app import services
+from tools_app.api.mcp_server import FACTS_KEY
 from tools_app.models import AgentSession, ToolCall
 
 pytestmark = [
@@ -81,6 +82,12 @@ def text(result: Any) -> str:
     return "".join(block.text for block in result.content)
 
 
+def facts(result: Any) -> dict[str, Any]:
+    """What a program reads of a result (ids, status): its `_meta`, beside the text."""
+    found: dict[str, Any] = result.meta[FACTS_KEY]
+    return found
+
+
 def awaiting_call(session_id: int) -> ToolCall:
     deadline = time.monotonic() + 30
     while True:
@@ -103,14 +110,14 @@ async def start(client: Client, workspace: Path) -> int:
         "start_session", {"task": "fix the bug", "repo": str(workspace)}
     )
     assert not started.is_error, text(started)
-    assert started.structured_content["status"] == "running"  # the clone is ready
-    return int(started.structured_content["session"])
+    assert facts(started)["status"] == "running"  # the clone is ready
+    return int(facts(started)["session"])
 
 
 async def until_final(client: Client, result: Any) -> Any:
     """A call's answer, following `await_tool_call` while it says it still waits."""
     while "call await_tool_call" in text(result):
-        result = await client.call_tool("await_tool_call", {"id": result.structured_content["id"]})
+        result = await client.call_tool("await_tool_call", {"id": facts(result)["id"]})
     return result
 
 
@@ -170,9 +177,9 @@ def test_a_write_approved_by_a_reviewer_during_the_wait_lands_on_disk(
 
     session_id, answer = anyio.run(scenario)
     assert not answer.is_error, text(answer)
-    assert answer.structured_content["status"] == "succeeded"
-    assert answer.structured_content["decided_by"] == "rita"
-    number = answer.structured_content["id"]
+    assert facts(answer)["status"] == "succeeded"
+    assert facts(answer)["decided_by"] == "rita"
+    number = facts(answer)["id"]
     assert f"call {number}: awaiting approval" in messages  # then approved, running
     workspace_dir = Path(AgentSession.objects.get(pk=session_id).workspace)
     assert (workspace_dir / ".env").read_text() == "A=1\n"
@@ -185,19 +192,17 @@ def test_a_call_nobody_decides_answers_within_the_wait_then_await_tool_call_foll
         async with connected(mcp_url, alice_token) as client:
             session_id = await start(client, workspace)
             first = await client.call_tool("write_file", {"path": ".env", "content": "B=2\n"})
-            await in_thread(decide, first.structured_content["id"], reviewer, "approve")
-            later = await client.call_tool(
-                "await_tool_call", {"id": first.structured_content["id"]}
-            )
+            await in_thread(decide, facts(first)["id"], reviewer, "approve")
+            later = await client.call_tool("await_tool_call", {"id": facts(first)["id"]})
             return session_id, first, later
 
     session_id, first, later = anyio.run(scenario)
-    number = first.structured_content["id"]
+    number = facts(first)["id"]
     assert text(first).startswith(
         f"awaiting approval (call {number}): call await_tool_call with id {number} to keep waiting"
     )
     assert not first.is_error and "protected path .env" in text(first)
-    assert later.structured_content["status"] == "succeeded", text(later)
+    assert facts(later)["status"] == "succeeded", text(later)
     workspace_dir = Path(AgentSession.objects.get(pk=session_id).workspace)
     assert (workspace_dir / ".env").read_text() == "B=2\n"
 
@@ -222,7 +227,7 @@ def test_a_denial_is_a_result_carrying_the_reviewers_reason_and_nothing_is_writt
             return session_id, await until_final(client, answers["write"])
 
     session_id, answer = anyio.run(scenario)
-    assert answer.is_error and answer.structured_content["status"] == "denied"
+    assert answer.is_error and facts(answer)["status"] == "denied"
     assert "secrets stay in the vault" in text(answer) and "denied by rita" in text(answer)
     workspace_dir = Path(AgentSession.objects.get(pk=session_id).workspace)
     assert (workspace_dir / ".env").read_text() == "SECRET=shh\n"
@@ -273,13 +278,13 @@ def test_a_connectionless_client_names_the_session_with_each_call(
             started = await client.call_tool(
                 "start_session", {"task": "fix the bug", "repo": str(workspace)}
             )
-            number = started.structured_content["session"]
+            number = facts(started)["session"]
             unnamed = await client.call_tool("read_file", {"path": "README.md"})
             named = await client.call_tool("read_file", {"path": "README.md", "session": number})
             return started, unnamed, named
 
     started, unnamed, named = anyio.run(scenario)
-    number = started.structured_content["session"]
+    number = facts(started)["session"]
     assert f"Pass `session`: {number} with each call" in text(started)
     assert unnamed.is_error and "No session" in text(unnamed)
     assert not named.is_error and text(named).startswith("1 | # Title")
@@ -304,7 +309,7 @@ def test_mcp_stdio_serves_the_same_tools_as_the_tokens_user(
             return session_id, wrote
 
     session_id, wrote = anyio.run(scenario)
-    assert wrote.structured_content["status"] == "succeeded", text(wrote)
+    assert facts(wrote)["status"] == "succeeded", text(wrote)
     session = AgentSession.objects.get(pk=session_id)
     assert session.creator == creator
     assert Path(session.workspace, "notes.md").read_text() == "hi\n"

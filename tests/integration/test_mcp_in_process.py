@@ -16,7 +16,7 @@ from django.contrib.auth.models import User
 from mcp import Client
 
 from tools_app import services
-from tools_app.api.mcp_server import Principal, build_server
+from tools_app.api.mcp_server import FACTS_KEY, Principal, build_server
 from tools_app.models import AgentSession, ToolCall
 from tools_app.services import skills as skill_services
 
@@ -62,6 +62,12 @@ def calls(user: User, *steps: tuple[str, dict[str, Any]]) -> list[Any]:
 
 def text(result: Any) -> str:
     return "".join(block.text for block in result.content)
+
+
+def facts(result: Any) -> dict[str, Any]:
+    """What a program reads of a result (ids, status): its `_meta`, beside the text."""
+    found: dict[str, Any] = result.meta[FACTS_KEY]
+    return found
 
 
 def test_bad_arguments_are_results_naming_them_and_nothing_is_stored(
@@ -127,9 +133,27 @@ def test_a_started_sessions_skill_tools_are_listed_and_wait_for_a_person(
 
 def test_a_cancelled_session_takes_no_more_calls(creator: User, workspace: Path) -> None:
     (started,) = calls(creator, ("start_session", {"task": "fix it", "repo": str(workspace)}))
-    session = AgentSession.objects.get(pk=started.structured_content["session"])
+    session = AgentSession.objects.get(pk=facts(started)["session"])
     services.session_cancel(session=session)
     (refused,) = calls(creator, ("read_file", {"path": "README.md", "session": session.pk}))
     assert refused.is_error
     assert text(refused) == f"Session {session.pk} is cancelled; it takes no more calls."
     assert not ToolCall.objects.exists()
+
+
+def test_a_results_text_is_what_the_model_reads_and_its_facts_ride_in_meta(
+    creator: User, workspace: Path
+) -> None:
+    """No structuredContent: clients that find it hand the model that alone (Claude Code
+    does), and the model would never read the file or "call await_tool_call"."""
+    started, read, waiting = calls(
+        creator,
+        ("start_session", {"task": "read it", "repo": str(workspace)}),
+        ("read_file", {"path": "README.md"}),
+        ("write_file", {"path": ".env", "content": "A=1\n"}),
+    )
+    assert all(result.structured_content is None for result in (started, read, waiting))
+    assert text(read).startswith("1 | # Title") and facts(read)["status"] == "succeeded"
+    number = facts(waiting)["id"]
+    assert text(waiting).startswith(f"awaiting approval (call {number}): call await_tool_call")
+    assert facts(started)["session"] == ToolCall.objects.get(pk=number).session_id

@@ -11,6 +11,11 @@ notifications meanwhile; a call still waiting for a person answers with a normal
 naming it, and `await_tool_call` waits on. Refusals and denials are results the model
 reads (`isError`), never protocol errors. Waiting holds no worker: it is the `?wait`
 wake-up (`waiting`), on this process's event loop.
+
+A result's text is all the model is meant to read; the facts a program wants (ids,
+status) ride in its `_meta`, not in `structuredContent`: a client that finds structured
+content may hand the model that alone (Claude Code does), and the model would never read
+a file's lines or "call await_tool_call".
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ AWAIT_TOOL_CALL = "await_tool_call"
 FINAL = {"succeeded", "failed", "denied", "expired", "cancelled"}
 PROGRESS_EVERY_SECONDS = 5.0  # a client that times out without news hears of the wait
 CONNECTIONS_KEPT = 10_000  # the default session of at most this many connections
+FACTS_KEY = "agentweb/facts"  # a result's `_meta` member with its facts (ids, status)
 
 SESSION_PROPERTY = {
     "type": "integer",
@@ -424,6 +430,5 @@ def _call_result(call: dict[str, Any]) -> types.CallToolResult:
 def _result(
     text: str, error: bool = False, facts: dict[str, Any] | None = None
 ) -> types.CallToolResult:
-    return types.CallToolResult(
-        content=[types.TextContent(text=text)], structured_content=facts, is_error=error
-    )
+    meta = {FACTS_KEY: facts} if facts is not None else None
+    return types.CallToolResult(content=[types.TextContent(text=text)], _meta=meta, is_error=error)

@@ -184,7 +184,7 @@ def _edited_args(request: HttpRequest, call: ToolCall) -> dict[str, object]:
     """The edited field of a write or edit, or the whole arguments as JSON."""
     field, edited = cards.edit_target(call)
     if field and "edit_value" in request.POST:
-        return {**edited, field: request.POST["edit_value"]}
+        return {**edited, field: cards.edited_text(edited.get(field), request.POST["edit_value"])}
     try:
         args = json.loads(request.POST.get("args", ""))
     except json.JSONDecodeError as exc:

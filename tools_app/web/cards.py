@@ -74,6 +74,16 @@ def edit_target(call: ToolCall) -> tuple[str | None, dict[str, Any]]:
     return facts_for(call.tool).edit_field, dict(call.args)
 
 
+def edited_text(original: object, typed: str) -> str:
+    """The text a reviewer typed, with the original's line breaks: a text area sends each
+    line break as CRLF (HTML form submission), which would turn a file's LF endings into
+    CRLF and end each line of a command with a carriage return. CRLF stays only where
+    the original had it."""
+    if isinstance(original, str) and "\r\n" in original:
+        return typed
+    return typed.replace("\r\n", "\n")
+
+
 def card_context(call: ToolCall, user: Any, **extra: Any) -> dict[str, Any]:
     """Everything `_card.html` needs; `extra` carries an error and the reviewer's text."""
     field, edited = edit_target(call)
