@@ -91,6 +91,9 @@ MAPPINGS: list[tuple[str, dict[str, Any], str, dict[str, Any], str]] = [
         "unknown",
     ),
     ("mcp__broken", {}, "native.mcp__broken", {}, "unknown"),
+    # Gemini CLI names an MCP tool `mcp_SERVER_TOOL` (the server holds no `_`)
+    ("mcp_github_create_issue", {"title": "t"}, "mcp.github.create_issue", {"title": "t"}, "mcp"),
+    ("mcp_broken", {}, "native.mcp_broken", {}, "unknown"),
     # Codex CLI 0.171: its shell tool reaches the hook as `Bash`; its apply_patch is read.
     (
         "apply_patch",
@@ -299,6 +302,7 @@ GATE: list[tuple[str, dict[str, Any], str, str]] = [
     ("Grep", {"pattern": "x"}, "approved", "builtin:read-only"),
     ("TodoWrite", {"todos": []}, "approved", "gateway:no-effect"),
     ("mcp__github__create_issue", {"title": "t"}, "awaiting_approval", "gateway:mcp-tool"),
+    ("mcp_github_create_issue", {"title": "t"}, "awaiting_approval", "gateway:mcp-tool"),
     ("NotebookEdit", {"notebook_path": "n.ipynb"}, "awaiting_approval", "gateway:unknown-tool"),
     ("Bash", {"command": ""}, "failed", ""),
     ("Write", {"file_path": 1, "content": "x"}, "failed", ""),

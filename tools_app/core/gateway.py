@@ -72,12 +72,24 @@ class Mapped:
 
 
 def native_tool_name(native_tool: str) -> str:
-    """The agentweb name a rule matches: `mcp.SERVER.TOOL` for `mcp__SERVER__TOOL`,
-    `native.NAME` for a tool agentweb has no equivalent of."""
+    """The agentweb name a rule matches: `mcp.SERVER.TOOL` for an MCP tool (Claude Code's
+    and Codex's `mcp__SERVER__TOOL`, Gemini CLI's `mcp_SERVER_TOOL`), `native.NAME` for a
+    tool agentweb has no equivalent of."""
+    server, tool = _mcp_parts(native_tool)
+    if server and tool:
+        return f"mcp.{server}.{tool}"
+    return f"{NATIVE_PREFIX}{native_tool}"
+
+
+def _mcp_parts(native_tool: str) -> tuple[str, str]:
     if native_tool.startswith("mcp__"):
         server, _, tool = native_tool[len("mcp__") :].partition("__")
-        return f"mcp.{server}.{tool}" if server and tool else f"{NATIVE_PREFIX}{native_tool}"
-    return f"{NATIVE_PREFIX}{native_tool}"
+        return server, tool
+    if native_tool.startswith("mcp_"):
+        # Gemini CLI's own parse: the server is what comes before the next `_`.
+        server, _, tool = native_tool[len("mcp_") :].partition("_")
+        return server, tool
+    return "", ""
 
 
 def map_native(
@@ -94,7 +106,7 @@ def map_native(
             return Mapped(_CORE_NAMES[native_tool], {}, "core", str(exc))
     name = native_tool_name(native_tool)
     args = storable_args(dict(native_input))
-    if native_tool.startswith("mcp__") and name.startswith("mcp."):
+    if name.startswith("mcp."):
         return Mapped(name, args, "mcp")
     kind: Kind = "no_effect" if native_tool in NO_EFFECT_TOOLS else "unknown"
     return Mapped(name, args, kind)
