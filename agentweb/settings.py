@@ -221,6 +221,10 @@ CELERY_BROKER_CONNECTION_TIMEOUT = 3
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 4 * 3600, "socket_timeout": 5}
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("AGENTWEB_QUEUE") or "agentweb"
+# Notification deliveries have a queue and worker of their own (services/queueing.notify_queue):
+# "" means "<AGENTWEB_QUEUE>.notify".
+AGENTWEB_NOTIFY_QUEUE = os.environ.get("AGENTWEB_NOTIFY_QUEUE", "")
+AGENTWEB_NOTIFY_CONCURRENCY = envint("AGENTWEB_NOTIFY_CONCURRENCY", 4)
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

@@ -120,6 +120,7 @@ def services_env(
     workspaces = tmp_path_factory.mktemp("workspaces")
     settings.REDIS_URL = redis_url
     settings.CELERY_TASK_DEFAULT_QUEUE = queue
+    settings.AGENTWEB_NOTIFY_QUEUE = ""  # "<queue>.notify", the worker's too
     settings.AGENTWEB_WORKSPACES = workspaces
     settings.CHANNEL_LAYERS = channel_layers(redis_url, prefix=CHANNEL_PREFIX)  # the worker's too
     layers.backends = {}
@@ -135,6 +136,7 @@ def services_env(
         "AGENTWEB_CHANNEL_PREFIX": CHANNEL_PREFIX,
         "AGENTWEB_QUEUE": queue,
         "AGENTWEB_WORKER_QUEUE": host_queue,
+        "AGENTWEB_NOTIFY_QUEUE": "",
         "AGENTWEB_WORKSPACES": str(workspaces),
         "AGENTWEB_NOTIFY_HOSTS": "127.0.0.1",  # the notification tests' servers
     }
@@ -144,8 +146,11 @@ def services_env(
 def stack(
     services_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Worker]:
-    """One real Celery worker on the test database and Redis, for the session; yields it."""
-    queues = f"{services_env['AGENTWEB_QUEUE']},{services_env['AGENTWEB_WORKER_QUEUE']}"
+    """One real Celery worker on the test database and Redis, for the session; yields it.
+    It consumes every queue, notification deliveries' too (`up` gives those a worker of
+    their own: test_notify_down checks that layout)."""
+    queue = services_env["AGENTWEB_QUEUE"]
+    queues = f"{queue},{services_env['AGENTWEB_WORKER_QUEUE']},{queue}.notify"
     worker = Worker(services_env, queues, tmp_path_factory.mktemp("logs") / "worker.log")
     worker.start()
     yield worker

@@ -27,14 +27,14 @@ def git(workspace: str | Path, *args: str) -> str:
 class Worker:
     """A real `celery worker` subprocess on the test database and Redis."""
 
-    def __init__(self, env: dict[str, str], queues: str, log: Path) -> None:
-        self.env, self.queues, self.log = env, queues, log
+    def __init__(self, env: dict[str, str], queues: str, log: Path, concurrency: int = 4) -> None:
+        self.env, self.queues, self.log, self.concurrency = env, queues, log, concurrency
         self.process: Any = None
 
     def start(self) -> None:
         command = [
             sys.executable, "-m", "celery", "-A", "agentweb", "worker",
-            "--pool", "threads", "--concurrency", "4", "--queues", self.queues,
+            "--pool", "threads", "--concurrency", str(self.concurrency), "--queues", self.queues,
             "--loglevel", "INFO", "--without-heartbeat", "--without-mingle", "--without-gossip",
         ]  # fmt: skip
         handle = self.log.open("ab")

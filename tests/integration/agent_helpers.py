@@ -97,7 +97,8 @@ def dedicated_worker(stack: Worker, settings: Any, logs: Path, **env: str) -> It
     name = uuid.uuid4().hex[:8]
     queue, host_queue = f"agentweb-dedicated-{name}", f"host.dedicated-{name}"
     worker_env = {**stack.env, "AGENTWEB_QUEUE": queue, "AGENTWEB_WORKER_QUEUE": host_queue, **env}
-    worker = Worker(worker_env, f"{queue},{host_queue}", logs / f"worker-{name}.log")
+    queues = f"{queue},{host_queue},{queue}.notify"
+    worker = Worker(worker_env, queues, logs / f"worker-{name}.log")
     worker.start()
     shared_queue, settings.CELERY_TASK_DEFAULT_QUEUE = settings.CELERY_TASK_DEFAULT_QUEUE, queue
     try:

@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from tests.integration.helpers import Api
 from tools_app import services
-from tools_app.models import AgentSession, AuditEntry, Policy, ToolCall
+from tools_app.models import AgentSession, AuditEntry, Channel, Policy, ToolCall
 from tools_app.tables.audit import AppendOnly
 from tools_app.tasks import sweep
 
@@ -408,3 +408,92 @@ def test_the_sweep_prunes_entries_past_the_retention(settings: Any) -> None:
     assert list(AuditEntry.objects.values_list("pk", flat=True)) == [kept.pk]
     settings.AGENTWEB_AUDIT_DAYS = 0
     assert services.audit_prune(now=timezone.now() + timedelta(days=1000)) == 0
+
+
+# --- notification channels ----------------------------------------------------------------------
+
+HOOK_SECRETS = ("hook-secret-4242", "hook-secret-5353")
+SLACK_SECRETS = ("xoxb-bot-token-4242", "signing-secret-4242")
+
+
+def channel_form(**fields: str) -> dict[str, str]:
+    form = {"name": "ops", "kind": "webhook", "enabled": "on", "url": "http://127.0.0.1:9/hook",
+            "secret": "", "signing_secret": "", "slack_channel": "", "recipients": "",
+            "sessions": "", "rules": ""}  # fmt: skip
+    return {**form, **fields}
+
+
+def channel_entries() -> list[AuditEntry]:
+    return list(AuditEntry.objects.filter(object_type="channel").order_by("id"))
+
+
+def assert_shown_never_with_a_secret(
+    olga: Api, auditor: User, name: str, secrets: tuple[str, ...]
+) -> None:
+    """The channel's entries are on /audit/, in the API and in both exports; its secrets
+    are in none of them, nor in any entry."""
+    texts = [
+        olga.get("/audit").content.decode(),
+        browser_for(auditor).get("/audit/").content.decode(),
+    ]
+    texts += [body_of(olga.get(f"/audit/export?format={fmt}")) for fmt in ("csv", "jsonl")]
+    assert all(f"channel {name}" in text for text in texts)
+    texts += [str(vars(entry)) for entry in AuditEntry.objects.all()]
+    assert not [secret for secret in secrets for text in texts if secret in text]
+
+
+def test_channel_changes_in_the_admin_are_recorded_never_with_a_secret(
+    settings: Any, superuser: User, olga: Api, auditor: User
+) -> None:
+    settings.AGENTWEB_NOTIFY_HOSTS = ["127.0.0.1"]
+    admin = browser_for(superuser)
+    assert (
+        admin.post(
+            "/admin/tools_app/channel/add/", channel_form(secret=HOOK_SECRETS[0])
+        ).status_code
+        == 302
+    )
+    channel = Channel.objects.get(name="ops")
+    change = f"/admin/tools_app/channel/{channel.pk}/change/"
+    moved = channel_form(url="http://127.0.0.1:9/other")  # the secret left empty: kept
+    assert admin.post(change, moved).status_code == 302
+    assert admin.post(change, {**moved, "secret": HOOK_SECRETS[1]}).status_code == 302
+    deleted = admin.post(f"/admin/tools_app/channel/{channel.pk}/delete/", {"post": "yes"})
+    assert deleted.status_code == 302 and not Channel.objects.exists()
+
+    added, edited, rotated, gone = channel_entries()
+    assert {(e.via, e.actor_name, e.object_repr) for e in channel_entries()} == {
+        ("admin", "sam", "channel ops")
+    }
+    assert [e.action for e in (added, edited, rotated, gone)] == [
+        "channel.change", "channel.change", "channel.change", "channel.delete",
+    ]  # fmt: skip
+    assert added.details["created"] is True and "secret" in added.details["changed"]
+    assert edited.details["changed"] == ["url"]  # the secret was kept, not changed
+    assert rotated.details["changed"] == ["secret"]  # by name: a new one was typed
+    answer = olga.get("/audit?action=channel.delete")
+    assert [item["object"] for item in answer.json()["items"]] == ["channel ops"]
+    assert_shown_never_with_a_secret(olga, auditor, "ops", HOOK_SECRETS)
+
+
+def test_an_import_of_channels_is_recorded_never_with_a_secret(
+    settings: Any, tmp_path: Path, olga: Api, auditor: User
+) -> None:
+    settings.AGENTWEB_NOTIFY_HOSTS = ["127.0.0.1"]
+    team = {"name": "team", "kind": "slack", "url": "http://127.0.0.1:9/api",
+            "slack_channel": "C0TEAM", "interactive": True}  # fmt: skip
+    path = tmp_path / "channels.json"
+    secrets = dict(zip(("secret", "signing_secret"), SLACK_SECRETS, strict=True))
+    path.write_text(json.dumps({"channels": [{**team, **secrets}]}))
+    call_command("import_channels", str(path), stdout=io.StringIO())
+    path.write_text(json.dumps({"channels": [{**team, "interactive": False}]}))
+    call_command("import_channels", str(path), stdout=io.StringIO())
+
+    first, second = channel_entries()
+    assert {(e.action, e.via, e.actor_name) for e in (first, second)} == {
+        ("channel.change", "cli", "")
+    }
+    assert first.details == {"imported": True, "created": True, "kind": "slack",
+                             "secrets_replaced": ["secret", "signing_secret"]}  # fmt: skip
+    assert second.details["created"] is False and second.details["secrets_replaced"] == []
+    assert_shown_never_with_a_secret(olga, auditor, "team", SLACK_SECRETS)

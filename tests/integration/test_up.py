@@ -76,7 +76,10 @@ def test_up_serves_everything_and_ctrl_c_stops_it(tmp_path: Path) -> None:
         api = httpx.get(f"http://127.0.0.1:{port}/api/sessions")
         assert api.status_code == 401
         children = descendants(up.pid)
-        assert any("celery" in command_line(pid) for pid in children)
+        workers = {line for pid in children if "celery" in (line := command_line(pid))}
+        tool_worker = [line for line in workers if "--beat" in line]
+        assert tool_worker and ".notify" not in tool_worker[0]  # its slots: tool calls only
+        assert any("--queues agentweb.notify " in line for line in workers)  # deliveries'
         output = (tmp_path / "up.log").read_text()
         assert "username 'admin', password '" in output
         assert f"http://127.0.0.1:{port}/" in output

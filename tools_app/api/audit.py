@@ -24,7 +24,7 @@ router = Router(tags=["audit"])
 _FILTER_DOC = {
     "person": "The username of who acted.",
     "action": "decision, rule.remember, policy.change, policy.delete, skill.change, "
-    "skill.delete, token.create or session.cancel.",
+    "skill.delete, channel.change, channel.delete, token.create or session.cancel.",
     "decision": "approve or deny.",
     "tool": "A tool name.",
     "session": "A session id.",

@@ -7,6 +7,9 @@ export; an import may carry `secret` and `signing_secret`, and without them a ch
 keeps the ones it has. Everything is checked before anything is written: one problem
 (a host not allowed, a missing secret, an unknown user, policy or group) refuses the
 whole file, each problem named with its channel and field.
+
+Every change (an admin's save or delete, an import) is an audit entry, written in the
+same transaction, naming what changed but never a secret's value.
 """
 
 from __future__ import annotations
@@ -24,10 +27,12 @@ from django.db import transaction
 
 from tools_app.core.notify.outbound import url_problem
 from tools_app.errors import Invalid
-from tools_app.models import Channel, Policy, SlackUser
+from tools_app.models import AuditEntry, Channel, Policy, SlackUser
+from tools_app.services.audit import audit_record
 from tools_app.services.delivery import SLACK_API
 
 Kind = Channel.Kind
+Action, Via = AuditEntry.Action, AuditEntry.Via
 SECRETS = ("secret", "signing_secret")
 SLACK_ID = re.compile(r"^[UW][A-Z0-9]{2,29}$")
 TEXTS = ("url", "slack_channel", *SECRETS)
@@ -88,13 +93,45 @@ def slack_user_problem(slack_id: str, user: Any) -> str:
     return ""
 
 
+# --- changes, recorded -------------------------------------------------------------------------
+
+
+def channel_changed(
+    *, channel: Channel, user: Any, via: str, created: bool, changed: list[str]
+) -> None:
+    """A person saved a channel (in the admin): recorded with the fields that changed
+    (a secret by its name only)."""
+    details = {"created": created, "changed": changed, "kind": channel.kind}
+    _audit_channel(channel, Action.CHANNEL_CHANGE, user=user, via=via, details=details)
+
+
+def channel_delete(*, channel: Channel, user: Any, via: str) -> None:
+    """Delete a channel (its deliveries with it), recorded."""
+    with transaction.atomic():
+        details = {"kind": channel.kind}
+        _audit_channel(channel, Action.CHANNEL_DELETE, user=user, via=via, details=details)
+        channel.delete()
+
+
+def _audit_channel(
+    channel: Channel, action: str, *, user: Any, via: str, details: dict[str, Any]
+) -> None:
+    audit_record(
+        action=action, via=via, actor=user, object_type="channel", object_id=channel.pk,
+        object_repr=f"channel {channel.name}", details=details,
+    )  # fmt: skip
+
+
 # --- import ------------------------------------------------------------------------------------
 
 
 @transaction.atomic
-def channels_import(*, data: object) -> tuple[list[Channel], list[SlackUser]]:
-    """Create or replace each channel of the file and link its Slack users; refuses the
-    whole file, writing nothing, when any of it is wrong."""
+def channels_import(
+    *, data: object, user: Any = None, via: str = Via.CLI
+) -> tuple[list[Channel], list[SlackUser]]:
+    """Create or replace each channel of the file and link its Slack users, each channel
+    recorded in the audit trail; refuses the whole file, writing nothing, when any of it
+    is wrong."""
     if not isinstance(data, dict) or set(data) - {"channels", "slack_users"}:
         raise Invalid('A channels file holds one JSON object: {"channels": [...], '
                       '"slack_users": [...]}.')  # fmt: skip
@@ -109,7 +146,7 @@ def channels_import(*, data: object) -> tuple[list[Channel], list[SlackUser]]:
         problems.append("A channel name appears twice in the file.")
     if problems:
         raise Invalid("Nothing was imported: " + " ".join(problems))
-    channels = [_save_channel(plan) for plan in planned if plan]
+    channels = [_save_channel(plan, user=user, via=via) for plan in planned if plan]
     saved_links = [
         SlackUser.objects.update_or_create(slack_id=slack_id, defaults={"user": user})[0]
         for slack_id, user in planned_links
@@ -136,6 +173,7 @@ def _planned_channel(entry: object, index: int, problems: list[str]) -> dict[str
         "enabled": True, **entry,
         **{key: entry.get(key) or getattr(saved, key, "") for key in SECRETS},
     }  # fmt: skip
+    values["secrets_given"] = [key for key in SECRETS if entry.get(key)]  # names, for the audit
     values["policies"] = _named(Policy, entry.get("policies", []), "policy", where, problems)
     values["groups"] = _named(Group, entry.get("groups", []), "group", where, problems)
     problems += [f"{where}: {field}: {text}" for field, text in channel_problems(values).items()]
@@ -186,14 +224,17 @@ def _planned_link(entry: object, index: int, problems: list[str]) -> tuple[str, 
     return slack_id, user
 
 
-def _save_channel(values: dict[str, Any]) -> Channel:
+def _save_channel(values: dict[str, Any], *, user: Any, via: str) -> Channel:
     fields = {key: values.get(key, "") for key in TEXTS}
     fields |= {key: bool(values.get(key, False)) for key in FLAGS}
     fields |= {key: list(values.get(key, [])) for key in ("recipients", "rules")}
     fields["sessions"] = [int(s) for s in values.get("sessions", [])]
-    channel, _ = Channel.objects.update_or_create(
+    channel, created = Channel.objects.update_or_create(
         name=values["name"], defaults={"kind": values["kind"], **fields}
     )
     channel.policies.set(values["policies"])
     channel.groups.set(values["groups"])
+    details = {"imported": True, "created": created, "kind": channel.kind,
+               "secrets_replaced": values["secrets_given"]}  # fmt: skip
+    _audit_channel(channel, Action.CHANNEL_CHANGE, user=user, via=via, details=details)
     return channel

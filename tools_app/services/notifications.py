@@ -24,7 +24,7 @@ from django.utils import timezone
 from tools_app import access
 from tools_app.errors import Invalid, Unavailable
 from tools_app.models import Channel, Delivery, NotifyPreference, ToolCall
-from tools_app.services.queueing import task_send
+from tools_app.services.queueing import notify_queue, task_send
 
 logger = logging.getLogger(__name__)
 
@@ -122,19 +122,13 @@ def delivery_enqueue(*, delivery_id: int) -> None:
 
     def send() -> None:
         try:
-            task_send(DELIVER, delivery_id, queue=_queue())
+            task_send(DELIVER, delivery_id, queue=notify_queue())
         except Unavailable:
             logger.warning(
                 "notification %s not queued (broker down); the sweep sends it", delivery_id
             )
 
     transaction.on_commit(send)
-
-
-def _queue() -> str:
-    from django.conf import settings
-
-    return str(settings.CELERY_TASK_DEFAULT_QUEUE)
 
 
 # --- the sweep's part ---------------------------------------------------------------------

@@ -34,6 +34,13 @@ EXECUTE_TOOL_CALL = "tools_app.tasks.execute_tool_call"
 AGENT_TURN = "tools_app.tasks.agent_turn"
 
 
+def notify_queue() -> str:
+    """Where notification deliveries go: a queue of their own, consumed by a worker of its
+    own, so channels that hang (each up to its timeout, then retries) never hold the slots
+    that run tool calls. Derived from the main queue unless AGENTWEB_NOTIFY_QUEUE names it."""
+    return settings.AGENTWEB_NOTIFY_QUEUE or f"{settings.CELERY_TASK_DEFAULT_QUEUE}.notify"
+
+
 def session_queue(session: AgentSession) -> str:
     """A session's calls go to the host holding its clone; before it has one, to any host."""
     return session.worker_queue or settings.CELERY_TASK_DEFAULT_QUEUE

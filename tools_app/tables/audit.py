@@ -45,6 +45,8 @@ class AuditEntry(models.Model):
         POLICY_DELETE = "policy.delete", "policy deleted"
         SKILL_CHANGE = "skill.change", "skill change"
         SKILL_DELETE = "skill.delete", "skill deleted"
+        CHANNEL_CHANGE = "channel.change", "channel change"
+        CHANNEL_DELETE = "channel.delete", "channel deleted"
         TOKEN_CREATE = "token.create", "token created"
         SESSION_CANCEL = "session.cancel", "session cancelled"
 

@@ -15,12 +15,27 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from tools_app.models import Channel, Delivery, DeliveryAttempt, NotifyPreference, SlackUser
-from tools_app.services.channels import SECRETS, SLACK_ID, channel_problems, slack_user_problem
+from tools_app.models import (
+    AuditEntry,
+    Channel,
+    Delivery,
+    DeliveryAttempt,
+    NotifyPreference,
+    SlackUser,
+)
+from tools_app.services.channels import (
+    SECRETS,
+    SLACK_ID,
+    channel_changed,
+    channel_delete,
+    channel_problems,
+    slack_user_problem,
+)
 from tools_app.services.delivery import delivery_send_again
 from tools_app.web.admin_forms import LinesField
 
 KEEP = "Write-only: never shown once saved. Leave empty to keep the saved one."
+ADMIN = AuditEntry.Via.ADMIN
 
 
 class ChannelForm(forms.ModelForm[Channel]):
@@ -56,6 +71,15 @@ class ChannelForm(forms.ModelForm[Channel]):
             data["sessions"] = [int(value) for value in data.get("sessions") or []]
         return data
 
+    def fields_changed(self) -> list[str]:
+        """The fields this save changed, for the audit trail; a secret (by name) only when
+        a new one was typed: an empty field keeps the saved one, which Django counts as a
+        change."""
+        return [
+            name for name in self.changed_data
+            if name not in SECRETS or self.cleaned_data.get(name) != self.initial.get(name)
+        ]  # fmt: skip
+
 
 @admin.register(Channel)
 class ChannelAdmin(admin.ModelAdmin[Channel]):
@@ -63,6 +87,21 @@ class ChannelAdmin(admin.ModelAdmin[Channel]):
     list_display = ("name", "kind", "enabled", "escalation", "failures", "failing_since")
     list_filter = ("kind", "enabled", "escalation")
     readonly_fields = ("failures", "failing_since")
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        """Saved with its policies and groups: an audit entry naming what changed."""
+        super().save_related(request, form, formsets, change)
+        channel_changed(
+            channel=form.instance, user=request.user, via=ADMIN, created=not change,
+            changed=form.fields_changed(),
+        )  # fmt: skip
+
+    def delete_model(self, request: HttpRequest, obj: Channel) -> None:
+        channel_delete(channel=obj, user=request.user, via=ADMIN)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Channel]) -> None:
+        for channel in queryset:
+            channel_delete(channel=channel, user=request.user, via=ADMIN)
 
 
 class AttemptInline(admin.TabularInline[DeliveryAttempt, Delivery]):

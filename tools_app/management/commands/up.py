@@ -1,5 +1,6 @@
 """Start the whole stack on this machine: Redis (embedded unless REDIS_URL), migrations,
-a Celery worker (with the beat that expires approvals) and daphne on 127.0.0.1.
+a Celery worker for tool calls (with the beat that expires approvals), a small one for
+notification deliveries, and daphne on 127.0.0.1.
 Ctrl-C stops everything it started."""
 
 from __future__ import annotations
@@ -23,12 +24,13 @@ from tools_app.live import redis_server
 from tools_app.management.commands.demo import start_demo
 from tools_app.models import AgentSession
 from tools_app.runtime import demo
+from tools_app.services.queueing import notify_queue
 
 Child = subprocess.Popen[bytes]
 
 
 class Command(BaseCommand):
-    help = "Start agentweb (Redis, migrations, Celery, daphne) on 127.0.0.1 until Ctrl-C."
+    help = "Start agentweb (Redis, migrations, Celery workers, daphne) on 127.0.0.1 until Ctrl-C."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--port", type=int, default=8000)
@@ -44,6 +46,7 @@ class Command(BaseCommand):
             call_command("migrate", interactive=False, verbosity=0)
             self._first_admin()
             children.append(self._start_celery(options["concurrency"]))
+            children.append(self._start_notify_worker())
             children.append(self._start_daphne(options["port"]))
             self._announce(options["port"])
             self._demo(options["port"])
@@ -83,6 +86,16 @@ class Command(BaseCommand):
             sys.executable, "-m", "celery", "-A", "agentweb", "worker", "--beat",
             "--loglevel", "INFO", "--queues", queues, "--concurrency", str(concurrency),
             "--schedule", settings.CELERY_BEAT_SCHEDULE_FILENAME,
+        ]  # fmt: skip
+        return subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def _start_notify_worker(self) -> Child:
+        """Deliveries wait on other people's servers (up to a timeout each, then retries):
+        threads in a worker of their own, so they never take a tool call's slot."""
+        command = [
+            sys.executable, "-m", "celery", "-A", "agentweb", "worker", "--hostname", "notify@%h",
+            "--loglevel", "INFO", "--queues", notify_queue(), "--pool", "threads",
+            "--concurrency", str(settings.AGENTWEB_NOTIFY_CONCURRENCY),
         ]  # fmt: skip
         return subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True)
 
