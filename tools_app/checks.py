@@ -9,7 +9,7 @@ from typing import Any
 from django.core.checks import CheckMessage, Error, Info, Warning, register
 
 from tools_app.core.tools import sandbox_user
-from tools_app.core.tools.overlay import cow_available
+from tools_app.core.tools.overlay import cow_available, cow_unavailable_reason
 
 
 @register()
@@ -24,7 +24,8 @@ def check_sandbox(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     return [
         Warning(
             "the copy-on-write sandbox (unshare + overlayfs + bubblewrap) does not work here: "
-            "every run_command waits for a person and runs unsandboxed.",
+            "every run_command waits for a person and runs unsandboxed "
+            f"({cow_unavailable_reason()}).",
             hint="Install bubblewrap and util-linux (apt-get install bubblewrap) and allow "
             "unprivileged user namespaces on every worker host; a root worker also needs "
             "idmapped mounts (Linux 5.19 or later).",

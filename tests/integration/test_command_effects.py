@@ -13,6 +13,7 @@ from django.contrib.auth.models import User
 
 from tests.unit.helpers import requires_cow
 from tools_app import services
+from tools_app.core.tools import overlay
 from tools_app.models import AgentSession, Policy, ToolCall
 
 pytestmark = [pytest.mark.django_db, requires_cow]
@@ -211,6 +212,7 @@ def test_without_a_sandbox_every_command_waits_for_a_person(
     call = command(session, "(sleep 1; echo late > late.txt) & echo started > f.txt")
     assert (call.status, call.rule) == ("awaiting_approval", "builtin:no-sandbox")
     assert "unsandboxed" in call.reason
+    assert overlay.cow_unavailable_reason() == "unshare or bwrap is not on PATH"
     assert call.preview["sandboxed"] is False
     assert not (workspace / "f.txt").exists()
     assert not (workspace / "late.txt").exists()

@@ -15,7 +15,7 @@ from tools_app.core.tools.base import SandboxOptions, ToolContext
 from tools_app.core.tools.effect import Effect
 from tools_app.core.tools.effect_apply import apply_effect
 from tools_app.core.tools.forge import Proposal, PullRequestRef
-from tools_app.core.tools.overlay import cow_available
+from tools_app.core.tools.overlay import cow_available, cow_unavailable_reason
 from tools_app.core.tools.paths import in_git_dir
 from tools_app.core.tools.registry import get_tool, validate_args
 
@@ -23,7 +23,7 @@ requires_cow = pytest.mark.skipif(
     not cow_available(),
     reason="the copy-on-write sandbox does not work here: it needs unshare, an overlay "
     "mount in a user namespace and bubblewrap (apt-get install bubblewrap; user "
-    "namespaces must be allowed)",
+    f"namespaces must be allowed); {cow_unavailable_reason()}",
 )
 
 

@@ -47,6 +47,7 @@ __all__ = [
     "CowRun",
     "build_cow_command",
     "cow_available",
+    "cow_unavailable_reason",
     "hidden_paths",
     "make_scratch",
     "readonly_paths",
@@ -351,11 +352,31 @@ def _mask_args(root: Path) -> list[str]:
     return out
 
 
+PROBE_ATTEMPTS = 2  # a probe that fails once by chance must not leave a process unsandboxed
+_probe: dict[str, str] = {"failure": ""}
+
+
 @functools.cache
 def cow_available() -> bool:
-    """True when unshare, an overlay mount and bubblewrap all work here (probed once)."""
+    """True when unshare, an overlay mount and bubblewrap all work here (probed once per
+    process, tried twice; why it failed is in `cow_unavailable_reason()`)."""
     if not (shutil.which("unshare") and shutil.which("bwrap")):
+        _probe["failure"] = "unshare or bwrap is not on PATH"
         return False
+    for _ in range(PROBE_ATTEMPTS):
+        _probe["failure"] = _probe_once()
+        if not _probe["failure"]:
+            return True
+    return False
+
+
+def cow_unavailable_reason() -> str:
+    """Why the last probe found no copy-on-write sandbox ("" when it found one)."""
+    return _probe["failure"]
+
+
+def _probe_once() -> str:
+    """ "" when a command runs in the copy-on-write sandbox and its one change is seen."""
     with tempfile.TemporaryDirectory(prefix="agentweb-probe-") as tmp:
         workspace = Path(tmp) / "ws"
         workspace.mkdir()
@@ -365,6 +386,8 @@ def cow_available() -> bool:
                 workspace, ["sh", "-c", "echo y > probe"], SandboxOptions(), timeout=30
             ) as run:
                 changed = [e.path for e in run.effect.entries]
-                return run.result.exit_code == 0 and changed == ["probe"]
-        except Exception:  # any failure means: not available, commands need a person
-            return False
+                if run.result.exit_code == 0 and changed == ["probe"]:
+                    return ""
+                return f"the probe command exited {run.result.exit_code}, changed {changed}"
+        except Exception as exc:  # any failure means: not available, commands need a person
+            return f"the probe failed: {type(exc).__name__}: {exc}"[:500]
