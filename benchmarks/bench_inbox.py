@@ -94,7 +94,7 @@ def setup(env: dict[str, str], calls: int) -> None:
             session=session,
             status=ToolCall.Status.AWAITING_APPROVAL,
             expires_at=expires,
-            decision="require_approval",
+            verdict="require_approval",
             reason="a person decides",
             rule="bench",
             **kind(n),

@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from tools_app.core import engine
@@ -145,29 +146,37 @@ def gateway_call_receive(
     """The call for one tool use, judged: the same call for a re-sent event, the earlier
     unanswered call for a retry of the same input, else a new one. `ran_in` is the
     event's `cwd`, where the agent runs it (the session keeps its first)."""
-    existing = ToolCall.objects.filter(session=session, tool_use_id=tool_use_id).first()
+    known = _calls_known(session, native_tool, tool_use_id)
+    existing = next((call for call in known if call.tool_use_id == tool_use_id), None)
     if existing is not None:
         return existing
-    joined = _join_retry(session, native_tool, native_input, tool_use_id)
+    joined = _join_retry(known, native_input, tool_use_id)
     if joined is not None:
         return joined
     try:
         call = _call_create(session, native_tool, native_input, tool_use_id)
-    except IntegrityError:  # the same event, sent twice at once
+    except IntegrityError:  # the same event, sent twice at once (or older than the window)
         return ToolCall.objects.get(session=session, tool_use_id=tool_use_id)
     return _call_judge(call, ran_in)
 
 
+JOIN_WINDOW = 20  # the newest unanswered calls of the same tool a retry may join
+
+
+def _calls_known(session: AgentSession, native_tool: str, tool_use_id: str) -> list[ToolCall]:
+    """In one query: the call of this tool_use_id, and the calls a retry could join."""
+    joinable = Q(native_tool=native_tool, status__in=JOINABLE, hook_answered_at=None)
+    wanted = ToolCall.objects.filter(Q(tool_use_id=tool_use_id) | joinable, session=session)
+    return list(wanted.order_by("-id")[: JOIN_WINDOW + 1])
+
+
 def _join_retry(
-    session: AgentSession, native_tool: str, native_input: dict[str, Any], tool_use_id: str
+    known: list[ToolCall], native_input: dict[str, Any], tool_use_id: str
 ) -> ToolCall | None:
     """A model whose call was answered "still awaiting approval" sends it again with a new
     tool_use_id: it joins that call, which then answers to the new id."""
     wanted = requested_hash(native_input)
-    candidates = ToolCall.objects.filter(
-        session=session, native_tool=native_tool, status__in=JOINABLE, hook_answered_at=None
-    ).order_by("-id")
-    for call in candidates[:20]:
+    for call in known[:JOIN_WINDOW]:
         if _gateway_facts(call).get("requested") != wanted:
             continue
         if ToolCall.objects.filter(pk=call.pk, hook_answered_at=None).update(
