@@ -27,11 +27,12 @@ pytestmark = pytest.mark.django_db
 ALLOWED_CALL_QUERIES = 10
 # An allowed PreToolUse, all in the request: SELECT the token (its last use is written at
 # most once a minute), the session, the call by tool_use_id or a retry to join; INSERT the
-# call, its seq and `received` event; SELECT the rules; the judge-and-claim UPDATE
-# (approved, then running: the hook answers in the same transaction), its two seqs and
-# two events in one INSERT. (Before: 18, with the token written each time, a second move
-# with its own seq and event, the call read back twice and its `Decision` asked.)
-ALLOWED_HOOK_QUERIES = 10
+# call; SELECT the rules; the judge-and-claim UPDATE (approved, then running: the hook
+# answers in the same transaction), one seq reservation and its three events (received,
+# approved, running) in one INSERT. (Before: 18, with the token written each time, a
+# second move and the `received` event each with their own seq and INSERT, the call read
+# back twice and its `Decision` asked.)
+ALLOWED_HOOK_QUERIES = 8
 # The model turn and the read_file it asks for, settled inline: the same at turn 2 and 30.
 TURN_QUERIES = 25
 CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE SAVEPOINT")

@@ -61,16 +61,27 @@ def _take_seqs(session_id: int, count: int) -> int:
     return int(row[0])
 
 
+Item = tuple[str, dict[str, Any]]  # an event not yet stored: its type and data
+
+
 def tool_call_event(call: ToolCall, type: str) -> Event:
     """An event about a tool call, carrying what a reviewer's card shows."""
     return event_append(session_id=call.session_id, type=type, data=tool_call_payload(call))
 
 
-def tool_call_events(call: ToolCall, statuses: Sequence[str]) -> list[Event]:
-    """One event per status the call went through in one transaction, in that order."""
+def tool_call_item(call: ToolCall, type: str) -> Item:
+    """The same event, as the call is now, to be stored later in a batch."""
+    return (type, tool_call_payload(call))
+
+
+def tool_call_events(
+    call: ToolCall, statuses: Sequence[str], *, first: Sequence[Item] = ()
+) -> list[Event]:
+    """One event per status the call went through in one transaction, in that order,
+    after the events in `first` (stored in the same batch)."""
     payload = tool_call_payload(call)
     items = [(f"tool_call.{status}", {**payload, "status": status}) for status in statuses]
-    return events_append(session_id=call.session_id, items=items)
+    return events_append(session_id=call.session_id, items=[*first, *items])
 
 
 def tool_call_payload(call: ToolCall) -> dict[str, Any]:

@@ -157,7 +157,7 @@ def gateway_call_receive(
         call = _call_create(session, native_tool, native_input, tool_use_id)
     except IntegrityError:  # the same event, sent twice at once (or older than the window)
         return ToolCall.objects.get(session=session, tool_use_id=tool_use_id)
-    return _call_judge(call, ran_in)
+    return _call_judge(call, ran_in, received=events.tool_call_item(call, "tool_call.received"))
 
 
 JOIN_WINDOW = 20  # the newest unanswered calls of the same tool a retry may join
@@ -215,27 +215,31 @@ def _call_create(
         native_input=storable_args(native_input),
         tool_use_id=tool_use_id,
     )
-    events.tool_call_event(call, "tool_call.received")
     return call
 
 
-def _call_judge(call: ToolCall, ran_in: str) -> ToolCall:
-    """Ask the policy, in gate mode, and record its verdict through the lifecycle."""
+def _call_judge(call: ToolCall, ran_in: str, *, received: events.Item) -> ToolCall:
+    """Ask the policy, in gate mode, and record its verdict through the lifecycle. The
+    call was stored in this transaction: its `received` event (what it was when stored)
+    goes in the verdict's batch, one seq reservation and one publish for both."""
     session = call.session
     spec = load_policy_or_denial(session.policy)
     native_input = dict(call.native_input or {})
     prepared = _prepare(spec, call, native_input, ran_in)
     prepared = _with_requested(prepared, requested_hash(native_input), ran_in)
     fields = {"tool": call.tool, **verdict_fields(call, prepared, spec)}
+    first = [received]
     if prepared.status == Status.APPROVED:
         now = timezone.now()
         fields.update(started_at=now, runner=GATEWAY_RUNNER, hook_answered_at=now)
-        moved = tool_call_move(call, "gateway_allow", by=POLICY, **fields)
+        moved = tool_call_move(call, "gateway_allow", by=POLICY, first=first, **fields)
     elif prepared.status == Status.AWAITING_APPROVAL:
-        moved = tool_call_move(call, "judge_wait", by=POLICY, **fields)
+        moved = tool_call_move(call, "judge_wait", by=POLICY, first=first, **fields)
     else:
-        moved = tool_call_move(call, "judge_end", by=POLICY, to=prepared.status, **fields)
+        move, to = "judge_end", prepared.status
+        moved = tool_call_move(call, move, by=POLICY, to=to, first=first, **fields)
     if not moved:
+        events.events_append(session_id=call.session_id, items=first)
         call.refresh_from_db()
     return call
 

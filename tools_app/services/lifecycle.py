@@ -13,7 +13,7 @@ waking its agent — and a held effect nobody will apply is dropped on every way
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,12 +133,14 @@ def tool_call_move(
     source: str | None = None,
     where: Q | None = None,
     then: Callable[[ToolCall], None] | None = None,
+    first: Sequence[events.Item] = (),
     **fields: Any,
 ) -> bool:
     """Move `call` once; False (nothing written) when it is no longer where the move
     starts. `source` narrows the start to the status the caller read; `where` adds
-    conditions; `then` runs in the same transaction right after a successful claim.
-    `call` is updated in place."""
+    conditions; `then` runs in the same transaction right after a successful claim;
+    `first` are events stored before the move's own, in its batch. `call` is updated
+    in place."""
     spec, target = _target(TOOL_CALL_MOVES, move, to, by)
     sources = spec.sources if source is None else spec.sources & {source}
     with transaction.atomic(savepoint=False):  # inside a caller's transaction: part of it
@@ -154,7 +156,7 @@ def tool_call_move(
             call.__dict__[_APPROVED_BY_PERSON] = False  # judged now, run or ended: by nobody
         if then is not None:
             then(call)
-        events.tool_call_events(call, [*spec.passes_through, target])
+        events.tool_call_events(call, [*spec.passes_through, target], first=first)
         _after(call, spec.after)
         notify_moved(call, move, previous)
     if spec.drops_held_effect and (source or previous) == Status.AWAITING_APPROVAL:
