@@ -16,6 +16,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
+from tools_app.api.hook_handler import WithHooks  # noqa: E402
 from tools_app.api.mcp_http import WithMcp  # noqa: E402
 from tools_app.live.routing import websocket_urlpatterns  # noqa: E402
 
@@ -35,7 +36,7 @@ http_application = (
 
 application = ProtocolTypeRouter(
     {
-        "http": WithMcp(http_application),
+        "http": WithHooks(WithMcp(http_application)),
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
         ),
