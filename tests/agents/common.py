@@ -6,12 +6,17 @@ import json
 import os
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from io import StringIO
 from pathlib import Path
 from typing import Any
 
+import pytest
 from django.core.management import call_command
 
+from tests.browser.server import Daphne
+from tests.helpers import Worker
 from tools_app.models import ToolCall
 
 WAIT_SECONDS = 120  # agentweb's hook wait in these tests
@@ -41,3 +46,17 @@ def awaiting_call(agent: subprocess.Popen[Any] | None = None) -> ToolCall:
             raise AssertionError(f"the agent ended, no call waits: {out}{err}"[-3000:])
         assert time.monotonic() < deadline, "no call came to wait for a person"
         time.sleep(0.1)
+
+
+@contextmanager
+def daphne_serving(
+    stack: Worker, tmp_path_factory: pytest.TempPathFactory, **settings: str
+) -> Iterator[str]:
+    """agentweb under daphne on the test database and Redis, with these settings; its URL."""
+    log = tmp_path_factory.mktemp("daphne") / "daphne.log"
+    server = Daphne({**stack.env, "DJANGO_DEBUG": "0", **settings}, log)
+    server.start()
+    try:
+        yield server.url
+    finally:
+        server.stop()

@@ -11,20 +11,17 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import Group, User
 
-from tests.agents.common import WAIT_SECONDS
-from tests.browser.server import Daphne
+from tests.agents.common import WAIT_SECONDS, daphne_serving
 from tests.helpers import ROOT, Worker
 from tools_app import services
 
 
 @pytest.fixture(scope="module")
 def agentweb(stack: Worker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    log = tmp_path_factory.mktemp("daphne") / "daphne.log"
-    env = {**stack.env, "DJANGO_DEBUG": "0", "AGENTWEB_HOOK_WAIT_SECONDS": str(WAIT_SECONDS)}
-    server = Daphne(env, log)
-    server.start()
-    yield server.url
-    server.stop()
+    with daphne_serving(
+        stack, tmp_path_factory, AGENTWEB_HOOK_WAIT_SECONDS=str(WAIT_SECONDS)
+    ) as url:
+        yield url
 
 
 @pytest.fixture

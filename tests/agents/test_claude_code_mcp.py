@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 
 from tests.agents.claude import finished, needs_claude, run_claude
+from tests.agents.common import daphne_serving
 from tests.agents.fake_anthropic import FakeAnthropic
-from tests.browser.server import Daphne
 from tests.helpers import Worker, git
 from tools_app import services
 from tools_app.models import AgentSession, Decision, Policy, PolicyRule, ToolCall
@@ -38,24 +38,15 @@ AWAITING = re.compile(r"call await_tool_call with id (\d+)")
 
 @pytest.fixture(scope="module")
 def agentweb(stack: Worker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    log = tmp_path_factory.mktemp("daphne-mcp") / "daphne.log"
-    env = {**stack.env, "DJANGO_DEBUG": "0", "AGENTWEB_MCP_WAIT_SECONDS": str(MCP_WAIT_SECONDS)}
-    server = Daphne(env, log)
-    server.start()
-    yield server.url
-    server.stop()
+    with daphne_serving(
+        stack, tmp_path_factory, AGENTWEB_MCP_WAIT_SECONDS=str(MCP_WAIT_SECONDS)
+    ) as url:
+        yield url
 
 
 @pytest.fixture
 def alice() -> User:
     return User.objects.create_user("alice")
-
-
-@pytest.fixture
-def rita() -> User:
-    user = User.objects.create_user("rita")
-    user.groups.add(Group.objects.get_or_create(name="reviewers")[0])
-    return user
 
 
 def mcp_args(url: str, folder: Path) -> tuple[str, ...]:
