@@ -3,13 +3,16 @@ the same answers, without the site's middleware chain and its thread hops."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
-from asgiref.sync import async_to_sync
+from asgiref.sync import async_to_sync, sync_to_async
+from asgiref.testing import ApplicationCommunicator
 from django.contrib.auth.models import User
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
@@ -17,6 +20,7 @@ from django.db import close_old_connections
 from agentweb.asgi import application
 from tools_app import services
 from tools_app.models import ToolCall
+from tools_app.selectors import records
 
 pytestmark = pytest.mark.django_db
 
@@ -77,3 +81,49 @@ def test_the_lean_handler_still_refuses_what_the_view_refuses(token: str) -> Non
     missing = send("POST", "/api/hooks/nowhere", token, EVENT)
     assert missing.status_code == 404
     assert not ToolCall.objects.exists()
+
+
+# Committed rows: under ApplicationCommunicator the view's database work runs in Django's
+# own thread for the request, on a connection of its own.
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_call_whose_agent_hangs_up_while_it_waits_leaves_the_inbox(
+    token: str, settings: Any
+) -> None:
+    settings.AGENTWEB_HOOK_WAIT_SECONDS = 60
+    env_write = {"file_path": "/home/alice/project/.env", "content": "API_KEY=1\n"}
+    event = {**EVENT, "tool_name": "Write", "tool_input": env_write, "tool_use_id": "toolu_w"}
+
+    async def hang_up() -> None:
+        hook = ApplicationCommunicator(application, _scope(token))
+        await hook.send_input({"type": "http.request", "body": json.dumps(event).encode()})
+        deadline = time.monotonic() + 30
+        while not await sync_to_async(_waits)("toolu_w"):
+            assert time.monotonic() < deadline, "the call never came to wait for a person"
+            await asyncio.sleep(0.05)
+        await hook.send_input({"type": "http.disconnect"})  # Claude Code stopped
+        await hook.wait(timeout=10)
+
+    async_to_sync(hang_up)()
+    call = ToolCall.objects.get(tool_use_id="toolu_w")
+    assert call.status == "cancelled"
+    assert "the agent stopped waiting" in call.result
+    assert not records.approvals_awaiting().filter(pk=call.pk).exists()
+    kinds = list(call.session.events.values_list("type", flat=True))
+    assert kinds[-2:] == ["tool_call.cancelled", "session.running"]  # no longer waiting
+
+
+def _waits(tool_use_id: str) -> bool:
+    return ToolCall.objects.filter(tool_use_id=tool_use_id, status="awaiting_approval").exists()
+
+
+def _scope(token: str) -> dict[str, Any]:
+    return {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+        "scheme": "http", "path": "/api/hooks/claude-code", "raw_path": b"/api/hooks/claude-code",
+        "query_string": b"", "root_path": "", "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8000),
+        "headers": [
+            (b"host", b"127.0.0.1"), (b"content-type", b"application/json"),
+            (b"authorization", f"Bearer {token}".encode()),
+        ],
+    }  # fmt: skip

@@ -9,6 +9,7 @@ without a thread, until it is decided or `AGENTWEB_HOOK_WAIT_SECONDS` pass (`wai
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -94,8 +95,12 @@ async def _answer(request: HttpRequest) -> dict[str, Any]:
         return answer
     call_id, session_id = waits
     wait = float(settings.AGENTWEB_HOOK_WAIT_SECONDS)
-    async with waiting.listening(session_id) as listener:
-        await listener.answer(call_id, wait, sync_to_async(_status), until=ANSWERABLE)
+    try:
+        async with waiting.listening(session_id) as listener:
+            await listener.answer(call_id, wait, sync_to_async(_status), until=ANSWERABLE)
+    except asyncio.CancelledError:  # the agent hung up (Django cancels the view)
+        await asyncio.shield(sync_to_async(gateway.gateway_call_abandon)(call_id=call_id))
+        raise
     return await sync_to_async(_final_answer)(call_id)
 
 

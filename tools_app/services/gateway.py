@@ -283,6 +283,21 @@ def _with_requested(prepared: engine.Prepared, requested: Any, ran_in: str) -> e
     return replace(prepared, preview=preview)
 
 
+ABANDONED = (
+    "the agent stopped waiting for the answer (its hook request ended) before a person decided"
+)
+
+
+def gateway_call_abandon(*, call_id: int) -> bool:
+    """The hook request of a call waiting for a person ended (the agent was stopped, or
+    gave up): no one would run an approval now, so the call is cancelled and leaves the
+    inbox. False when it was decided meanwhile."""
+    call = ToolCall.objects.filter(pk=call_id).first()
+    if call is None:
+        return False
+    return tool_call_move(call, "abandon", by=AGENT, result=ABANDONED, finished_at=timezone.now())
+
+
 def gateway_call_answered(*, call: ToolCall) -> ToolCall:
     """The hook was given this call's final answer: an approved call is now the agent's
     to run (`running`); any other is marked answered, so a retry no longer joins it."""

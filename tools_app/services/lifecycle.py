@@ -95,6 +95,15 @@ TOOL_CALL_MOVES: dict[str, Move] = {
         drops_held_effect=True,
     ),
     "cancel": _move(OPEN, {Status.CANCELLED}, {PERSON}, drops_held_effect=True),
+    # a gateway call whose agent stopped waiting (its hook request ended): nothing would
+    # run an approval, so the card goes
+    "abandon": _move(
+        {Status.AWAITING_APPROVAL},
+        {Status.CANCELLED},
+        {AGENT},
+        after=REFRESH,
+        drops_held_effect=True,
+    ),
     "claim_run": _move({Status.APPROVED}, {Status.RUNNING}, {WORKER, AGENT}),
     "finish": _move(
         {Status.RUNNING}, {Status.SUCCEEDED, Status.FAILED}, {WORKER, AGENT}, after=AFTER_RUN

@@ -33,7 +33,7 @@ WAITING, DECIDED, ESCALATED, DIGEST = (
     "tool_call.waiting", "tool_call.decided", "tool_call.escalated", "digest"
 )  # fmt: skip
 LOST_AFTER = timedelta(seconds=30)
-DECIDING_MOVES = frozenset({"decide_approve", "decide_deny", "expire", "cancel"})
+DECIDING_MOVES = frozenset({"decide_approve", "decide_deny", "expire", "cancel", "abandon"})
 State = Delivery.State
 Mode = NotifyPreference.Mode
 
