@@ -30,9 +30,11 @@ EVENT = {
 }  # fmt: skip
 
 
-async def _send(method: str, path: str, token: str, body: Any = None) -> httpx.Response:
+async def _send(
+    method: str, path: str, token: str, body: Any = None, host: str = "127.0.0.1"
+) -> httpx.Response:
     transport = httpx.ASGITransport(app=application)
-    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+    async with httpx.AsyncClient(transport=transport, base_url=f"http://{host}") as client:
         headers = {"Authorization": f"Bearer {token}"}
         content = None if body is None else json.dumps(body)
         return await client.request(method, path, headers=headers, content=content)
@@ -78,6 +80,11 @@ def test_the_lean_handler_still_refuses_what_the_view_refuses(token: str) -> Non
     assert send("GET", "/api/hooks/claude-code", token).status_code == 405
     refused = send("POST", "/api/hooks/claude-code", "aw_not-a-token", EVENT)
     assert "not valid" in refused.json()["hookSpecificOutput"]["permissionDecisionReason"]
+    elsewhere = async_to_sync(_send)(
+        "POST", "/api/hooks/claude-code", token, EVENT, host="agentweb.evil.example"
+    )
+    reason = elsewhere.json()["hookSpecificOutput"]["permissionDecisionReason"]
+    assert "Invalid HTTP_HOST header: 'agentweb.evil.example'" in reason
     missing = send("POST", "/api/hooks/nowhere", token, EVENT)
     assert missing.status_code == 404
     assert not ToolCall.objects.exists()
