@@ -52,9 +52,20 @@ def workspace(workspace_template: Path, tmp_path: Path) -> Path:
 # ...: Celery's queues and its unacked index) and its own channel prefix (pub/sub channels
 # ignore the database), so two processes' sessions numbered 1 never hear each other.
 XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
-LOCAL_REDIS = os.environ.get(
-    "AGENTWEB_TEST_REDIS_URL", f"redis://127.0.0.1:6379/{9 + int(XDIST_WORKER[2:] or 0)}"
-)
+
+
+def _process_redis(base: str) -> str:
+    """`base` (its database, 9 when it names none) moved up by this process's number; a
+    unix-socket URL is left as it is (one test process, or set a URL per process)."""
+    if not base.startswith(("redis://", "rediss://")):
+        return base
+    stem, _, database = base.rstrip("/").rpartition("/")
+    if not database.isdigit() or "://" not in stem:  # no database in the URL
+        stem, database = base.rstrip("/"), "9"
+    return f"{stem}/{int(database) + int(XDIST_WORKER[2:] or 0)}"
+
+
+LOCAL_REDIS = _process_redis(os.environ.get("AGENTWEB_TEST_REDIS_URL", "redis://127.0.0.1:6379/9"))
 CHANNEL_PREFIX = f"agentweb-test-{XDIST_WORKER}"
 
 
