@@ -334,7 +334,7 @@ def test_the_hook_urls_policy_governs_the_sessions_it_starts(claude: Hook) -> No
 def test_an_unknown_policy_is_a_deny_naming_it_and_starts_nothing(claude: Hook) -> None:
     claude.url = f"{URL}?policy=nope"
     reason = denial(claude.event("PreToolUse", "Bash", {"command": "ls"}))
-    assert "there is no policy named 'nope'" in reason
+    assert "There is no policy named 'nope'. (the hook URL's `policy`)" in reason
     assert not AgentSession.objects.filter(kind="gateway").exists()
     assert not ToolCall.objects.exists()
 

@@ -27,7 +27,7 @@ from tools_app.errors import ServiceError
 from tools_app.live import events
 from tools_app.models import AgentSession, Policy, ToolCall
 from tools_app.services.lifecycle import AGENT, POLICY, tool_call_move
-from tools_app.services.policies import load_policy_or_denial
+from tools_app.services.policies import load_policy_or_denial, policy_named
 from tools_app.services.tool_calls import session_counters, verdict_fields
 
 Status = ToolCall.Status
@@ -95,13 +95,10 @@ def _session_find(user: Any, external_id: str) -> AgentSession | None:
 
 
 def _policy_named(name: str) -> Policy:
-    found = Policy.objects.filter(name=name).first()
-    if found is None:
-        raise ServiceError(
-            f"there is no policy named {name[:100]!r} (the hook URL's `policy`; an admin "
-            "lists them in Django admin)"
-        )
-    return found
+    try:
+        return policy_named(name)
+    except ServiceError as exc:
+        raise ServiceError(f"{exc} (the hook URL's `policy`)") from exc
 
 
 @transaction.atomic

@@ -74,6 +74,14 @@ def policy_changed(
         _audit_policy(policy, Action.POLICY_CHANGE, user=user, via=via, details=details)
 
 
+def policy_named(name: str) -> Policy:
+    """The policy called `name`; ServiceError naming it when there is none."""
+    found = Policy.objects.filter(name=name).first()
+    if found is None:
+        raise ServiceError(f"There is no policy named {name[:100]!r}.")
+    return found
+
+
 def policy_delete(*, policy: Policy, user: Any, via: str) -> None:
     """Delete a policy (its rules with it), recorded. A policy sessions use is protected."""
     with transaction.atomic():

@@ -25,6 +25,7 @@ from tools_app.services.lifecycle import (
     session_wake_agent,
     tool_call_move,
 )
+from tools_app.services.policies import policy_named
 from tools_app.services.providers import model_spec_resolve
 from tools_app.services.queueing import (
     EVALUATE_TOOL_CALL,
@@ -52,9 +53,7 @@ def session_start(
     """Create a session and queue its clone on a worker; bad input changes nothing."""
     if not task.strip():
         raise ServiceError("`task` must not be empty.")
-    policy = Policy.objects.filter(name=policy_name).first()
-    if policy is None:
-        raise ServiceError(f"There is no policy named {policy_name!r}.")
+    policy = policy_named(policy_name)
     try:
         repo = workspaces.check_repo(repo, settings.AGENTWEB_REPO_ROOTS)
     except workspaces.WorkspaceError as exc:
