@@ -196,15 +196,22 @@ def _read(native: Mapping[str, Any], cwd: str) -> Mapped:
 
 def _glob(native: Mapping[str, Any], cwd: str) -> Mapped:
     where = _text(native, "path", required=False) or "."
-    args = {"path": workspace_path(where, cwd), "pattern": _text(native, "pattern")}
-    return Mapped("list_files", {**args, "recursive": True}, "core")
+    return _listing(workspace_path(where, cwd), _text(native, "pattern"))
 
 
 def _grep(native: Mapping[str, Any], cwd: str) -> Mapped:
-    where = _text(native, "path", required=False) or "."
-    args: dict[str, Any] = {"pattern": _text(native, "pattern")}
-    args["path"] = workspace_path(where, cwd)
-    include = _text(native, "glob", required=False)
+    where = workspace_path(_text(native, "path", required=False) or ".", cwd)
+    return _search(_text(native, "pattern"), where, _text(native, "glob", required=False))
+
+
+def _listing(path: str, pattern: str | None) -> Mapped:
+    """A glob of any agent: a recursive `list_files`."""
+    return Mapped("list_files", {"path": path, "pattern": pattern, "recursive": True}, "core")
+
+
+def _search(pattern: str | None, path: str, include: str | None) -> Mapped:
+    """A grep of any agent: `search_codebase`, with its file filter when it has one."""
+    args: dict[str, Any] = {"pattern": pattern, "path": path}
     if include:
         args["include"] = include
     return Mapped("search_codebase", args, "core")
@@ -256,8 +263,7 @@ def _gemini_read(native: Mapping[str, Any], cwd: str) -> Mapped:
 
 
 def _gemini_glob(native: Mapping[str, Any], cwd: str) -> Mapped:
-    args = {"path": _gemini_dir(native, cwd), "pattern": _text(native, "pattern")}
-    return Mapped("list_files", {**args, "recursive": True}, "core")
+    return _listing(_gemini_dir(native, cwd), _text(native, "pattern"))
 
 
 def _gemini_list(native: Mapping[str, Any], cwd: str) -> Mapped:
@@ -265,12 +271,8 @@ def _gemini_list(native: Mapping[str, Any], cwd: str) -> Mapped:
 
 
 def _gemini_grep(native: Mapping[str, Any], cwd: str) -> Mapped:
-    args: dict[str, Any] = {"pattern": _text(native, "pattern")}
-    args["path"] = _gemini_dir(native, cwd)
     include = _text(native, "include_pattern", required=False)
-    if include:
-        args["include"] = include
-    return Mapped("search_codebase", args, "core")
+    return _search(_text(native, "pattern"), _gemini_dir(native, cwd), include)
 
 
 # --- Codex CLI's apply_patch ---------------------------------------------------------
