@@ -250,19 +250,25 @@ def judge(native: str, native_input: dict[str, Any], policy: Any = DEFAULT, cwd:
 
 
 GATE: list[tuple[str, dict[str, Any], str, str]] = [
-    ("Bash", {"command": "ls -la"}, "approved", "builtin:default-allow"),
+    ("Bash", {"command": "ls -la"}, "approved", "gateway:proven"),
+    (
+        "Bash",
+        {"command": "git status && grep -n TODO src/a.py | wc -l"},
+        "approved",
+        "gateway:proven",
+    ),
     (
         "Bash",
         {"command": "git status && grep -r TODO src | wc -l"},
-        "approved",
-        "builtin:default-allow",
+        "awaiting_approval",
+        "gateway:not-proven",
     ),
-    ("Bash", {"command": "ls > listing.txt"}, "awaiting_approval", "gateway:not-read-only"),
-    ("Bash", {"command": "touch a"}, "awaiting_approval", "gateway:not-read-only"),
+    ("Bash", {"command": "ls > listing.txt"}, "awaiting_approval", "gateway:not-proven"),
+    ("Bash", {"command": "touch a"}, "awaiting_approval", "gateway:not-proven"),
     ("Bash", {"command": "python -c 'print(1)'"}, "awaiting_approval", "builtin:opaque-command"),
     ("Bash", {"command": "cat $(ls)"}, "awaiting_approval", "builtin:opaque-command"),
     ("Bash", {"command": "cat .env"}, "awaiting_approval", "builtin:command-secret"),
-    ("Bash", {"command": "curl https://example.com"}, "awaiting_approval", "gateway:not-read-only"),
+    ("Bash", {"command": "curl https://example.com"}, "awaiting_approval", "gateway:not-proven"),
     ("Bash", {"command": "rm -rf /"}, "denied", "builtin:blocked-command"),
     ("Bash", {"command": "chmod -R 777 /"}, "denied", "builtin:dangerous-command"),
     (
@@ -306,14 +312,37 @@ GATE: list[tuple[str, dict[str, Any], str, str]] = [
     ("NotebookEdit", {"notebook_path": "n.ipynb"}, "awaiting_approval", "gateway:unknown-tool"),
     ("Bash", {"command": ""}, "failed", ""),
     ("Write", {"file_path": 1, "content": "x"}, "failed", ""),
-    ("run_shell_command", {"command": "ls"}, "approved", "builtin:default-allow"),
+    ("run_shell_command", {"command": "ls"}, "approved", "gateway:proven"),
     ("run_shell_command", {"command": "rm -rf ../x"}, "denied", "builtin:dangerous-command"),
     (
         "run_shell_command",
         {"command": "ls", "dir_path": "/etc"},
-        "approved",
-        "builtin:default-allow",
+        "awaiting_approval",
+        "gateway:not-proven",
     ),
+    ("run_shell_command", {"command": "ls", "dir_path": "src"}, "approved", "gateway:proven"),
+    # The agent's file system may fold case: the lower-case checks hold for every spelling.
+    (
+        "Write",
+        {"file_path": f"{CWD}/.GIT/hooks/pre-commit", "content": "x"},
+        "denied",
+        "invariant:git-dir",
+    ),
+    (
+        "Write",
+        {"file_path": f"{CWD}/.GitHub/workflows/ci.yml", "content": "x"},
+        "awaiting_approval",
+        "builtin:protected-path",
+    ),
+    (
+        "Write",
+        {"file_path": f"{CWD}/.ENV", "content": "K=1\n"},
+        "awaiting_approval",
+        "builtin:protected-path",
+    ),
+    ("Read", {"file_path": f"{CWD}/config/.ENV"}, "awaiting_approval", "builtin:secret-path"),
+    ("Read", {"file_path": f"{CWD}/ID_RSA"}, "awaiting_approval", "builtin:secret-path"),
+    ("WebFetch", {"url": "https://example.com/a"}, "awaiting_approval", "gateway:network"),
     (
         "write_file",
         {"file_path": f"{CWD}/.env", "content": "K=1\n"},

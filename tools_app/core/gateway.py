@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from tools_app.core.codex_patch import PatchError, read_patch
 from tools_app.core.engine import STATUS_OF_VERDICT, Prepared
+from tools_app.core.gate import Fence, Proof, fold, prove_command
 from tools_app.core.policy.engine import evaluate
 from tools_app.core.policy.preview import command_review
 from tools_app.core.policy.types import CallFacts, PolicySpec, SessionCounters, Verdict
@@ -31,6 +32,8 @@ from tools_app.core.shell.commands import analyse_command
 from tools_app.core.tools.base import MAX_NAME_CHARS
 from tools_app.core.tools.errors import ToolError
 from tools_app.core.tools.jsonsafe import storable_args
+from tools_app.core.tools.netguard import host_allowed, parse_target
+from tools_app.core.tools.paths import protected_match
 from tools_app.core.tools.registry import validate_args
 from tools_app.core.tools.shell import MAX_TIMEOUT
 
@@ -69,6 +72,9 @@ class Mapped:
     kind: Kind
     problem: str = ""
     notes: tuple[str, ...] = field(default=())
+    # A command: the text the agent sent (its input's `command`) and the directory it
+    # runs in, which gate mode's proof reads (`args["command"]` may carry a `cd`).
+    sent: tuple[str, str] | None = None
 
 
 def native_tool_name(native_tool: str) -> str:
@@ -117,7 +123,9 @@ def _run_in(mapped: Mapped, cwd: str, ran_in: str) -> Mapped:
         return mapped
     command = f"cd {shlex.quote(ran_in)} && {mapped.args['command']}"
     notes = (*mapped.notes, f"runs in {ran_in}")
-    return Mapped(mapped.tool, {**mapped.args, "command": command}, "core", notes=notes)
+    sent_in = (mapped.sent[0], ran_in) if mapped.sent else None
+    args = {**mapped.args, "command": command}
+    return Mapped(mapped.tool, args, "core", notes=notes, sent=sent_in)
 
 
 def _same_dir(one: str, other: str) -> bool:
@@ -166,7 +174,7 @@ def _bash(native: Mapping[str, Any], cwd: str) -> Mapped:
         args["timeout"] = min(timeout_ms / 1000, MAX_TIMEOUT)
     background = native.get("run_in_background") is True
     notes = ("runs in the background on the agent's machine",) if background else ()
-    return Mapped("run_command", args, "core", notes=notes)
+    return Mapped("run_command", args, "core", notes=notes, sent=(args["command"], cwd))
 
 
 def _write(native: Mapping[str, Any], cwd: str) -> Mapped:
@@ -236,13 +244,14 @@ def _gemini_dir(native: Mapping[str, Any], cwd: str) -> str:
 
 def _gemini_shell(native: Mapping[str, Any], cwd: str) -> Mapped:
     """`run_shell_command` in `dir_path` is judged as `cd DIR && COMMAND`: what runs."""
-    command = str(_text(native, "command"))
+    sent = command = str(_text(native, "command"))
     where = _text(native, "dir_path", required=False)
     if where and not _same_dir(where, cwd):
         command = f"cd {shlex.quote(where)} && {command}"
     background = native.get("is_background") is True
     notes = ("runs in the background on the agent's machine",) if background else ()
-    return Mapped("run_command", {"command": command}, "core", notes=notes)
+    sent_in = (sent, where or cwd)
+    return Mapped("run_command", {"command": command}, "core", notes=notes, sent=sent_in)
 
 
 def _gemini_replace(native: Mapping[str, Any], cwd: str) -> Mapped:
@@ -373,12 +382,16 @@ def prepare_native(
     workspace = Path(cwd or "/nonexistent-agent-cwd")
     preview, lines = input_preview(mapped, args, workspace, policy)
     facts = CallFacts(mapped.tool, args, workspace, lines)
-    verdict = gate(mapped, args, evaluate(policy, facts, counters))
+    verdict, proof = gate(mapped, args, evaluate(policy, facts, counters), policy, cwd)
+    gateway = _gateway_facts(native_tool, mapped)
+    if proof is not None and proof.narrowed:
+        args, gateway = _narrowed(mapped, args, native_input, proof, gateway)
+        preview["command"] = args["command"]
     prepared = Prepared(
         status=STATUS_OF_VERDICT[verdict.kind],
         args=args,
         verdict=verdict,
-        preview={**preview, "gateway": _gateway_facts(native_tool, mapped)},
+        preview={**preview, "gateway": gateway},
         changed_lines=lines,
     )
     return mapped, prepared
@@ -388,35 +401,145 @@ def _gateway_facts(native_tool: str, mapped: Mapped) -> dict[str, Any]:
     return {"native_tool": native_tool, "where": NOT_SANDBOXED, "notes": list(mapped.notes)}
 
 
-def gate(mapped: Mapped, args: Mapping[str, Any], verdict: Verdict) -> Verdict:
-    """Gate mode: what the policy allows only because agentweb would have run it in its
-    sandbox (a command's effect judged after the fact), or allows by default (a tool it
-    does not know), waits for a person instead. An explicit rule's verdict stands."""
+def _narrowed(
+    mapped: Mapped,
+    args: dict[str, Any],
+    native_input: Mapping[str, Any],
+    proof: Proof,
+    gateway: dict[str, Any],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The call as gate mode narrowed it: the command in agentweb's arguments (behind the
+    `cd` the mapping put in front) and in the agent's own input, which the hook's answer
+    hands back as the input to run (`runs`)."""
+    sent = mapped.sent[0] if mapped.sent else str(args["command"])
+    command = str(args["command"])
+    prefix = command[: len(command) - len(sent)] if command.endswith(sent) else ""
+    runs = {**storable_args(dict(native_input)), "command": proof.narrowed}
+    notes = [*gateway["notes"], *proof.notes]
+    return {**args, "command": prefix + proof.narrowed}, {**gateway, "notes": notes, "runs": runs}
+
+
+def gate(
+    mapped: Mapped,
+    args: Mapping[str, Any],
+    verdict: Verdict,
+    policy: PolicySpec,
+    cwd: str,
+) -> tuple[Verdict, Proof | None]:
+    """Gate mode: nothing runs unseen on the agent's machine unless it is proven harmless
+    (a command: `core.gate`), changes nothing (an effect-free tool) or an explicit rule
+    allows it. The file-system checks are made again case-folded and normalised, as the
+    agent's file system may compare names (macOS, Windows). An explicit rule's verdict
+    stands, but for a write into `.git`, which no rule allows."""
+    folded = _folded_path_verdict(mapped, args, policy)
+    if folded is not None and (folded.kind == "deny" or not verdict.rule.startswith("rule ")):
+        return (folded, None) if _stricter(folded, verdict) else (verdict, None)
     if verdict.kind != "allow" or verdict.rule.startswith("rule "):
-        return _named_for_gateway(mapped, verdict)
+        return _named_for_gateway(mapped, verdict), None
     if mapped.kind == "no_effect":
         return Verdict(
             "allow", f"{mapped.tool} changes nothing in the workspace", "gateway:no-effect"
-        )
+        ), None
     if mapped.kind in {"mcp", "unknown"}:
-        what = "an MCP tool" if mapped.kind == "mcp" else "a tool agentweb does not know"
-        return Verdict(
-            "require_approval",
-            f"{mapped.tool} is {what}; it {NOT_SANDBOXED}, so a person approves it unless "
-            "a policy rule allows it by name",
-            f"gateway:{mapped.kind}-tool",
-        )
+        return _unknown_tool(mapped), None
     if mapped.tool == "run_command":
-        analysis = analyse_command(str(args.get("command", "")))
-        if not analysis.reads_only:
-            return Verdict(
-                "require_approval",
-                "the command is not proven to only read (every part a known read-only "
-                f"program, no redirection that writes); it {NOT_SANDBOXED}, so a person "
-                "approves it unless a policy rule allows it",
-                "gateway:not-read-only",
+        return _prove(mapped, args, policy, cwd)
+    if mapped.tool == "web_fetch":
+        return _network(args, policy), None
+    return verdict, None
+
+
+def _prove(
+    mapped: Mapped, args: Mapping[str, Any], policy: PolicySpec, cwd: str
+) -> tuple[Verdict, Proof]:
+    command, where = mapped.sent or (str(args.get("command", "")), cwd)
+    fence = Fence(cwd or "/", tuple(policy.protected_paths), tuple(policy.secret_paths))
+    proof = prove_command(command, where, fence)
+    if not proof.proven:
+        reason = (
+            f"gate mode cannot prove this command harmless: {proof.reason}. It "
+            f"{NOT_SANDBOXED}, so a person approves it unless a policy rule allows it"
+        )
+        return Verdict("require_approval", reason, "gateway:not-proven"), proof
+    reason = (
+        "gate mode proved it harmless: every program and option is on its list of those "
+        "that only read, every word is a plain literal, and every path is inside the "
+        "session's directory and neither protected nor secret"
+    )
+    return Verdict("allow", reason, "gateway:proven"), proof
+
+
+def _network(args: Mapping[str, Any], policy: PolicySpec) -> Verdict:
+    """A fetch from the agent's machine may carry anything it read out: it passes
+    unseen only to a host the policy names (`web_allow_hosts`, or an allow rule)."""
+    url = str(args.get("url", ""))
+    try:
+        target = parse_target(url)
+    except ValueError as exc:
+        return Verdict("deny", f"web_fetch of {url} cannot be judged: {exc}", "gateway:network")
+    if host_allowed(target, tuple(policy.web_allow_hosts)):
+        return Verdict(
+            "allow", f"{target.host} is in the policy's web_allow_hosts", "gateway:network"
+        )
+    return Verdict(
+        "require_approval",
+        f"web_fetch reaches {target.host} from the agent's machine, which could carry out "
+        "what the agent read; a person approves it unless the policy names the host "
+        "(web_allow_hosts, or an allow rule)",
+        "gateway:network",
+    )
+
+
+_WRITES = frozenset({"write_file", "edit_file"})
+_READS = frozenset({"read_file", "list_files", "search_codebase"})
+_SEVERITY = {"allow": 0, "require_approval": 1, "deny": 2}
+
+
+def _stricter(one: Verdict, other: Verdict) -> bool:
+    return _SEVERITY[one.kind] > _SEVERITY[other.kind]
+
+
+def _folded_path_verdict(
+    mapped: Mapped, args: Mapping[str, Any], policy: PolicySpec
+) -> Verdict | None:
+    """The path checks once more on the name case-folded and normalised: `.GIT/hooks`,
+    `.GitHub/workflows`, `.ENV` are the lower-case ones where the agent's disk folds
+    case."""
+    if mapped.kind != "core" or mapped.tool not in _WRITES | _READS:
+        return None
+    path = str(args.get("path", ""))
+    folded = fold(posixpath.normpath(path)) if path else ""
+    if not folded or folded.startswith("/") or folded.startswith("../"):
+        return None  # outside: the invariant already denies it
+    if mapped.tool in _WRITES and ".git" in folded.split("/"):
+        return Verdict(
+            "deny",
+            f"{path} is inside a .git directory (compared as the agent's file system may "
+            "compare names, case-folded); no tool writes there",
+            "invariant:git-dir",
+        )
+    checks = [("secret", policy.secret_paths, "builtin:secret-path")]
+    if mapped.tool in _WRITES:
+        checks.insert(0, ("protected", policy.protected_paths, "builtin:protected-path"))
+    for kind, patterns, rule in checks:
+        pattern = protected_match([fold(p) for p in patterns], folded)
+        if pattern is not None:
+            reason = (
+                f"{path} matches the {kind} pattern {pattern} (compared case-folded, as the "
+                "agent's file system may)"
             )
-    return verdict
+            return Verdict("require_approval", reason, rule)
+    return None
+
+
+def _unknown_tool(mapped: Mapped) -> Verdict:
+    what = "an MCP tool" if mapped.kind == "mcp" else "a tool agentweb does not know"
+    return Verdict(
+        "require_approval",
+        f"{mapped.tool} is {what}; it {NOT_SANDBOXED}, so a person approves it unless "
+        "a policy rule allows it by name",
+        f"gateway:{mapped.kind}-tool",
+    )
 
 
 def _named_for_gateway(mapped: Mapped, verdict: Verdict) -> Verdict:
@@ -424,17 +547,11 @@ def _named_for_gateway(mapped: Mapped, verdict: Verdict) -> Verdict:
     say what the tool really is."""
     if verdict.rule != "builtin:skill-tool" or mapped.kind == "core":
         return verdict
-    what = "an MCP tool" if mapped.kind == "mcp" else "a tool agentweb does not know"
     if mapped.kind == "no_effect":
         return Verdict(
             "allow", f"{mapped.tool} changes nothing in the workspace", "gateway:no-effect"
         )
-    return Verdict(
-        "require_approval",
-        f"{mapped.tool} is {what}; it {NOT_SANDBOXED}, so a person approves it unless a "
-        "policy rule allows it by name",
-        f"gateway:{mapped.kind}-tool",
-    )
+    return _unknown_tool(mapped)
 
 
 # --- previews from the input alone ---------------------------------------------------

@@ -199,6 +199,11 @@ def _gateway_facts(call: ToolCall) -> dict[str, Any]:
     return facts if isinstance(facts, dict) else {}
 
 
+def _gateway_facts_of(prepared: engine.Prepared) -> dict[str, Any]:
+    facts = (prepared.preview or {}).get("gateway")
+    return facts if isinstance(facts, dict) else {}
+
+
 @transaction.atomic
 def _call_create(
     session: AgentSession, native_tool: str, native_input: dict[str, Any], tool_use_id: str
@@ -225,6 +230,9 @@ def _call_judge(call: ToolCall, ran_in: str, *, received: events.Item) -> ToolCa
     prepared = _prepare(spec, call, native_input, ran_in)
     prepared = _with_requested(prepared, requested_hash(native_input), ran_in)
     fields = {"tool": call.tool, **verdict_fields(call, prepared, spec)}
+    runs = _gateway_facts_of(prepared).get("runs")
+    if isinstance(runs, dict):  # gate mode narrowed it: the agent is told to run this
+        fields["native_input"] = runs
     first = [received]
     if prepared.status == Status.APPROVED:
         now = timezone.now()

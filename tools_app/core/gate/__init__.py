@@ -1,0 +1,7 @@
+"""Gate mode: the proof a command must pass to run unseen on an agent's own machine."""
+
+from __future__ import annotations
+
+from tools_app.core.gate.proof import Fence, Proof, fold, prove_command
+
+__all__ = ["Fence", "Proof", "fold", "prove_command"]

@@ -1,0 +1,351 @@
+"""Gate mode's proof that a command only reads, and reads nothing secret.
+
+A command of an agent that runs its own tools (Claude Code, Codex, Gemini CLI) runs on a
+machine agentweb does not control: no sandbox, no effect judged afterwards. So it may
+pass without a person only when it is *proven* harmless, from its text alone:
+
+1. `words.read_script` reads it as plain literal words (or refuses it);
+2. every program is on `programs.PROGRAMS` (or is `git` with a listed subcommand, `cd`
+   or `find`), and every option it is given is one of that program's, spelled in full;
+3. every path it names — operands, option values, `< FILE` — lies inside the session's
+   directory, and, compared after Unicode normalisation and case folding (macOS and
+   Windows fold case), is not in a `.git` directory nor matches a protected or secret
+   pattern; output goes nowhere but the terminal and `/dev/null`.
+
+What reads a whole tree (`rg`, `git diff`, `git show`, `git log -p`) is *narrowed*: the
+proof appends the exclusions that keep the policy's secret files out (`--iglob '!PAT'`,
+`:(exclude)` pathspecs); the narrowed command is what the agent is told to run.
+
+Whatever is not proven waits for a person; the reason says which word failed. Pure
+Python, no Django.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import shlex
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from tools_app.core.gate.programs import (
+    FIND_FLAGS,
+    FIND_PRIMARIES,
+    GIT_GLOBAL,
+    GIT_PATCH_OPTIONS,
+    GIT_SHOWS_CONTENT,
+    GIT_SUBCOMMANDS,
+    PATTERN_OPTIONS,
+    PROGRAMS,
+    Kind,
+    Program,
+)
+from tools_app.core.gate.words import Simple, Unproven, read_script
+from tools_app.core.tools.paths import protected_match
+
+__all__ = ["Fence", "Proof", "fold", "prove_command"]
+
+_NUMBER = re.compile(r"[+-]?\d+[A-Za-z]{0,3}")
+_KEYWORD = re.compile(r"[A-Za-z0-9_.,:+=-]+")
+_OBJECT_ID = re.compile(r"[0-9a-fA-F]{4,64}")
+_REVISION = re.compile(r"[A-Za-z0-9_@+-][A-Za-z0-9_@+.~^/-]*")
+_HOME_SECRETS = re.compile(
+    r"/\.(ssh|aws|gnupg|kube|azure|config/gcloud|docker/config\.json|netrc|git-credentials)"
+    r"(/|$)|^/proc/[^/]+/(environ|mem|cmdline)$"
+)
+_HARMLESS_OUTPUT = "/dev/null"
+
+
+@dataclass(frozen=True)
+class Fence:
+    """What the proof checks paths against: the session's directory (absolute) and the
+    policy's protected and secret patterns."""
+
+    root: str
+    protected: tuple[str, ...] = ()
+    secret: tuple[str, ...] = ()
+
+    def folded(self) -> Fence:
+        return Fence(
+            self.root,
+            tuple(fold(p) for p in self.protected),
+            tuple(fold(p) for p in self.secret),
+        )
+
+
+@dataclass(frozen=True)
+class Proof:
+    """Proven or not; why not; and the command narrowed, when the proof narrowed it."""
+
+    proven: bool
+    reason: str = ""
+    narrowed: str = ""
+    notes: tuple[str, ...] = ()
+
+
+def fold(text: str) -> str:
+    """A path or pattern as a case-folding, normalising file system compares it."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def prove_command(command: str, where: str, fence: Fence) -> Proof:
+    """Whether `command`, run in `where`, is proven to only read non-secret files inside
+    the session's directory; narrowed where a whole tree is read."""
+    try:
+        return _Prover(command, fence).prove(where)
+    except Unproven as exc:
+        return Proof(False, str(exc))
+
+
+@dataclass
+class _Prover:
+    command: str
+    fence: Fence
+    dirs: set[str] = field(default_factory=set)
+    insertions: list[tuple[int, str]] = field(default_factory=list)
+    given: set[str] = field(default_factory=set)  # the options of the command being read
+    notes: list[str] = field(default_factory=list)
+
+    def prove(self, where: str) -> Proof:
+        self.fence = self.fence.folded()
+        root = posixpath.normpath(self.fence.root or "/")
+        start = posixpath.normpath(posixpath.join(root, where or "."))
+        if not _within(start, root):
+            raise Unproven(f"it runs in {where}, outside the session's directory {root}")
+        self.dirs = {start}
+        for simple in read_script(self.command).commands:
+            self._simple(simple)
+        narrowed = self.command
+        for at, text in sorted(self.insertions, reverse=True):
+            narrowed = narrowed[:at] + text + narrowed[at:]
+        changed = narrowed if narrowed != self.command else ""
+        return Proof(True, "", changed, tuple(dict.fromkeys(self.notes)))
+
+    # --- one simple command -----------------------------------------------------------
+
+    def _simple(self, simple: Simple) -> None:
+        for redirect in simple.redirects:
+            self._redirect(redirect.op, redirect.target, redirect.fd)
+        program, args = simple.words[0], simple.words[1:]
+        if "=" in program:
+            raise Unproven(f"`{program}` sets a variable")
+        if "/" in program:
+            raise Unproven(f"`{program}` runs a program by its path, not one gate mode knows")
+        if program == "cd":
+            self._cd(args)
+        elif program == "find":
+            self._find(args)
+        elif program == "git":
+            self._git(args, simple)
+        elif program in PROGRAMS:
+            operands = self._options(program, PROGRAMS[program], args)
+            self._operands(program, PROGRAMS[program], operands, simple)
+        else:
+            raise Unproven(
+                f"`{program}` is not one of the programs gate mode has proven to only read"
+            )
+
+    def _redirect(self, op: str, target: str, fd: str) -> None:
+        if op == "<":
+            self._path(target, "reads")
+        elif op == ">&" and fd in {"", "1", "2"} and target in {"1", "2"}:
+            return
+        elif target != _HARMLESS_OUTPUT:
+            raise Unproven(f"`{fd}{op} {target}` writes a file")
+
+    def _cd(self, args: list[str]) -> None:
+        if len(args) != 1 or args[0].startswith("-"):
+            raise Unproven("`cd` is proven only with one directory inside the session's")
+        for directory in list(self.dirs):
+            self.dirs.add(self._path(args[0], "enters", base=directory)[0])
+
+    # --- options and operands -----------------------------------------------------------
+
+    def _options(self, name: str, spec: Program, args: list[str]) -> list[tuple[str, bool]]:
+        """The operands (with whether they came after `--`), every option checked."""
+        operands: list[tuple[str, bool]] = []
+        self.given = set()
+        ended = not spec.takes_options
+        words = iter(args)
+        for word in words:
+            if ended or word == "-" or not word.startswith("-"):
+                operands.append((word, ended))
+            elif word == "--":
+                ended = True
+            elif word.startswith("--"):
+                self._long(name, spec, word, words)
+            elif spec.numeric_option and word[1:].isdigit():
+                continue
+            else:
+                self._short(name, spec, word, words)
+        return operands
+
+    def _long(self, name: str, spec: Program, word: str, words: Iterable[str]) -> None:
+        option, has_value, value = word.partition("=")
+        self.given.add(option)
+        kind = spec.long.get(option)
+        if kind is None and option in spec.optional:
+            if has_value:
+                self._value(spec.optional[option], value, f"{name} {option}")
+            return
+        if kind is None:
+            raise Unproven(f"`{name} {option}` is not an option gate mode has proven to only read")
+        if kind == "flag":
+            if has_value:
+                raise Unproven(f"`{name} {option}` takes no value")
+            return
+        if not has_value:
+            value = _next(words, f"{name} {option}")
+        self._value(kind, value, f"{name} {option}")
+
+    def _short(self, name: str, spec: Program, word: str, words: Iterable[str]) -> None:
+        for at, letter in enumerate(word[1:], start=1):
+            self.given.add(f"-{letter}")
+            kind = spec.short.get(letter)
+            if kind is None:
+                raise Unproven(
+                    f"`{name} -{letter}` is not an option gate mode has proven to only read"
+                )
+            if kind != "flag":
+                value = word[at + 1 :] or _next(words, f"{name} -{letter}")
+                self._value(kind, value, f"{name} -{letter}")
+                return
+
+    def _value(self, kind: Kind, value: str, option: str) -> None:
+        if kind == "num" and not _NUMBER.fullmatch(value):
+            raise Unproven(f"`{option}` takes a number, got `{value}`")
+        if kind == "word" and not _KEYWORD.fullmatch(value):
+            raise Unproven(f"`{option}` takes a plain keyword, got `{value}`")
+        if kind == "path":
+            self._path(value, "reads")
+
+    def _operands(
+        self, name: str, spec: Program, operands: list[tuple[str, bool]], simple: Simple
+    ) -> None:
+        if spec.operands == "none" and operands:
+            raise Unproven(f"`{name}` is proven only without operands")
+        if spec.max_operands is not None and len(operands) > spec.max_operands:
+            raise Unproven(f"`{name}` with more than {spec.max_operands} operands writes a file")
+        if spec.operands in {"text", "none"}:
+            return
+        paths = [value for value, _ in operands]
+        if spec.operands == "pattern_then_paths" and not self.given & PATTERN_OPTIONS:
+            paths = paths[1:]
+        for path in paths:
+            self._path(path, "reads")
+        if spec.recursive and "--files" not in self.given:  # names are not contents
+            self._narrow_search(simple)
+
+    # --- find and git -------------------------------------------------------------------
+
+    def _find(self, args: list[str]) -> None:
+        at = 0
+        while at < len(args) and not args[at].startswith("-"):
+            self._path(args[at], "lists")
+            at += 1
+        while at < len(args):
+            word = args[at]
+            if word in FIND_FLAGS:
+                at += 1
+            elif word in FIND_PRIMARIES and at + 1 < len(args):
+                self._value(FIND_PRIMARIES[word], args[at + 1], f"find {word}")
+                at += 2
+            else:
+                raise Unproven(f"`find {word}` is not a test gate mode has proven to only read")
+
+    def _git(self, args: list[str], simple: Simple) -> None:
+        while args and args[0] in GIT_GLOBAL:
+            args = args[1:]
+        if not args or args[0] not in GIT_SUBCOMMANDS:
+            what = f"`git {args[0]}`" if args else "`git` alone"
+            raise Unproven(f"{what} is not a git command gate mode has proven to only read")
+        sub, spec = args[0], GIT_SUBCOMMANDS[args[0]]
+        operands = self._options(f"git {sub}", spec, args[1:])
+        for value, after_dashes in operands:
+            if not after_dashes and spec.operands == "revisions_or_paths":
+                _revision(sub, value)
+            if spec.operands != "text":
+                self._path(value, "reads")
+        if spec.operands == "none" and operands:
+            raise Unproven(f"`git {sub}` is proven only without operands")
+        shows = sub in GIT_SHOWS_CONTENT or self.given & GIT_PATCH_OPTIONS
+        if shows and spec.operands == "revisions_or_paths":
+            self._narrow_git(sub, simple)
+
+    # --- paths --------------------------------------------------------------------------
+
+    def _path(self, value: str, verb: str, base: str = "") -> list[str]:
+        """The absolute places `value` may name (one per possible current directory)."""
+        if not value:
+            raise Unproven(f"an empty path is not a plain path to {verb.rstrip('s')}")
+        if value == "-":
+            return []
+        root = posixpath.normpath(self.fence.root or "/")
+        places = []
+        for directory in [base] if base else sorted(self.dirs):
+            full = posixpath.normpath(posixpath.join(directory, value))
+            if not _within(full, root):
+                secret = " (a secret of the machine)" if _HOME_SECRETS.search(fold(full)) else ""
+                raise Unproven(f"it {verb} `{value}`, outside the session's directory{secret}")
+            self._covered(value, verb, posixpath.relpath(full, root))
+            places.append(full)
+        return places
+
+    def _covered(self, value: str, verb: str, relative: str) -> None:
+        folded = fold(relative)
+        if ".git" in folded.split("/"):
+            raise Unproven(f"it {verb} `{value}`, inside a .git directory")
+        for kind, patterns in (("secret", self.fence.secret), ("protected", self.fence.protected)):
+            pattern = protected_match(patterns, folded)
+            if pattern is not None:
+                raise Unproven(f"it {verb} `{value}`, a {kind} path (`{pattern}`)")
+
+    # --- narrowing ------------------------------------------------------------------------
+
+    def _narrow_search(self, simple: Simple) -> None:
+        patterns = [p for p in self.fence.secret if p.strip() and not p.startswith("#")]
+        if not patterns:
+            return
+        globs = " ".join(f"--iglob {shlex.quote('!' + _anywhere(p))}" for p in patterns)
+        self.insertions.append((simple.end, " " + globs))
+        self.notes.append("rg leaves out the policy's secret files (--iglob '!PATTERN')")
+
+    def _narrow_git(self, sub: str, simple: Simple) -> None:
+        """`:(exclude)` pathspecs at the end; without `--` git takes a word starting
+        `:(` as a pathspec, so the operands before keep their meaning."""
+        patterns = [p for p in self.fence.secret if p.strip() and not p.startswith("#")]
+        if not patterns:
+            return
+        magic = ":(top,exclude,icase,glob)"
+        excludes = " ".join(shlex.quote(magic + _anywhere(p)) for p in patterns)
+        self.insertions.append((simple.end, f" {excludes}"))
+        self.notes.append(f"git {sub} leaves out the policy's secret files (:(exclude) pathspecs)")
+
+
+def _next(words: Iterable[str], option: str) -> str:
+    value = next(iter(words), None)
+    if value is None:
+        raise Unproven(f"`{option}` is missing its value")
+    return value
+
+
+def _within(path: str, root: str) -> bool:
+    return root == "/" or path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _revision(sub: str, value: str) -> None:
+    """A revision a proof can vouch for: not `REV:PATH` (a file's content at REV), not a
+    bare object id (which may name a blob, printed whole)."""
+    if ":" in value:
+        raise Unproven(f"`git {sub} {value}` names a file at a revision (`REV:PATH`)")
+    if _OBJECT_ID.fullmatch(value):
+        raise Unproven(f"`git {sub} {value}` names an object by its id, which may be a file's")
+    if not _REVISION.fullmatch(value):
+        raise Unproven(f"`git {sub} {value}` is not a plain revision or path")
+
+
+def _anywhere(pattern: str) -> str:
+    """A policy pattern as a glob that matches it at any depth (over-matching is safe)."""
+    body = pattern.strip().lstrip("/")
+    return body if body.startswith("**/") else f"**/{body}"
