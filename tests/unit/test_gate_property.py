@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -214,11 +215,11 @@ def commands(draw: st.DrawFn) -> str:
 
 
 @pytest.fixture(scope="module")
-def machine() -> Scratch:
+def machine() -> Iterator[Scratch]:
     if not bash_available():
         pytest.skip("bash and git are needed to run what the proof allows")
     made = Scratch(Path(tempfile.mkdtemp(prefix="agentweb-gate-")) / "machine")
-    yield made  # type: ignore[misc]
+    yield made
     shutil.rmtree(made.root.parent, ignore_errors=True)
 
 
