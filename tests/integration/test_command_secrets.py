@@ -90,11 +90,27 @@ def test_a_copy_of_the_secret_is_an_empty_file(lax_session: AgentSession, tracke
     assert (tracked / ".env").read_text() == f"SECRET={SECRET}\n"
 
 
-def test_git_show_of_a_tracked_secret_is_redacted(session: AgentSession) -> None:
+def test_git_show_of_a_tracked_secret_prints_a_placeholder(session: AgentSession) -> None:
+    """The sandbox's object store holds a placeholder where the secret blob was."""
     call = command(session, "git show HEAD:.env")
     assert call.status == "succeeded"
     assert SECRET not in call.result
-    assert "SECRET=[redacted]" in call.result
+    assert "[agentweb: withheld." in call.result
+
+
+@pytest.mark.parametrize(
+    "transform",
+    ["| rev", "| base64", "| tr a-z A-Z", "| cut -c1-12", "| cut -c13-", "| fold -w 4", "| od -c"],
+)
+def test_no_transform_of_a_tracked_secret_gets_past_the_sandbox(
+    transform: str, lax_session: AgentSession
+) -> None:
+    """Issue 30's six transforms, through the whole engine: nothing of the value."""
+    call = command(lax_session, f"git show HEAD:.env {transform}")
+    assert call.status == "succeeded"
+    for piece in (SECRET[:8], SECRET[8:], "abc123", "xyz"):
+        for text in (call.result, call.result[::-1], call.result.lower()):
+            assert piece not in "".join(text.split()).replace("\\n", "")
 
 
 def test_a_command_naming_the_secret_waits_and_once_approved_sees_it(

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from tools_app.core.shell.commands import CommandAnalysis
     from tools_app.core.tools.effect import Effect
     from tools_app.core.tools.forge import ForgeSettings
+    from tools_app.core.tools.git_view import ObjectView
 
 
 class ToolArgs(BaseModel):
@@ -82,6 +83,9 @@ class SandboxOptions:
     masked_files: tuple[str, ...] = ()
     # The secret files a person approved this command to see (its preview's list).
     secrets_visible: tuple[str, ...] = ()
+    # Filtered object stores shown over the workspace's git object directories, so that
+    # no secret file's content can be read from git (`tools/git_view.py`).
+    object_views: tuple[ObjectView, ...] = ()
 
 
 @dataclass(frozen=True)

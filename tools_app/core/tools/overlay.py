@@ -64,12 +64,24 @@ SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "
 # outside reaches it only through a handler, which kills everything at once. A
 # background job's stdin is /dev/null unless redirected: keep the caller's (fd 9).
 _RUN_TAIL = 'exec 9<&0; trap "kill -KILL -1; exit 143" TERM INT HUP; "$@" <&9 9<&- & wait $!'
+# After the workspace's overlay, each filtered object store (`tools/git_view.py`) over
+# its object directory: an overlay of its own (lower: the store, upper: `gvN/upper` in
+# the scratch dir), so git can still write objects inside the command. Arguments: a
+# count, then that many (lowerdir, workspace-relative target) pairs; a lowerdir that is
+# a passed descriptor is closed once its overlay holds it.
+_VIEWS = (
+    'n=$1; shift; i=0; while [ "$i" -lt "$n" ]; do '
+    'mount -t overlay overlay -o "lowerdir=$1,upperdir=gv$i/upper,workdir=gv$i/work,{opts}" '
+    '"merged/$2" || exit 125; '
+    'case $1 in /proc/self/fd/*) eval "exec ${{1#/proc/self/fd/}}<&-";; esac; '
+    "shift 2; i=$((i+1)); done; "
+)
 # Mounts the overlay from the scratch dir (relative paths: no escaping of the workspace
-# path in mount options), then runs bubblewrap.
+# path in mount options), then the object stores, then runs bubblewrap.
 _MOUNT_SCRIPT = (
     'cd "$1" && mount -t overlay overlay '
     "-o lowerdir=lower,upperdir=upper,workdir=work,userxattr merged || exit 125; "
-    "shift; " + _RUN_TAIL
+    "shift; " + _VIEWS.format(opts="userxattr") + _RUN_TAIL
 )
 # As root: the lower layer is the idmapped workspace mount open on fd $2, closed as soon
 # as the overlay holds it (through it the sandbox uid could write the real workspace).
@@ -77,7 +89,7 @@ _MOUNT_SCRIPT = (
 _ROOT_MOUNT_SCRIPT = (
     'cd "$1" && mount -t overlay overlay -o "lowerdir=/proc/self/fd/$2,upperdir=upper,'
     'workdir=work,redirect_dir=off,metacopy=off" merged || exit 125; '
-    'eval "exec $2<&-"; shift 2; ' + _RUN_TAIL
+    'eval "exec $2<&-"; shift 2; ' + _VIEWS.format(opts="redirect_dir=off,metacopy=off") + _RUN_TAIL
 )
 # Kernel knobs a command must never write, even where file modes would let it.
 _PROC_READONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
@@ -128,13 +140,17 @@ def run_copy_on_write(
     """
     root = Path(os.path.realpath(workspace))
     scratch = make_scratch(root)
-    lower_fd = None
+    fds: list[int] = []
     try:
         if sandbox_user.worker_is_root():
-            lower_fd = _idmapped(root)
+            fds.append(_idmapped(root))
+        views = _view_layers(scratch, options, fds)
         bounds = sandbox_user.limits(timeout)
+        lower_fd = fds[0] if sandbox_user.worker_is_root() else None
         result = processes.run_process(
-            build_cow_command(root, argv, options, scratch, lower_fd=lower_fd, bounds=bounds),
+            build_cow_command(
+                root, argv, options, scratch, lower_fd=lower_fd, bounds=bounds, views=views
+            ),
             cwd=str(scratch),
             env={**processes.scrubbed_env(processes.SANDBOX_HOME), **(extra_env or {})},
             timeout=timeout,
@@ -142,16 +158,36 @@ def run_copy_on_write(
             should_stop=should_stop,
             kill_grace=kill_grace,
             stdin=stdin,
-            pass_fds=() if lower_fd is None else (lower_fd,),
+            pass_fds=fds,
         )
         effect = read_effect(root, scratch / "upper")
     except BaseException:
         remove_scratch(scratch)
         raise
     finally:
-        if lower_fd is not None:
-            os.close(lower_fd)
+        for fd in fds:
+            os.close(fd)
     return CowRun(result, effect, scratch)
+
+
+def _view_layers(scratch: Path, options: SandboxOptions, fds: list[int]) -> list[tuple[str, str]]:
+    """(lowerdir, target) of each filtered object store: `gvN/{upper,work}` made in the
+    scratch dir; the lower layer is a link to the store, or for a root worker an idmapped
+    mount of it (its files then belong to the sandbox uid in the view), added to `fds`."""
+    layers: list[tuple[str, str]] = []
+    for i, view in enumerate(options.object_views):
+        base = scratch / f"gv{i}"
+        for path in (base, base / "upper", base / "work"):
+            path.mkdir()
+            if sandbox_user.worker_is_root():
+                os.chown(path, *sandbox_user.sandbox_ids())
+        if sandbox_user.worker_is_root():
+            fds.append(_idmapped(view.store))
+            layers.append((f"/proc/self/fd/{fds[-1]}", view.objects))
+        else:
+            (base / "lower").symlink_to(view.store)
+            layers.append((f"gv{i}/lower", view.objects))
+    return layers
 
 
 def _idmapped(root: Path) -> int:
@@ -229,14 +265,17 @@ def build_cow_command(
     *,
     lower_fd: int | None = None,
     bounds: sandbox_user.Limits | None = None,
+    views: Sequence[tuple[str, str]] = (),
 ) -> list[str]:
     """The full command line: unshare + overlay mount, limits, bubblewrap, then `argv`.
 
     `scratch` must hold `lower` (a symlink to the workspace), `upper`, `work` and
     `merged` (see `make_scratch`). With `lower_fd` (a root worker's idmapped workspace,
     `sandbox_user.idmapped_workspace`) the overlay is mounted as root in a mount
-    namespace and everything after it runs as the sandbox uid. Plain argv, no Python:
-    an unprivileged test runs it.
+    namespace and everything after it runs as the sandbox uid. `views` are the
+    (lowerdir, workspace-relative object directory) pairs of the filtered object stores
+    mounted over the view next (`_view_layers`). Plain argv, no Python: an unprivileged
+    test runs it.
     """
     root = os.path.realpath(workspace)
     unshare = shutil.which("unshare") or "/usr/bin/unshare"
@@ -249,6 +288,8 @@ def build_cow_command(
         cmd = [unshare, "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child"]
         # bash, not sh: dash cannot close a descriptor above 9.
         cmd += ["bash", "-c", _ROOT_MOUNT_SCRIPT, "agentweb-cow", str(scratch), str(lower_fd)]
+    cmd += [str(len(views)), *(part for view in views for part in view)]
+    if lower_fd is not None:
         cmd += sandbox_user.setpriv_args()
     cmd += sandbox_user.prlimit_args(bounds)
     return cmd + bwrap_args(Path(root), scratch / "merged", options, bounds) + ["--", *argv]

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 from pydantic import Field
 
-from tools_app.core.tools import overlay, processes, secret_files
+from tools_app.core.tools import git_view, overlay, processes, secret_files
 from tools_app.core.tools.base import MAX_COMMAND_CHARS, SandboxOptions, ToolArgs, ToolContext
 from tools_app.core.tools.effect import Effect
 from tools_app.core.tools.errors import ToolError
@@ -64,15 +64,19 @@ def run_argv(
             extra_env=env,
         )
         return format_result(result, timeout) + "\n" + UNSANDBOXED_NOTE
-    with overlay.run_copy_on_write(
-        ctx.workspace,
-        argv,
-        _with_secrets_masked(ctx),
-        timeout=timeout,
-        should_stop=ctx.should_stop,
-        stdin=stdin,
-        extra_env=env,
-    ) as run:
+    options = _with_secrets_masked(ctx)
+    with (
+        git_view.object_views(ctx.workspace, options.secret_paths) as views,
+        overlay.run_copy_on_write(
+            ctx.workspace,
+            argv,
+            dataclasses.replace(options, object_views=views),
+            timeout=timeout,
+            should_stop=ctx.should_stop,
+            stdin=stdin,
+            extra_env=env,
+        ) as run,
+    ):
         text = format_result(run.result, timeout)
         note = _judge(ctx, run.effect)
     return text + "\n" + note if note else text
@@ -80,7 +84,8 @@ def run_argv(
 
 def _with_secrets_masked(ctx: ToolContext) -> SandboxOptions:
     """Every secret file of the workspace masked, but those a person approved this
-    command to see (a ToolError when they cannot all be known: nothing runs)."""
+    command to see (a ToolError when they cannot all be known: nothing runs). Their
+    content in git's objects stays out whatever a person approved (`git_view`)."""
     options = ctx.sandbox
     masked = secret_files.to_mask(ctx.workspace, options.secret_paths, options.secrets_visible)
     return dataclasses.replace(options, masked_files=masked)
