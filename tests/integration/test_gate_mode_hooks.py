@@ -121,7 +121,8 @@ def test_a_narrowed_command_is_the_one_the_agent_is_told_to_run(
     call = ToolCall.objects.get()
     assert call.native_input == {"command": runs}
     assert call.args["command"] == runs
-    assert "leaves out the policy's secret files" in " ".join(call.preview["gateway"]["notes"])
+    notes = (call.preview or {})["gateway"]["notes"]
+    assert "leaves out the policy's secret files" in " ".join(notes)
     assert "src/app.py" in machine.run(runs)
 
 
