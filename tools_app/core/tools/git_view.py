@@ -44,6 +44,7 @@ import os
 import secrets
 import shutil
 import stat
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,6 +62,7 @@ MAX_MODULES = 200  # submodule git dirs looked at per workspace
 _STATE_FILES = ("HEAD", "packed-refs", "index", "shallow")
 _STATE_DIRS = ("refs", "logs", "worktrees")
 _TRY_EXCLUSIVE = fcntl.LOCK_EX | fcntl.LOCK_NB
+RACY_NS = 100_000_000  # a clean verdict on a store written this recently is not kept
 
 
 @dataclass(frozen=True)
@@ -177,9 +179,9 @@ def _store_for(
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     with _locked(home / "lock", fcntl.LOCK_EX):
         state = _state(home)
-        refs, objects = _refs_state(git_dir), _objects_state(git_dir)
-        if not _current(home, state, refs, objects):
-            state = _build(home, git_dir, prefixes, patterns, refs, objects)
+        refs = _refs_state(git_dir)
+        if not _current(home, state, refs, git_dir):
+            state = _build(home, git_dir, prefixes, patterns, refs)
             _sweep(home, keep=state.get("generation"))
             _sweep_orphans(home)
         generation = state.get("generation")
@@ -194,11 +196,11 @@ def _store_for(
         hold.__exit__(None, None, None)
 
 
-def _current(home: Path, state: dict[str, Any], refs: str, objects: str) -> bool:
+def _current(home: Path, state: dict[str, Any], refs: str, git_dir: Path) -> bool:
     if state.get("refs") != refs:
         return False
     if state.get("kind") == "clean":
-        return state.get("objects") == objects
+        return state.get("objects") == _objects_state(git_dir)
     return bool(state.get("generation")) and (home / state["generation"]).is_dir()
 
 
@@ -208,9 +210,10 @@ def _build(
     prefixes: tuple[str, ...],
     patterns: tuple[str, ...],
     refs: str,
-    objects: str,
 ) -> dict[str, Any]:
     """Judge the repository and, unless it is clean, write a new generation."""
+    started = time.time_ns()
+    objects = _objects_state(git_dir)  # before git looks: a later write makes it stale
     state: dict[str, Any] = {"git_dir": str(git_dir), "refs": refs, "objects": objects}
     generation = f"gen-{secrets.token_hex(8)}"
     scratch = home / f"tmp-{generation}"
@@ -219,6 +222,8 @@ def _build(
         listing = git_objects.reachable(git_dir).objects
         if not found and git_objects.local_object_count(git_dir) == len(listing):
             state["kind"] = "clean"
+            if _newest_write(git_dir) > started - RACY_NS:
+                state["objects"] = "racy"  # judged again next time, as git's racy index
         else:
             keep = [oid for oid in listing if oid not in found]
             git_objects.write_store(git_dir, scratch, keep, sorted(found))
@@ -289,12 +294,27 @@ def _refs_state(git_dir: Path) -> str:
 
 
 def _objects_state(git_dir: Path) -> str:
-    """A digest of the object directories: any object written changes one of them."""
-    objects = git_dir / "objects"
-    names = ["", "pack", "info", *(f"{i:02x}" for i in range(256))]
-    parts = [_stamp(objects / name) for name in names]
-    parts.append(_stamp(objects / "info" / "alternates"))
+    """A digest of the object directories: any object written changes one of them
+    (unless within the same clock tick as the digest: see RACY_NS)."""
+    parts = [_stamp(path) for path in _object_dirs(git_dir)]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def _object_dirs(git_dir: Path) -> list[Path]:
+    objects = git_dir / "objects"
+    names = ["", "pack", "info", "info/alternates", *(f"{i:02x}" for i in range(256))]
+    return [objects / name for name in names]
+
+
+def _newest_write(git_dir: Path) -> int:
+    """The latest change time (ns) of an object directory: a file system's timestamps
+    are a clock tick coarse, so a write in the tick a digest was taken may not show."""
+    newest = 0
+    for path in _object_dirs(git_dir):
+        with contextlib.suppress(OSError):
+            st = os.lstat(path)
+            newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
+    return newest
 
 
 def _tree_stamps(top: Path) -> list[str]:
