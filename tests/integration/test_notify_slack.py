@@ -77,16 +77,17 @@ def waiting_in(session: AgentSession) -> ToolCall:
 
 def click(
     call: ToolCall, slack_user: str, action: str = "approve", *, secret: str = SIGNING,
-    age: int = 0, trigger: str = "",
+    age: int = 0, trigger: str = "", headers: Any = None,
 ) -> Any:  # fmt: skip
-    """POST what Slack posts for a button click, signed with `secret`, `age` seconds old."""
+    """POST what Slack posts for a button click, signed with `secret`, `age` seconds old;
+    `headers` replace the signed ones."""
     payload = {
         "type": "block_actions", "user": {"id": slack_user, "username": "someone"},
         "actions": [{"action_id": action, "value": str(call.pk), "type": "button"}],
     }  # fmt: skip
     if trigger:
         payload["trigger_id"] = trigger
-    return slack_post(payload, secret=secret, age=age)
+    return slack_post(payload, secret=secret, age=age, headers=headers)
 
 
 def submit(
@@ -102,13 +103,17 @@ def submit(
     return slack_post(payload, secret=secret, age=age)
 
 
-def slack_post(payload: dict[str, Any], *, secret: str, age: int) -> Any:
+def slack_post(
+    payload: dict[str, Any], *, secret: str = SIGNING, age: int = 0, headers: Any = None
+) -> Any:
+    """POST `payload` signed as Slack signs it; `headers` replace the signed ones."""
     body = urlencode({"payload": json.dumps(payload)}).encode()
     stamp = str(int(time.time()) - age)
     mac = hmac.new(secret.encode(), f"v0:{stamp}:".encode() + body, hashlib.sha256)
+    signed = {"X-Slack-Request-Timestamp": stamp, "X-Slack-Signature": f"v0={mac.hexdigest()}"}
     return Client().post(
         "/slack/interactivity/team/", body, content_type="application/x-www-form-urlencoded",
-        headers={"X-Slack-Request-Timestamp": stamp, "X-Slack-Signature": f"v0={mac.hexdigest()}"},
+        headers={**signed, **(headers or {})},
     )  # fmt: skip
 
 
@@ -174,19 +179,58 @@ def test_an_approval_clicked_in_slack_by_a_linked_reviewer_decides(
     assert slack.received[-1].path == "/api/chat.update"
 
 
+def hostile(**headers: str) -> dict[str, Any]:
+    return {"headers": {name.replace("_", "-"): value for name, value in headers.items()}}
+
+
 @pytest.mark.parametrize(
-    ("how", "status"),
-    [({"secret": "forged-secret"}, 401), ({"age": 600}, 401)],
-    ids=["forged", "stale"],
+    "how",
+    [
+        pytest.param({"secret": "forged-secret"}, id="forged"),
+        pytest.param({"age": 600}, id="stale"),
+        pytest.param(hostile(X_Slack_Request_Timestamp="\u00b2"), id="superscript two"),
+        pytest.param(hostile(X_Slack_Request_Timestamp="\u0661" * 10), id="Arabic-Indic digits"),
+        pytest.param(hostile(X_Slack_Request_Timestamp="9" * 5000), id="5,000 digits"),
+        pytest.param(hostile(X_Slack_Request_Timestamp="-1"), id="negative timestamp"),
+        pytest.param(hostile(X_Slack_Request_Timestamp=""), id="empty timestamp"),
+        pytest.param(hostile(X_Slack_Signature="v0=\u00b2"), id="non-ASCII signature"),
+        pytest.param(hostile(X_Slack_Signature=""), id="empty signature"),
+    ],
 )
-def test_a_forged_or_stale_click_changes_nothing(
+def test_a_forged_stale_or_garbled_click_is_a_401_and_changes_nothing(
     slack: Receiver, channel: Channel, workspace: Path, creator: User, reviewer: User,
-    how: dict[str, Any], status: int,
+    how: dict[str, Any],
 ) -> None:  # fmt: skip
     SlackUser.objects.create(slack_id="U0RITA", user=reviewer)
     call = waiting_in(session_of(creator, workspace))
     answer = click(call, "U0RITA", **how)
-    assert answer.status_code == status
+    assert answer.status_code == 401, answer.content
+    assert answer.json()["detail"].startswith("Refused: ")
+    call.refresh_from_db()
+    assert call.status == "awaiting_approval"
+    assert not AuditEntry.objects.filter(action="decision").exists()
+
+
+@pytest.mark.parametrize("value", ["\u00b2", "\u0661", "9" * 30, "-1", ""])
+def test_a_signed_click_or_form_naming_no_call_id_is_a_400_and_changes_nothing(
+    slack: Receiver, channel: Channel, workspace: Path, creator: User, reviewer: User,
+    value: str,
+) -> None:  # fmt: skip
+    SlackUser.objects.create(slack_id="U0RITA", user=reviewer)
+    call = waiting_in(session_of(creator, workspace))
+    clicked = {
+        "type": "block_actions", "user": {"id": "U0RITA"},
+        "actions": [{"action_id": "approve", "value": value}],
+    }  # fmt: skip
+    submitted = {
+        "type": "view_submission", "user": {"id": "U0RITA"},
+        "view": {"callback_id": "agentweb_deny", "private_metadata": value,
+                 "state": {"values": {"reason": {"reason": {"value": "no"}}}}},
+    }  # fmt: skip
+    for payload in (clicked, submitted):
+        answer = slack_post(payload)
+        assert answer.status_code == 400, answer.content
+        assert "Not an interaction agentweb sent" in answer.json()["detail"]
     call.refresh_from_db()
     assert call.status == "awaiting_approval"
     assert not AuditEntry.objects.filter(action="decision").exists()

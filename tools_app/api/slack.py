@@ -21,10 +21,12 @@ import time
 from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http.multipartparser import MultiPartParserError
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from tools_app import access, services
+from tools_app.core.digits import ascii_int
 from tools_app.core.notify import messages, signing
 from tools_app.models import AuditEntry, Channel, SlackUser, ToolCall
 
@@ -70,6 +72,8 @@ def slack_interactivity(request: HttpRequest, channel_name: str) -> HttpResponse
 def _payload(request: HttpRequest) -> dict[str, Any]:
     try:
         payload = json.loads(request.POST.get("payload", ""))
+    except MultiPartParserError:
+        raise ValueError("the body is not a form Slack sends") from None
     except ValueError:
         raise ValueError("the payload is not JSON") from None
     if not isinstance(payload, dict):
@@ -85,9 +89,12 @@ def _click(payload: dict[str, Any]) -> tuple[str, str, int, str]:
         name, value = str(action["action_id"]), str(action["value"])
     except (KeyError, IndexError, TypeError):
         raise ValueError("the payload is not a block_actions JSON") from None
-    if name not in DECISIONS or not value.isdigit():
-        raise ValueError(f"unknown action {name!r}")
-    return slack_id, DECISIONS[name], int(value), str(payload.get("trigger_id") or "")
+    call_id = ascii_int(value)
+    if name not in DECISIONS:
+        raise ValueError(f"unknown action {name[:100]!r}")
+    if call_id is None:
+        raise ValueError("the action's value is not a tool call id")
+    return slack_id, DECISIONS[name], call_id, str(payload.get("trigger_id") or "")
 
 
 def _submission(payload: dict[str, Any]) -> tuple[str, int, str]:
@@ -95,14 +102,15 @@ def _submission(payload: dict[str, Any]) -> tuple[str, int, str]:
     try:
         slack_id = str(payload["user"]["id"])
         view = payload["view"]
-        callback, call_id = str(view["callback_id"]), str(view["private_metadata"])
+        callback, metadata = str(view["callback_id"]), str(view["private_metadata"])
         values = view["state"]["values"]
         reason = values[messages.REASON_BLOCK][messages.REASON_INPUT].get("value") or ""
     except (KeyError, TypeError, AttributeError):
         raise ValueError("the payload is not the deny form's view_submission") from None
-    if callback != messages.DENY_CALLBACK or not call_id.isdigit():
-        raise ValueError(f"unknown form {callback!r}")
-    return slack_id, int(call_id), str(reason).strip()
+    call_id = ascii_int(metadata)
+    if callback != messages.DENY_CALLBACK or call_id is None:
+        raise ValueError(f"unknown form {callback[:100]!r}")
+    return slack_id, call_id, str(reason).strip()
 
 
 def _ask_why(channel: Channel, slack_id: str, call_id: int, trigger: str) -> HttpResponse:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 
+from tools_app.core.digits import ascii_int
+
 SIGNATURE_HEADER = "X-Agentweb-Signature"
 MAX_AGE_SECONDS = 300
 
@@ -26,14 +28,20 @@ def webhook_signature(secret: str, timestamp: int, body: bytes) -> str:
     return f"t={timestamp},v1={_hex(secret, str(timestamp).encode() + b'.' + body)}"
 
 
+def _same(expected: str, sent: str) -> bool:
+    """A constant-time comparison that takes any text a header may carry (compare_digest
+    raises on a str with non-ASCII characters)."""
+    return hmac.compare_digest(expected.encode(), sent.encode("utf-8", "replace"))
+
+
 def webhook_verify(secret: str, header: str, body: bytes, now: float) -> bool:
     """What a receiver checks: a known scheme, a fresh timestamp, the same HMAC."""
     parts = dict(item.split("=", 1) for item in header.split(",") if "=" in item)
     stamp, signature = parts.get("t", ""), parts.get("v1", "")
-    if not stamp.isdigit() or abs(now - int(stamp)) > MAX_AGE_SECONDS:
+    seconds = ascii_int(stamp)
+    if seconds is None or abs(now - seconds) > MAX_AGE_SECONDS:
         return False
-    expected = _hex(secret, stamp.encode() + b"." + body)
-    return hmac.compare_digest(expected, signature)
+    return _same(_hex(secret, stamp.encode() + b"." + body), signature)
 
 
 def slack_signature(signing_secret: str, timestamp: str, body: bytes) -> str:
@@ -46,10 +54,11 @@ def slack_verify(
     """Why a Slack request is refused ("" when it is genuine and fresh)."""
     if not signing_secret:
         return "this channel has no signing secret"
-    if not timestamp.isdigit():
-        return "no request timestamp"
-    if abs(now - int(timestamp)) > MAX_AGE_SECONDS:
+    seconds = ascii_int(timestamp)
+    if seconds is None:
+        return "no request timestamp (X-Slack-Request-Timestamp: seconds, in ASCII digits)"
+    if abs(now - seconds) > MAX_AGE_SECONDS:
         return "the request is stale (its timestamp is more than five minutes off)"
-    if not hmac.compare_digest(slack_signature(signing_secret, timestamp, body), signature):
+    if not _same(slack_signature(signing_secret, timestamp, body), signature):
         return "the signature does not match"
     return ""
