@@ -16,11 +16,15 @@ from io import StringIO
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+from asgiref.sync import async_to_sync
 from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.test import Client
 
+from agentweb.asgi import application
 from tests.integration.helpers import Api
 from tools_app import services
 from tools_app.core.tools.jsonsafe import storable_json
@@ -189,6 +193,76 @@ def test_a_wait_that_is_not_a_sane_number_is_a_422(
     answer = alice.get(f"/tool-calls/{waiting_call.pk}?wait={wait}")
     assert answer.status_code == 422, answer.content
     assert any("wait" in error["loc"] for error in answer.json()["detail"])
+
+
+# --- /mcp: Host and Origin are checked before anything else, as the site's chain does ------
+
+INITIALIZE = {
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+               "clientInfo": {"name": "evil", "version": "1"}},
+}  # fmt: skip
+
+
+async def _mcp(headers: dict[str, str], host: str) -> httpx.Response:
+    """POST an initialize to `/mcp` of daphne's ASGI application, in this process."""
+    transport = httpx.ASGITransport(app=application)
+    async with httpx.AsyncClient(transport=transport, base_url=f"http://{host}") as client:
+        accept = {"Accept": "application/json, text/event-stream"}
+        return await client.post("/mcp", json=INITIALIZE, headers={**accept, **headers})
+
+
+def mcp_post(headers: dict[str, str], host: str = "127.0.0.1") -> httpx.Response:
+    return async_to_sync(_mcp)(headers, host)
+
+
+@pytest.mark.parametrize(
+    ("host", "origin", "status", "expected"),
+    [
+        ("evil.example.com", "http://evil.example.com", 400, "add it to DJANGO_ALLOWED_HOSTS"),
+        ("evil.example.com", None, 400, "The Host header 'evil.example.com' is not a name"),
+        ("127.0.0.1:8000", "http://evil.example.com", 403, "DJANGO_CSRF_TRUSTED_ORIGINS"),
+        ("127.0.0.1", "null", 403, "The Origin 'null' is not this site's"),
+        ("127.0.0.1", "https://127.0.0.1", 403, "is not this site's"),
+        ("127.0.0.1", "http://127.0.0.1.evil.example.com", 403, "is not this site's"),
+        ("localhost:8000", "http://localhost:9999", 403, "is not this site's"),
+    ],
+)
+def test_mcp_refuses_a_foreign_host_or_browser_origin_before_the_token_is_read(
+    alice: Api, host: str, origin: str | None, status: int, expected: str
+) -> None:
+    """DNS rebinding: a page of evil.example.com whose name now points at 127.0.0.1."""
+    before = stored()
+    headers = {**alice.headers, **({"Origin": origin} if origin else {})}
+    answer = mcp_post(headers, host)
+    assert answer.status_code == status, answer.text
+    assert answer.headers["content-type"] == "application/json"
+    assert expected in answer.json()["detail"]
+    assert "mcp-session-id" not in answer.headers
+    assert stored() == before
+
+
+@pytest.mark.parametrize(
+    ("host", "origin"),
+    [
+        ("127.0.0.1", None),
+        ("127.0.0.1:8000", "http://127.0.0.1:8000"),
+        ("localhost", "http://localhost"),
+        ("127.0.0.1", "https://agentweb.example.com"),  # in DJANGO_CSRF_TRUSTED_ORIGINS
+    ],
+)
+def test_mcp_lets_its_own_host_and_origin_through_to_the_token_check(
+    settings: Any, host: str, origin: str | None
+) -> None:
+    settings.CSRF_TRUSTED_ORIGINS = ["https://agentweb.example.com"]
+    answer = mcp_post({"Origin": origin} if origin else {}, host)
+    assert answer.status_code == 401, answer.text
+    assert answer.json()["detail"].startswith("Authentication required")
+
+
+def test_a_foreign_host_is_a_400_on_the_rest_api_too() -> None:
+    """The site's own chain, for comparison: what /mcp and the hooks now match."""
+    assert Client().get("/api/sessions", HTTP_HOST="evil.example.com").status_code == 400
 
 
 # --- API: wrong types are a 422 naming the field ------------------------------------------

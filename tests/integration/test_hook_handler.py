@@ -31,11 +31,12 @@ EVENT = {
 
 
 async def _send(
-    method: str, path: str, token: str, body: Any = None, host: str = "127.0.0.1"
-) -> httpx.Response:
+    method: str, path: str, token: str, body: Any = None, host: str = "127.0.0.1",
+    origin: str = "",
+) -> httpx.Response:  # fmt: skip
     transport = httpx.ASGITransport(app=application)
     async with httpx.AsyncClient(transport=transport, base_url=f"http://{host}") as client:
-        headers = {"Authorization": f"Bearer {token}"}
+        headers = {"Authorization": f"Bearer {token}", **({"Origin": origin} if origin else {})}
         content = None if body is None else json.dumps(body)
         return await client.request(method, path, headers=headers, content=content)
 
@@ -79,14 +80,40 @@ def test_the_lean_handler_still_refuses_what_the_view_refuses(token: str) -> Non
     assert send("GET", "/api/hooks/claude-code", token).status_code == 405
     refused = send("POST", "/api/hooks/claude-code", "aw_not-a-token", EVENT)
     assert "not valid" in refused.json()["hookSpecificOutput"]["permissionDecisionReason"]
-    elsewhere = async_to_sync(_send)(
-        "POST", "/api/hooks/claude-code", token, EVENT, host="agentweb.evil.example"
-    )
-    reason = elsewhere.json()["hookSpecificOutput"]["permissionDecisionReason"]
-    assert "Invalid HTTP_HOST header: 'agentweb.evil.example'" in reason
     missing = send("POST", "/api/hooks/nowhere", token, EVENT)
     assert missing.status_code == 404
     assert not ToolCall.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("host", "origin", "expected"),
+    [
+        ("agentweb.evil.example", "", "The Host header 'agentweb.evil.example' is not a name"),
+        ("agentweb.evil.example", "http://agentweb.evil.example", "DJANGO_ALLOWED_HOSTS"),
+        ("127.0.0.1", "http://evil.example", "The Origin 'http://evil.example' is not this"),
+        ("127.0.0.1", "null", "DJANGO_CSRF_TRUSTED_ORIGINS"),
+    ],
+)
+def test_a_hook_from_a_foreign_host_or_browser_origin_is_denied_and_nothing_is_stored(
+    token: str, host: str, origin: str, expected: str
+) -> None:
+    """A hook answers 200 with a decision (anything else lets the tool run): a deny."""
+    answer = async_to_sync(_send)(
+        "POST", "/api/hooks/claude-code", token, EVENT, host=host, origin=origin
+    )
+    assert answer.status_code == 200
+    decision = answer.json()["hookSpecificOutput"]
+    assert decision["permissionDecision"] == "deny"
+    assert decision["permissionDecisionReason"].startswith("agentweb refused the hook: ")
+    assert expected in decision["permissionDecisionReason"]
+    assert not ToolCall.objects.exists()
+
+
+def test_a_hook_with_the_sites_own_origin_is_judged(token: str) -> None:
+    answer = async_to_sync(_send)(
+        "POST", "/api/hooks/claude-code", token, EVENT, origin="http://127.0.0.1"
+    )
+    assert answer.json()["hookSpecificOutput"]["permissionDecision"] == "allow"
 
 
 # Committed rows: under ApplicationCommunicator the view's database work runs in Django's

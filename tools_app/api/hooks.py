@@ -15,13 +15,14 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.core.exceptions import DisallowedHost, RequestDataTooBig
+from django.core.exceptions import RequestDataTooBig
 from django.db import transaction
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from tools_app import services
+from tools_app.api.entry_checks import entry_refusal
 from tools_app.core.tools.jsonsafe import UnsafeJSON, loads
 from tools_app.errors import ServiceError
 from tools_app.live import waiting
@@ -107,10 +108,9 @@ async def _answer(request: HttpRequest) -> dict[str, Any]:
 def _answer_now(request: HttpRequest) -> tuple[dict[str, Any], tuple[int, int] | None]:
     """The answer when there is one at once, else the (call, session) that waits for a
     person. One hop to a thread for all of it: the common allowed call needs no other."""
-    try:
-        request.get_host()  # ALLOWED_HOSTS, checked here: no middleware runs before a hook
-    except DisallowedHost as exc:
-        return deny(f"agentweb refused the hook: {exc}"), None
+    refused = entry_refusal(request)  # Host and Origin: no middleware runs before a hook
+    if refused is not None:
+        return deny(f"agentweb refused the hook: {refused.detail}"), None
     token = _token(request.headers.get("Authorization", ""))
     if isinstance(token, str):
         return deny(token), None

@@ -1,7 +1,10 @@
 """`/mcp`: the MCP server over streamable HTTP, on daphne beside Django.
 
-Every request needs `Authorization: Bearer TOKEN` (an API token, as for the REST API);
-without one, or with a bad one, the answer is 401 before any MCP is spoken. The SDK's
+Django's middleware does not run here, so `/mcp` checks what it would (`entry_checks`): a
+`Host` outside DJANGO_ALLOWED_HOSTS is a 400 and a browser's `Origin` that is not the
+site's a 403, as the MCP specification asks of a server (DNS rebinding). Then every
+request needs `Authorization: Bearer TOKEN` (an API token, as for the REST API); without
+one, or with a bad one, the answer is 401 before any MCP is spoken. The SDK's
 session manager keeps each MCP session (its `Mcp-Session-Id`) bound to the token user
 that opened it, and this module's `Principal` names that session as the connection
 whose last `start_session` is the default session.
@@ -13,11 +16,13 @@ lives as long as the process) is started by the first request, on daphne's loop.
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.core.handlers.asgi import ASGIRequest
 from django.db import close_old_connections
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
@@ -25,6 +30,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from tools_app import services
+from tools_app.api.entry_checks import entry_refusal
 from tools_app.api.mcp_server import Principal, build_server
 
 PATHS = {"/mcp", "/mcp/"}
@@ -58,9 +64,13 @@ class McpHttp:
         self.starting = asyncio.Lock()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        refused = entry_refusal(ASGIRequest(scope, io.BytesIO()))
+        if refused is not None:
+            await _answer(send, refused.status, refused.detail)
+            return
         found = await _authenticate(scope)
         if isinstance(found, str):
-            await _unauthorized(send, found)
+            await _answer(send, 401, found, [(b"www-authenticate", b'Bearer realm="agentweb"')])
             return
         user, token_scope, token_id = found
         identity = AccessToken(token=f"api-token:{token_id}", client_id=str(user.pk), scopes=[])
@@ -109,14 +119,17 @@ def _token(token: str) -> Any:
     return services.api_token_authenticate(token=token)
 
 
-async def _unauthorized(send: Any, detail: str) -> None:
+async def _answer(
+    send: Any, status: int, detail: str, extra: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    """A refusal as the REST API answers one: JSON with a `detail`."""
     body = json.dumps({"detail": detail}).encode()
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),
-        (b"www-authenticate", b'Bearer realm="agentweb"'),
+        *(extra or []),
     ]
-    await send({"type": "http.response.start", "status": 401, "headers": headers})
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
