@@ -391,3 +391,11 @@ def test_the_store_of_a_workspace_that_is_gone_is_removed(repo: Path, tmp_path: 
     with git_view.object_views(other, SECRET_PATHS) as views:
         assert views[0].store.is_dir()
     assert not gone.exists()
+
+
+def test_rerere_and_rebase_state_is_hidden_with_the_objects(repo: Path) -> None:
+    for name in ("rr-cache/abc", "rebase-merge"):
+        (repo / ".git" / name).mkdir(parents=True)
+        (repo / ".git" / name / "preimage").write_text(f"API_KEY={SECRETS['head']}\n")
+    out = run(repo, "cat .git/rr-cache/*/preimage .git/rebase-merge/preimage; ls -A .git/rr-cache")
+    assert leaked(out) == [] and "No such file" in out

@@ -319,7 +319,24 @@ def bwrap_args(
         cmd += ["--ro-bind-try", str(path), str(path)]
     cmd += _mask_args(root)
     cmd += ["--bind", str(merged), str(root), *secret_mask_args(root, merged, options)]
-    return [*cmd, "--chdir", str(root)]
+    return [*cmd, *git_state_mask_args(root, options), "--chdir", str(root)]
+
+
+# Git state that holds file content outside the object store: rerere's recorded
+# conflicts and the patches of an `am` or a stopped rebase.
+GIT_CONTENT_STATE = ("rr-cache", "rebase-apply", "rebase-merge")
+
+
+def git_state_mask_args(root: Path, options: SandboxOptions) -> list[str]:
+    """An empty tmpfs over each content-holding state directory of a repository whose
+    objects are filtered (`tools/git_view.py`): what the store leaves out stays out."""
+    out: list[str] = []
+    for view in options.object_views:
+        git_dir = root / view.objects.rsplit("/", 1)[0]
+        for name in GIT_CONTENT_STATE:
+            if (git_dir / name).is_dir() and not (git_dir / name).is_symlink():
+                out += ["--tmpfs", str(git_dir / name)]
+    return out
 
 
 def secret_mask_args(root: Path, merged: Path, options: SandboxOptions) -> list[str]:
