@@ -46,6 +46,11 @@ def summary(values: Sequence[float]) -> dict[str, float]:
     }
 
 
+def loadavg() -> str:
+    """The 1, 5 and 15 minute load averages: how busy the shared machine was."""
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
 def machine() -> dict[str, Any]:
     return {
         "nproc": os.cpu_count(),
