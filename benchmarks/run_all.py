@@ -24,6 +24,7 @@ SCRIPTS = (
     "bench_policy.py",
     "bench_engine.py",
     "bench_sandbox.py",
+    "bench_git_view.py",
     "bench_api.py",
     "bench_runtime.py",
     "bench_latency.py",
