@@ -47,6 +47,15 @@ def test_the_card_says_the_call_runs_on_the_agents_machine(claude: Hook, browser
     assert "runs on the agent's machine, not sandboxed" in page
     assert CWD in page
     assert 'name="edit_value"' in page and ">npm install</textarea>" in page
+    assert "the agent's sandbox: none reported by the agent" in page
+
+
+def test_the_card_says_when_the_agent_turned_its_own_sandbox_off(
+    claude: Hook, browser: Client
+) -> None:
+    claude.pre("Bash", {"command": "npm test", "dangerouslyDisableSandbox": True})
+    page = browser.get("/approvals/").content.decode()
+    assert "the agent's sandbox: off for this call" in page
 
 
 def test_edit_and_approve_in_the_inbox_edits_the_native_input(

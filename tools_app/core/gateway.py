@@ -383,7 +383,7 @@ def prepare_native(
     preview, lines = input_preview(mapped, args, workspace, policy)
     facts = CallFacts(mapped.tool, args, workspace, lines)
     verdict, proof = gate(mapped, args, evaluate(policy, facts, counters), policy, cwd)
-    gateway = _gateway_facts(native_tool, mapped)
+    gateway = _gateway_facts(native_tool, mapped, native_input)
     if proof is not None and proof.narrowed:
         args, gateway = _narrowed(mapped, args, native_input, proof, gateway)
         preview["command"] = args["command"]
@@ -397,8 +397,24 @@ def prepare_native(
     return mapped, prepared
 
 
-def _gateway_facts(native_tool: str, mapped: Mapped) -> dict[str, Any]:
-    return {"native_tool": native_tool, "where": NOT_SANDBOXED, "notes": list(mapped.notes)}
+def _gateway_facts(
+    native_tool: str, mapped: Mapped, native_input: Mapping[str, Any]
+) -> dict[str, Any]:
+    return {
+        "native_tool": native_tool,
+        "where": NOT_SANDBOXED,
+        "agent_sandbox": agent_sandbox(native_input),
+        "notes": list(mapped.notes),
+    }
+
+
+def agent_sandbox(native_input: Mapping[str, Any]) -> str:
+    """What the agent's hook event says of its own sandbox. Claude Code's Bash carries
+    `dangerouslyDisableSandbox` when the model asks to run a command outside it; no
+    agent reports whether its sandbox is on, so anything else is "none reported"."""
+    if native_input.get("dangerouslyDisableSandbox") is True:
+        return "off for this call: the agent asked to run it outside its sandbox"
+    return "none reported by the agent"
 
 
 def _narrowed(
