@@ -304,6 +304,8 @@ def test_the_api_pages_newest_first_and_filters(
         ("action=delete_everything", "action"),
         ("cursor=nope", "cursor"),
         ("session=x", "session"),
+        ("session=%C2%B2", "session"),  # '²': isdigit() holds, int() raised (a 500)
+        ("session=" + "9" * 30, "session"),  # past any database's integer
     ],
 )
 def test_a_bad_filter_is_a_422_naming_it(olga: Api, query: str, named: str) -> None:
@@ -327,6 +329,11 @@ def test_the_page_lists_filters_and_links_the_exports(
     )
     bad = browser.get("/audit/?since=soon")
     assert bad.status_code == 400 and "since" in bad.content.decode()
+    for garbled in ("%C2%B2", "9" * 30):  # '²' (isdigit() holds, int() raised), 30 digits
+        bad = browser.get(f"/audit/?session={garbled}")
+        assert bad.status_code == 400 and "session: must be a session id" in bad.content.decode()
+        export = browser.get(f"/audit/export/?session={garbled}")
+        assert export.status_code == 400 and "session" in export.content.decode()
 
 
 # --- exports --------------------------------------------------------------------------------

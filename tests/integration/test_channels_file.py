@@ -123,6 +123,7 @@ BAD_FILES = [
     ({"channels": [channel(kind="slack", url="", secret="xoxb-1", interactive=True)]},
      "signing_secret: Approve and Deny buttons need the signing secret"),
     ({"channels": [channel(colour="red")]}, "unknown field 'colour'"),
+    ({"channels": [channel(sessions=["\u00b2"])]}, "sessions: '\u00b2' is not a session id"),
     ({"channels": [channel(enabled="yes")]}, "`enabled` is true or false"),
     ({"channels": [channel(), channel()]}, "A channel name appears twice"),
     ({"channels": [channel(name="bad name!")]}, "`name` is a slug"),

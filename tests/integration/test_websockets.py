@@ -98,6 +98,11 @@ def test_a_session_stream_sends_a_snapshot_then_events_then_what_was_missed(
         await live.disconnect()
 
         await submit(session, "read_file", {"path": "README.md"})
+        garbled = connect(f"/ws/sessions/{session.pk}/?last_seq=%C2%B2", cookie)  # '²'
+        assert (await garbled.connect())[0]
+        assert (await garbled.receive_json_from(timeout=5))["type"] == "snapshot"
+        await garbled.disconnect()
+
         again = connect(f"/ws/sessions/{session.pk}/?last_seq={first['seq']}", cookie)
         assert (await again.connect())[0]
         missed = await again.receive_json_from(timeout=5)

@@ -19,6 +19,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.http import Http404
 
 from tools_app import access
+from tools_app.core.digits import ascii_int
 from tools_app.live import events
 from tools_app.models import Event
 from tools_app.selectors import records
@@ -28,7 +29,7 @@ REPLAY_LIMIT = 1000
 
 def _last_seq(scope: dict[str, Any]) -> int | None:
     values = parse_qs(scope.get("query_string", b"").decode()).get("last_seq", [])
-    return int(values[0]) if values and values[0].isdigit() else None
+    return ascii_int(values[0]) if values else None
 
 
 class JsonConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]

@@ -21,6 +21,7 @@ from django.http import StreamingHttpResponse
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
+from tools_app.core.digits import ascii_int
 from tools_app.errors import Invalid
 from tools_app.models import AuditEntry
 
@@ -65,14 +66,15 @@ def audit_filters(params: Mapping[str, Any]) -> AuditFilters:
         raise Invalid("decision: must be 'approve' or 'deny'.")
     if text["via"] and text["via"] not in AuditEntry.Via.values:
         raise Invalid(f"via: must be one of {', '.join(AuditEntry.Via.values)}.")
-    if text["session"] and not text["session"].isdigit():
+    session = ascii_int(text["session"])
+    if text["session"] and session is None:
         raise Invalid("session: must be a session id (a whole number).")
     return AuditFilters(
         person=text["person"],
         action=text["action"],
         decision=text["decision"],
         tool=text["tool"],
-        session=int(text["session"]) if text["session"] else None,
+        session=session,
         policy=text["policy"],
         via=text["via"],
         since=_moment("since", text["since"], end_of_day=False),

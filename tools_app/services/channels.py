@@ -25,6 +25,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_email, validate_slug
 from django.db import transaction
 
+from tools_app.core.digits import ascii_int
 from tools_app.core.notify.outbound import url_problem
 from tools_app.errors import Invalid
 from tools_app.models import AuditEntry, Channel, Policy, SlackUser
@@ -67,7 +68,7 @@ def channel_problems(values: Mapping[str, Any]) -> dict[str, str]:
         problems["url"] = url_problem(url, settings.AGENTWEB_NOTIFY_HOSTS)
     if values.get("groups") and kind != Kind.EMAIL:
         problems["groups"] = "A group is told by email: only an email channel has one."
-    bad = [s for s in values.get("sessions") or [] if not str(s).isdigit()]
+    bad = [s for s in values.get("sessions") or [] if ascii_int(str(s)) is None]
     if bad:
         problems["sessions"] = f"{bad[0]!r} is not a session id."
     return {field: problem for field, problem in problems.items() if problem}
