@@ -13,7 +13,15 @@ import pytest
 
 from agentweb_hook import FORMATS
 from tests.helpers import ROOT
-from tools_app.core.gateway_settings import claude_code_settings, command_hook_settings
+from tools_app.core.gateway_settings import (
+    HOME_SECRETS,
+    AgentSandbox,
+    claude_code_sandbox,
+    claude_code_settings,
+    codex_sandbox_toml,
+    command_hook_settings,
+    gemini_sandbox,
+)
 
 
 def test_claude_code_settings_block_on_failure_and_outwait_agentweb() -> None:
@@ -179,3 +187,71 @@ def test_the_command_hook_sends_agentweb_policy_as_the_urls_policy() -> None:
     finally:
         server.shutdown()
     assert seen == ["/api/hooks/claude-code?policy=a%26b"]
+
+
+FENCE = AgentSandbox(secret_paths=(".env", "*.pem", "config/secrets.yml", "/keys/", "!x"),
+                     hosts=("pypi.org", "*.github.com"))  # fmt: skip
+
+
+def test_claude_codes_sandbox_is_on_and_cannot_be_left() -> None:
+    sandbox = claude_code_sandbox(FENCE)["sandbox"]
+    assert (sandbox["enabled"], sandbox["failIfUnavailable"]) == (True, True)
+    # the model's dangerouslyDisableSandbox is ignored; the hook still decides each command
+    assert (sandbox["allowUnsandboxedCommands"], sandbox["autoAllowBashIfSandboxed"]) == (
+        False, False
+    )  # fmt: skip
+    assert sandbox["credentials"] == {"envVars": [{"name": "AGENTWEB_TOKEN", "mode": "deny"}]}
+
+
+def test_secret_patterns_become_read_rules_relative_to_the_project() -> None:
+    deny = claude_code_sandbox(FENCE)["permissions"]["deny"]
+    # `Edit(.git/**)` is the spelling that keeps .git unwritable even before it exists.
+    assert deny[:5] == [
+        "Edit(.git/**)", "Read(**/.env)", "Read(**/*.pem)", "Read(config/secrets.yml)",
+        "Read(keys/**)",
+    ]  # fmt: skip
+    assert "Read(~/.ssh/**)" in deny and "Read(~/.netrc)" in deny
+    assert not any("x)" in rule for rule in deny)  # a `!` exception cannot be a deny rule
+
+
+def test_home_secrets_are_unreadable_in_the_sandbox() -> None:
+    filesystem = claude_code_sandbox(AgentSandbox())["sandbox"]["filesystem"]
+    assert filesystem["denyRead"] == [path.rstrip("/") for path in HOME_SECRETS]
+    assert {"~/.ssh", "~/.aws", "~/.config/gcloud", "~/.kube", "~/.docker/config.json"} <= set(
+        filesystem["denyRead"]
+    )
+
+
+def test_network_reaches_the_policys_hosts_and_agentweb_only() -> None:
+    settings = claude_code_settings("https://agentweb.example:8443", 10, sandbox=FENCE)
+    network = settings["sandbox"]["network"]
+    # Claude Code sends its http hooks through the sandbox's proxy: agentweb is allowed too.
+    assert network == {
+        "allowedDomains": ["pypi.org", "*.github.com", "agentweb.example"],
+        "strictAllowlist": True,
+    }
+    none = claude_code_sandbox(AgentSandbox())["sandbox"]["network"]
+    assert none["allowedDomains"] == []
+
+
+def test_managed_settings_keep_a_developer_from_loosening_the_sandbox() -> None:
+    managed = claude_code_settings("http://a:1", 10, managed=True, sandbox=FENCE)
+    assert managed["sandbox"]["network"]["allowManagedDomainsOnly"] is True
+    assert managed["sandbox"]["filesystem"]["allowManagedReadPathsOnly"] is True
+    assert managed["permissions"]["disableBypassPermissionsMode"] == "disable"
+    assert managed["allowManagedHooksOnly"] is True
+    assert "sandbox" not in claude_code_settings("http://a:1", 10)  # hooks alone on request
+
+
+def test_codex_and_gemini_sandboxes_say_what_they_cannot_enforce() -> None:
+    toml = codex_sandbox_toml(FENCE)
+    assert 'sandbox_mode = "workspace-write"' in toml
+    assert "network_access = false" in toml
+    assert "Not enforced by Codex's sandbox" in toml and "*.pem" in toml
+    requirements = codex_sandbox_toml(FENCE, managed=True)
+    assert 'allowed_sandbox_modes = ["read-only", "workspace-write"]' in requirements
+    gemini = gemini_sandbox()
+    assert gemini == {
+        "security": {"toolSandboxing": True},
+        "tools": {"sandboxNetworkAccess": False},
+    }
