@@ -33,7 +33,7 @@ HOOK_PATH = "/api/hooks/claude-code"
 MAX_EVENT_BYTES = 64 * 1024 * 1024
 BLOCK = 2
 # Gemini CLI's events as Claude Code names them (agentweb speaks one); its tool names stay
-# as they are, agentweb maps them (tools_app/core/gateway.py).
+# as they are, agentweb maps them (tools_app/core/gateway/).
 GEMINI_EVENTS = {"BeforeTool": "PreToolUse", "AfterTool": "PostToolUse"}
 
 

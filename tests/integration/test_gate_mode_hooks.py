@@ -9,6 +9,7 @@ and the disk and the output are looked at afterwards, not the verdict alone.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -152,3 +153,28 @@ def test_an_allow_rule_naming_the_host_lets_a_fetch_pass(claude: Hook, machine: 
         "WebFetch", {"url": "https://docs.python.org/3/", "prompt": "x"}, cwd=str(machine.project)
     )
     assert answer["permissionDecision"] == "allow"
+
+
+def test_claude_codes_grep_is_narrowed_as_its_ripgrep_runs_it(
+    claude: Hook, machine: Scratch
+) -> None:
+    """Claude Code's Grep runs ripgrep with --hidden and each blank-separated word of its
+    `glob` as a --glob: run that way, the narrowed search finds the code, not the .env."""
+    answer = claude.pre("Grep", {"pattern": "SECRET", "glob": "*"}, cwd=str(machine.project))
+    assert answer["permissionDecision"] == "allow"
+    globs = answer["updatedInput"]["glob"].split()
+    assert globs[0] == "*"
+    options = " ".join(f"--glob {shlex.quote(glob)}" for glob in globs)
+    output = machine.run(f"rg --hidden --no-follow {options} -n SECRET")
+    assert machine.harm(output) == [], output
+    assert "SECRET" in machine.run("rg --hidden --no-follow -n SECRET")  # unnarrowed, it leaks
+    call = ToolCall.objects.get()
+    assert call.native_input["glob"] == answer["updatedInput"]["glob"]
+
+
+def test_a_search_that_takes_no_exclusions_waits_for_a_person(
+    claude: Hook, machine: Scratch
+) -> None:
+    answer = claude.pre("grep_search", {"pattern": "SECRET"}, cwd=str(machine.project))
+    assert answer["permissionDecision"] == "deny"
+    assert ToolCall.objects.get().rule == "gateway:search-not-narrowed"

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
+from tools_app.core.policy.defaults import HOME_SECRET_PATHS
+
 __all__ = [
     "AGENTS",
     "HOME_SECRETS",
@@ -37,18 +39,8 @@ MARGIN_SECONDS = 300
 AGENTS = ("claude-code", "codex", "gemini")
 
 # Credentials in the developer's home directory, none of which a sandboxed command reads
-# (a trailing slash marks a directory).
-HOME_SECRETS = (
-    "~/.ssh/",
-    "~/.aws/",
-    "~/.azure/",
-    "~/.config/gcloud/",
-    "~/.kube/",
-    "~/.gnupg/",
-    "~/.docker/config.json",
-    "~/.netrc",
-    "~/.git-credentials",
-)
+# (a trailing slash marks a directory); the same list gate mode's proof refuses.
+HOME_SECRETS = HOME_SECRET_PATHS
 
 
 @dataclass(frozen=True)

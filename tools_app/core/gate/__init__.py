@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from tools_app.core.gate.proof import Fence, Proof, fold, prove_command
+from tools_app.core.gate.proof import Fence, Proof, any_case, anywhere, fold, prove_command
 
-__all__ = ["Fence", "Proof", "fold", "prove_command"]
+__all__ = ["Fence", "Proof", "any_case", "anywhere", "fold", "prove_command"]

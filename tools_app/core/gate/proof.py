@@ -42,17 +42,18 @@ from tools_app.core.gate.programs import (
     Program,
 )
 from tools_app.core.gate.words import Simple, Unproven, read_script
+from tools_app.core.policy.defaults import HOME_SECRET_PATHS
 from tools_app.core.tools.paths import protected_match
 
-__all__ = ["Fence", "Proof", "fold", "prove_command"]
+__all__ = ["Fence", "Proof", "any_case", "anywhere", "fold", "prove_command"]
 
 _NUMBER = re.compile(r"[+-]?\d+[A-Za-z]{0,3}")
 _KEYWORD = re.compile(r"[A-Za-z0-9_.,:+=-]+")
 _OBJECT_ID = re.compile(r"[0-9a-fA-F]{4,64}")
 _REVISION = re.compile(r"[A-Za-z0-9_@+-][A-Za-z0-9_@+.~^/-]*")
-_HOME_SECRETS = re.compile(
-    r"/\.(ssh|aws|gnupg|kube|azure|config/gcloud|docker/config\.json|netrc|git-credentials)"
-    r"(/|$)|^/proc/[^/]+/(environ|mem|cmdline)$"
+_MACHINE_SECRETS = re.compile(
+    "|".join(re.escape("/" + p.removeprefix("~/").rstrip("/")) + "(/|$)" for p in HOME_SECRET_PATHS)
+    + r"|^/proc/[^/]+/(environ|mem|cmdline)$"
 )
 _HARMLESS_OUTPUT = "/dev/null"
 
@@ -286,7 +287,7 @@ class _Prover:
         for directory in [base] if base else sorted(self.dirs):
             full = posixpath.normpath(posixpath.join(directory, value))
             if not _within(full, root):
-                secret = " (a secret of the machine)" if _HOME_SECRETS.search(fold(full)) else ""
+                secret = " (a secret of the machine)" if _MACHINE_SECRETS.search(fold(full)) else ""
                 raise Unproven(f"it {verb} `{value}`, outside the session's directory{secret}")
             self._covered(value, verb, posixpath.relpath(full, root))
             places.append(full)
@@ -307,7 +308,7 @@ class _Prover:
         patterns = [p for p in self.fence.secret if p.strip() and not p.startswith("#")]
         if not patterns:
             return
-        globs = " ".join(f"--iglob {shlex.quote('!' + _anywhere(p))}" for p in patterns)
+        globs = " ".join(f"--iglob {shlex.quote('!' + anywhere(p))}" for p in patterns)
         self.insertions.append((simple.end, " " + globs))
         self.notes.append("rg leaves out the policy's secret files (--iglob '!PATTERN')")
 
@@ -318,7 +319,7 @@ class _Prover:
         if not patterns:
             return
         magic = ":(top,exclude,icase,glob)"
-        excludes = " ".join(shlex.quote(magic + _anywhere(p)) for p in patterns)
+        excludes = " ".join(shlex.quote(magic + anywhere(p)) for p in patterns)
         self.insertions.append((simple.end, f" {excludes}"))
         self.notes.append(f"git {sub} leaves out the policy's secret files (:(exclude) pathspecs)")
 
@@ -345,7 +346,16 @@ def _revision(sub: str, value: str) -> None:
         raise Unproven(f"`git {sub} {value}` is not a plain revision or path")
 
 
-def _anywhere(pattern: str) -> str:
+def anywhere(pattern: str) -> str:
     """A policy pattern as a glob that matches it at any depth (over-matching is safe)."""
     body = pattern.strip().lstrip("/")
     return body if body.startswith("**/") else f"**/{body}"
+
+
+def any_case(glob: str) -> str:
+    """A glob that matches every case of its letters (`.env` → `.[eE][nN][vV]`), for a
+    tool whose globs are case-sensitive on a file system that is not. A glob with a
+    class of its own is left as it is."""
+    if "[" in glob:
+        return glob
+    return "".join(f"[{c.lower()}{c.upper()}]" if c.lower() != c.upper() else c for c in glob)

@@ -56,6 +56,20 @@ DEFAULT_SECRET_PATHS: tuple[str, ...] = (
     "*credentials*",
 )
 
+# Credentials of the machine an agent runs on, outside any project: gate mode never lets a
+# command read them unseen, and the agent's own sandbox is told to hide them.
+HOME_SECRET_PATHS: tuple[str, ...] = (
+    "~/.ssh/",
+    "~/.aws/",
+    "~/.azure/",
+    "~/.config/gcloud/",
+    "~/.kube/",
+    "~/.gnupg/",
+    "~/.docker/config.json",
+    "~/.netrc",
+    "~/.git-credentials",
+)
+
 DEFAULT_SPEC = PolicySpec(
     name="default",
     protected_paths=DEFAULT_PROTECTED_PATHS,

@@ -1,49 +1,31 @@
-"""The gateway's pure part: an agent's own tool use mapped to agentweb's, and judged.
+"""The gateway's mapping: an agent's own tool use as agentweb's tool and arguments.
 
 Claude Code (Codex, Gemini) runs its tools on its own machine and asks a hook first.
-agentweb cannot run the call nor read that machine's disk, so a call is judged from its
-input alone: `map_native` turns the native tool and input into an agentweb tool and
-arguments (`Bash` → `run_command`, `Write` → `write_file` …), `prepare_native` validates
-them, builds the preview from the input (a Write's whole content, an Edit's hunk, a
-command's parsed parts) and asks the same policy engine, then applies gate mode: a
-command the policy would let run unseen only because agentweb's sandbox would catch its
-effect is allowed here only when the analysis proves it reads and nothing else, or an
-explicit rule allows it. Unknown tools and MCP tools go to a person unless a rule allows
-them (fail closed). No Django here.
+`map_native` turns the native tool and input into an agentweb tool and arguments (`Bash`
+→ `run_command`, `Write` → `write_file` …), reading each agent's own names and keys;
+an input that does not fit its tool's shape is named (`Mapped.problem`). No Django here.
 """
 
 from __future__ import annotations
 
-import difflib
 import posixpath
 import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, Literal
 
 from tools_app.core.codex_patch import PatchError, read_patch
-from tools_app.core.engine import STATUS_OF_VERDICT, Prepared
-from tools_app.core.gate import Fence, Proof, fold, prove_command
-from tools_app.core.policy.engine import evaluate
-from tools_app.core.policy.preview import command_review
-from tools_app.core.policy.types import CallFacts, PolicySpec, SessionCounters, Verdict
-from tools_app.core.shell.commands import analyse_command
 from tools_app.core.tools.base import MAX_NAME_CHARS
-from tools_app.core.tools.errors import ToolError
 from tools_app.core.tools.jsonsafe import storable_args
-from tools_app.core.tools.netguard import host_allowed, parse_target
-from tools_app.core.tools.paths import protected_match
-from tools_app.core.tools.registry import validate_args
 from tools_app.core.tools.shell import MAX_TIMEOUT
 
 __all__ = [
+    "NATIVE_PREFIX",
     "NOT_SANDBOXED",
     "Mapped",
-    "gate",
     "map_native",
     "native_tool_name",
-    "prepare_native",
+    "workspace_path",
 ]
 
 Kind = Literal["core", "mcp", "no_effect", "unknown"]
@@ -350,266 +332,3 @@ _CORE_NAMES = {
     "search_file_content": "search_codebase",
     "apply_patch": "native.apply_patch",
 }
-
-
-# --- judging ---------------------------------------------------------------------------
-
-
-def prepare_native(
-    policy: PolicySpec,
-    native_tool: str,
-    native_input: Mapping[str, Any],
-    cwd: str,
-    counters: SessionCounters,
-    ran_in: str = "",
-) -> tuple[Mapped, Prepared]:
-    """Map, validate, preview and judge one native tool use, from its input alone (and
-    the directory it runs in, `ran_in`, see `map_native`).
-
-    The Prepared's status is `failed` (the input does not fit), `denied`,
-    `awaiting_approval` or `approved` (the agent may run it)."""
-    mapped = map_native(native_tool, native_input, cwd, ran_in)
-    if mapped.problem:
-        error = f"{native_tool}'s input does not fit its shape: {mapped.problem}"
-        return mapped, Prepared(status="failed", args=mapped.args, error=error)
-    args = mapped.args
-    if mapped.kind == "core":
-        try:
-            validated = validate_args(mapped.tool, mapped.args)
-            args = validated.model_dump(exclude_none=True, exclude_unset=True)
-        except ToolError as exc:
-            return mapped, Prepared(status="failed", args=mapped.args, error=str(exc))
-    workspace = Path(cwd or "/nonexistent-agent-cwd")
-    preview, lines = input_preview(mapped, args, workspace, policy)
-    facts = CallFacts(mapped.tool, args, workspace, lines)
-    verdict, proof = gate(mapped, args, evaluate(policy, facts, counters), policy, cwd)
-    gateway = _gateway_facts(native_tool, mapped, native_input)
-    if proof is not None and proof.narrowed:
-        args, gateway = _narrowed(mapped, args, native_input, proof, gateway)
-        preview["command"] = args["command"]
-    prepared = Prepared(
-        status=STATUS_OF_VERDICT[verdict.kind],
-        args=args,
-        verdict=verdict,
-        preview={**preview, "gateway": gateway},
-        changed_lines=lines,
-    )
-    return mapped, prepared
-
-
-def _gateway_facts(
-    native_tool: str, mapped: Mapped, native_input: Mapping[str, Any]
-) -> dict[str, Any]:
-    return {
-        "native_tool": native_tool,
-        "where": NOT_SANDBOXED,
-        "agent_sandbox": agent_sandbox(native_input),
-        "notes": list(mapped.notes),
-    }
-
-
-def agent_sandbox(native_input: Mapping[str, Any]) -> str:
-    """What the agent's hook event says of its own sandbox. Claude Code's Bash carries
-    `dangerouslyDisableSandbox` when the model asks to run a command outside it; no
-    agent reports whether its sandbox is on, so anything else is "none reported"."""
-    if native_input.get("dangerouslyDisableSandbox") is True:
-        return "off for this call: the agent asked to run it outside its sandbox"
-    return "none reported by the agent"
-
-
-def _narrowed(
-    mapped: Mapped,
-    args: dict[str, Any],
-    native_input: Mapping[str, Any],
-    proof: Proof,
-    gateway: dict[str, Any],
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The call as gate mode narrowed it: the command in agentweb's arguments (behind the
-    `cd` the mapping put in front) and in the agent's own input, which the hook's answer
-    hands back as the input to run (`runs`)."""
-    sent = mapped.sent[0] if mapped.sent else str(args["command"])
-    command = str(args["command"])
-    prefix = command[: len(command) - len(sent)] if command.endswith(sent) else ""
-    runs = {**storable_args(dict(native_input)), "command": proof.narrowed}
-    notes = [*gateway["notes"], *proof.notes]
-    return {**args, "command": prefix + proof.narrowed}, {**gateway, "notes": notes, "runs": runs}
-
-
-def gate(
-    mapped: Mapped,
-    args: Mapping[str, Any],
-    verdict: Verdict,
-    policy: PolicySpec,
-    cwd: str,
-) -> tuple[Verdict, Proof | None]:
-    """Gate mode: nothing runs unseen on the agent's machine unless it is proven harmless
-    (a command: `core.gate`), changes nothing (an effect-free tool) or an explicit rule
-    allows it. The file-system checks are made again case-folded and normalised, as the
-    agent's file system may compare names (macOS, Windows). An explicit rule's verdict
-    stands, but for a write into `.git`, which no rule allows."""
-    folded = _folded_path_verdict(mapped, args, policy)
-    if folded is not None and (folded.kind == "deny" or not verdict.rule.startswith("rule ")):
-        return (folded, None) if _stricter(folded, verdict) else (verdict, None)
-    if verdict.kind != "allow" or verdict.rule.startswith("rule "):
-        return _named_for_gateway(mapped, verdict), None
-    if mapped.kind == "no_effect":
-        return Verdict(
-            "allow", f"{mapped.tool} changes nothing in the workspace", "gateway:no-effect"
-        ), None
-    if mapped.kind in {"mcp", "unknown"}:
-        return _unknown_tool(mapped), None
-    if mapped.tool == "run_command":
-        return _prove(mapped, args, policy, cwd)
-    if mapped.tool == "web_fetch":
-        return _network(args, policy), None
-    return verdict, None
-
-
-def _prove(
-    mapped: Mapped, args: Mapping[str, Any], policy: PolicySpec, cwd: str
-) -> tuple[Verdict, Proof]:
-    command, where = mapped.sent or (str(args.get("command", "")), cwd)
-    fence = Fence(cwd or "/", tuple(policy.protected_paths), tuple(policy.secret_paths))
-    proof = prove_command(command, where, fence)
-    if not proof.proven:
-        reason = (
-            f"gate mode cannot prove this command harmless: {proof.reason}. It "
-            f"{NOT_SANDBOXED}, so a person approves it unless a policy rule allows it"
-        )
-        return Verdict("require_approval", reason, "gateway:not-proven"), proof
-    reason = (
-        "gate mode proved it harmless: every program and option is on its list of those "
-        "that only read, every word is a plain literal, and every path is inside the "
-        "session's directory and neither protected nor secret"
-    )
-    return Verdict("allow", reason, "gateway:proven"), proof
-
-
-def _network(args: Mapping[str, Any], policy: PolicySpec) -> Verdict:
-    """A fetch from the agent's machine may carry anything it read out: it passes
-    unseen only to a host the policy names (`web_allow_hosts`, or an allow rule)."""
-    url = str(args.get("url", ""))
-    try:
-        target = parse_target(url)
-    except ValueError as exc:
-        return Verdict("deny", f"web_fetch of {url} cannot be judged: {exc}", "gateway:network")
-    if host_allowed(target, tuple(policy.web_allow_hosts)):
-        return Verdict(
-            "allow", f"{target.host} is in the policy's web_allow_hosts", "gateway:network"
-        )
-    return Verdict(
-        "require_approval",
-        f"web_fetch reaches {target.host} from the agent's machine, which could carry out "
-        "what the agent read; a person approves it unless the policy names the host "
-        "(web_allow_hosts, or an allow rule)",
-        "gateway:network",
-    )
-
-
-_WRITES = frozenset({"write_file", "edit_file"})
-_READS = frozenset({"read_file", "list_files", "search_codebase"})
-_SEVERITY = {"allow": 0, "require_approval": 1, "deny": 2}
-
-
-def _stricter(one: Verdict, other: Verdict) -> bool:
-    return _SEVERITY[one.kind] > _SEVERITY[other.kind]
-
-
-def _folded_path_verdict(
-    mapped: Mapped, args: Mapping[str, Any], policy: PolicySpec
-) -> Verdict | None:
-    """The path checks once more on the name case-folded and normalised: `.GIT/hooks`,
-    `.GitHub/workflows`, `.ENV` are the lower-case ones where the agent's disk folds
-    case."""
-    if mapped.kind != "core" or mapped.tool not in _WRITES | _READS:
-        return None
-    path = str(args.get("path", ""))
-    folded = fold(posixpath.normpath(path)) if path else ""
-    if not folded or folded.startswith("/") or folded.startswith("../"):
-        return None  # outside: the invariant already denies it
-    if mapped.tool in _WRITES and ".git" in folded.split("/"):
-        return Verdict(
-            "deny",
-            f"{path} is inside a .git directory (compared as the agent's file system may "
-            "compare names, case-folded); no tool writes there",
-            "invariant:git-dir",
-        )
-    checks = [("secret", policy.secret_paths, "builtin:secret-path")]
-    if mapped.tool in _WRITES:
-        checks.insert(0, ("protected", policy.protected_paths, "builtin:protected-path"))
-    for kind, patterns, rule in checks:
-        pattern = protected_match([fold(p) for p in patterns], folded)
-        if pattern is not None:
-            reason = (
-                f"{path} matches the {kind} pattern {pattern} (compared case-folded, as the "
-                "agent's file system may)"
-            )
-            return Verdict("require_approval", reason, rule)
-    return None
-
-
-def _unknown_tool(mapped: Mapped) -> Verdict:
-    what = "an MCP tool" if mapped.kind == "mcp" else "a tool agentweb does not know"
-    return Verdict(
-        "require_approval",
-        f"{mapped.tool} is {what}; it {NOT_SANDBOXED}, so a person approves it unless "
-        "a policy rule allows it by name",
-        f"gateway:{mapped.kind}-tool",
-    )
-
-
-def _named_for_gateway(mapped: Mapped, verdict: Verdict) -> Verdict:
-    """The skill-tool check also fires on `mcp.…` and `native.…` names (they hold a dot):
-    say what the tool really is."""
-    if verdict.rule != "builtin:skill-tool" or mapped.kind == "core":
-        return verdict
-    if mapped.kind == "no_effect":
-        return Verdict(
-            "allow", f"{mapped.tool} changes nothing in the workspace", "gateway:no-effect"
-        )
-    return _unknown_tool(mapped)
-
-
-# --- previews from the input alone ---------------------------------------------------
-
-
-def input_preview(
-    mapped: Mapped, args: Mapping[str, Any], workspace: Path, policy: PolicySpec
-) -> tuple[dict[str, Any], int | None]:
-    """What a reviewer sees and the lines the call changes, from the input alone."""
-    if mapped.tool == "write_file":
-        content = str(args.get("content", ""))
-        diff = _diff(str(args["path"]), "", content, new_file=True)
-        lines = len(content.splitlines())
-        return {"path": args["path"], "diff": diff, "changed_lines": lines}, lines
-    if mapped.tool == "edit_file":
-        old, new = str(args.get("old_string", "")), str(args.get("new_string", ""))
-        diff = _diff(str(args["path"]), old, new)
-        lines = _changed(diff)
-        every = "replace_all" in " ".join(mapped.notes)
-        preview = {"path": args["path"], "diff": diff, "changed_lines": lines}
-        # How often the string occurs on the agent's disk is unknown: not counted.
-        return preview, None if every else lines
-    if mapped.tool == "run_command":
-        command = str(args["command"])
-        analysis = analyse_command(command)
-        parts, _ = command_review(analysis, workspace, tuple(policy.secret_paths))
-        preview = {"command": command, "timeout": args.get("timeout", 120), "parts": parts}
-        return {**preview, "opaque": list(analysis.opaque), "sandboxed": False}, None
-    return {}, None
-
-
-def _diff(path: str, old: str, new: str, *, new_file: bool = False) -> str:
-    before = "/dev/null" if new_file else f"a/{path}"
-    lines = difflib.unified_diff(
-        old.splitlines(keepends=True), new.splitlines(keepends=True), before, f"b/{path}"
-    )
-    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
-
-
-def _changed(diff: str) -> int:
-    return sum(
-        1
-        for line in diff.splitlines()
-        if line[:1] in {"+", "-"} and not line.startswith(("+++", "---"))
-    )
