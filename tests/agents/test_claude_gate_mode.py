@@ -47,4 +47,6 @@ def test_git_diff_runs_unseen_narrowed_and_never_shows_the_secret(
     assert SECRET not in results
     call = ToolCall.objects.get()
     assert (call.status, call.rule) == ("succeeded", "gateway:proven")
-    assert call.native_input["command"].startswith("git diff ':(top,exclude,icase,glob)")
+    assert call.native_input["command"].startswith(
+        "git -c safe.bareRepository=explicit diff ':(top,exclude,icase,glob)"
+    )

@@ -118,7 +118,9 @@ def test_a_narrowed_command_is_the_one_the_agent_is_told_to_run(
 ) -> None:
     answer = bash(claude, machine, "git diff")
     runs = answer["updatedInput"]["command"]
-    assert runs.startswith("git diff ':(top,exclude,icase,glob)**/.env'")
+    assert runs.startswith(
+        "git -c safe.bareRepository=explicit diff ':(top,exclude,icase,glob)**/.env'"
+    )
     call = ToolCall.objects.get()
     assert call.native_input == {"command": runs}
     assert call.args["command"] == runs

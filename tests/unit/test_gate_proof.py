@@ -168,9 +168,11 @@ def test_what_reads_a_whole_tree_is_narrowed_to_leave_secrets_out() -> None:
     assert rg.narrowed.startswith("rg foo --iglob '!**/.env' --iglob '!**/.env.*'")
     assert rg.narrowed.endswith(" | head")
     diff = prove_command("git diff -- src", ROOT, FENCE)
-    assert diff.narrowed.startswith("git diff -- src ':(top,exclude,icase,glob)**/.env' ")
-    assert prove_command("git log --oneline", ROOT, FENCE).narrowed == ""
-    assert "':(top,exclude" in prove_command("git log -p", ROOT, FENCE).narrowed
+    bare = "git -c safe.bareRepository=explicit"
+    assert diff.narrowed.startswith(f"{bare} diff -- src ':(top,exclude,icase,glob)**/.env' ")
+    assert prove_command("git log --oneline", ROOT, FENCE).narrowed == f"{bare} log --oneline"
+    for content in ("-p", "--binary", "--check", "-U3", "--word-diff=plain"):
+        assert "':(top,exclude" in prove_command(f"git log {content}", ROOT, FENCE).narrowed
     assert prove_command("rg --files", ROOT, FENCE).narrowed == ""
     assert prove_command("rg foo", ROOT, Fence(ROOT)).narrowed == ""
 
@@ -228,3 +230,18 @@ def test_the_narrowing_keeps_secret_files_out_of_what_reads_a_tree(
     proof = prove_command(command, str(scratch.project), fence)
     output = scratch.run(proof.narrowed)
     assert scratch.harm(output) == [], output
+
+
+def test_git_takes_no_bare_repository_an_agent_could_have_written(scratch: Scratch) -> None:
+    """Writes gate mode allows (HEAD, config, objects/, refs/ in a directory) make a bare
+    repository that git would use, config and all; the narrowed git refuses it."""
+    planted = scratch.project / "src"
+    (planted / "HEAD").write_text("ref: refs/heads/main\n")
+    (planted / "config").write_text("[core]\n\tbare = true\n")
+    for folder in ("objects", "refs"):
+        (planted / folder).mkdir()
+    assert scratch.run("cd src && git rev-parse --git-dir").strip() == "."
+    fence = Fence(str(scratch.project), DEFAULT_PROTECTED_PATHS, DEFAULT_SECRET_PATHS)
+    proof = prove_command("cd src && git rev-parse --git-dir", str(scratch.project), fence)
+    output = scratch.run(proof.narrowed)
+    assert "cannot use bare repository" in output

@@ -152,15 +152,6 @@ _CUT = Program(
     | _valued(output_delimiter="text")
     | _flags("--only-delimited", "--complement", "--zero-terminated"),
 )
-_DIFF = Program(
-    short=_flags(*"uqsiwbBtTapyN") | {"U": "num", "C": "num", "W": "num"},
-    long=_flags("--brief", "--report-identical-files", "--ignore-case", "--ignore-all-space")
-    | _flags("--ignore-space-change", "--ignore-blank-lines", "--text", "--side-by-side")
-    | _flags("--new-file", "--minimal", "--expand-tabs", "--suppress-common-lines")
-    | {"--unified": "num", "--context": "num", "--width": "num", "--label": "text"},
-    optional={"--color": "word"},
-    max_operands=2,
-)
 _DU = Program(
     short=_flags(*"shacbkmx0") | {"d": "num"},
     long=_flags("--summarize", "--human-readable", "--all", "--total", "--bytes")
@@ -168,6 +159,8 @@ _DU = Program(
     | _valued(max_depth="num"),
 )
 
+# Not `diff`: given two directories it compares the files they share, and with -N it
+# prints whole every file found in one of them only.
 PROGRAMS: dict[str, Program] = {
     "ls": _LS,
     "cat": _CAT,
@@ -182,7 +175,6 @@ PROGRAMS: dict[str, Program] = {
     "sort": _SORT,
     "uniq": _UNIQ,
     "cut": _CUT,
-    "diff": _DIFF,
     "du": _DU,
     "basename": Program(short={"s": "text", "a": "flag", "z": "flag"}, operands="text"),
     "dirname": Program(short=_flags("z"), operands="text"),
@@ -263,6 +255,16 @@ GIT_SUBCOMMANDS: dict[str, Program] = {
 }
 # Subcommands whose output holds file contents: narrowed to leave out secret files.
 GIT_SHOWS_CONTENT = frozenset({"diff", "show"})
-GIT_PATCH_OPTIONS = frozenset({"-p", "--patch", "-U", "--unified", "--word-diff"})
+# `git log` options that never print a file's content; any other (`-p`, `--binary`,
+# `--check`, `-U` …) has its output narrowed like `git diff`'s.
+GIT_LOG_NAMES_ONLY = frozenset(
+    {"--oneline", "--graph", "--all", "--reverse", "--first-parent", "--merges", "-n"}
+    | {"--no-merges", "--abbrev-commit", "--follow", "--date-order", "--topo-order", "-i"}
+    | {"--branches", "--tags", "--remotes", "--left-right", "--cherry-pick", "--skip"}
+    | {"--max-count", "--since", "--until", "--after", "--before", "--author", "--grep"}
+    | {"--committer", "--format", "--pretty", "--date", "--color", "--decorate", "--stat"}
+    | {"--numstat", "--shortstat", "--name-only", "--name-status", "--summary", "-s"}
+    | {"--no-color", "--raw", "--no-renames", "--full-index", "--no-patch", "-M", "-R"}
+)
 # Options that give grep or rg its pattern, so that every operand is a path.
 PATTERN_OPTIONS = frozenset({"-e", "--regexp", "--files"})

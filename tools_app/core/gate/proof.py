@@ -33,7 +33,7 @@ from tools_app.core.gate.programs import (
     FIND_FLAGS,
     FIND_PRIMARIES,
     GIT_GLOBAL,
-    GIT_PATCH_OPTIONS,
+    GIT_LOG_NAMES_ONLY,
     GIT_SHOWS_CONTENT,
     GIT_SUBCOMMANDS,
     PATTERN_OPTIONS,
@@ -262,6 +262,11 @@ class _Prover:
             what = f"`git {args[0]}`" if args else "`git` alone"
             raise Unproven(f"{what} is not a git command gate mode has proven to only read")
         sub, spec = args[0], GIT_SUBCOMMANDS[args[0]]
+        # A directory the agent wrote HEAD, config, objects/ and refs/ into is a bare
+        # repository to git, whose config may run programs: git is told to take only the
+        # repository it finds by its `.git` (git 2.38 and later).
+        self.insertions.append((simple.program_end, " -c safe.bareRepository=explicit"))
+        self.notes.append("git takes no bare repository (-c safe.bareRepository=explicit)")
         operands = self._options(f"git {sub}", spec, args[1:])
         for value, after_dashes in operands:
             if not after_dashes and spec.operands == "revisions_or_paths":
@@ -270,7 +275,7 @@ class _Prover:
                 self._path(value, "reads")
         if spec.operands == "none" and operands:
             raise Unproven(f"`git {sub}` is proven only without operands")
-        shows = sub in GIT_SHOWS_CONTENT or self.given & GIT_PATCH_OPTIONS
+        shows = sub in GIT_SHOWS_CONTENT or bool(self.given - GIT_LOG_NAMES_ONLY)
         if shows and spec.operands == "revisions_or_paths":
             self._narrow_git(sub, simple)
 
