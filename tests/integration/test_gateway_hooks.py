@@ -339,6 +339,16 @@ def test_an_unknown_policy_is_a_deny_naming_it_and_starts_nothing(claude: Hook) 
     assert not ToolCall.objects.exists()
 
 
+@pytest.mark.parametrize("policy", ["a%00b", "p" * 101])
+def test_a_policy_that_cannot_be_a_name_is_a_deny_and_starts_nothing(
+    claude: Hook, policy: str
+) -> None:
+    claude.url = f"{URL}?policy={policy}"
+    reason = denial(claude.event("PreToolUse", "Bash", {"command": "ls"}))
+    assert "the hook URL's `policy` must be a policy's name" in reason
+    assert not AgentSession.objects.filter(kind="gateway").exists()
+
+
 def test_hook_settings_names_an_existing_policy_and_refuses_an_unknown_one() -> None:
     out = io.StringIO()
     options = ["--url", "http://a:1", "--policy", "default"]

@@ -46,6 +46,7 @@ IGNORED_EVENTS = frozenset(
 # The statuses that end a hook's wait: decided one way or the other.
 ANSWERABLE = frozenset({Status.APPROVED, Status.RUNNING, *ToolCall.FINAL_STATUSES})
 MAX_ID_CHARS = 200
+POLICY_NAME_CHARS = 100  # Policy.name's length
 
 
 class BadEvent(ValueError):
@@ -122,6 +123,11 @@ def _answer_now(request: HttpRequest) -> tuple[dict[str, Any], tuple[int, int] |
     if name in IGNORED_EVENTS:
         return {}, None
     policy = request.GET.get("policy", "")  # the policy of a session this event starts
+    if "\x00" in policy or len(policy) > POLICY_NAME_CHARS:
+        return deny(
+            "agentweb refused the hook: the hook URL's `policy` must be a policy's name "
+            f"(at most {POLICY_NAME_CHARS} characters, no NUL)"
+        ), None
     try:
         if name == PRE:
             return _receive_and_answer(token, event, policy)
