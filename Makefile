@@ -43,12 +43,14 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 # System packages the sandbox and the tests use; installed only when missing (socat: Claude
-# Code's own sandbox proxies its network through it). The browser
-# tests launch Debian's chromium by its path (tests/browser/conftest.py).
+# Code's own sandbox proxies its network through it; zsh: gate mode's reader is checked
+# against it, tests/unit/test_gate_words.py). The browser tests launch Debian's chromium
+# by its path (tests/browser/conftest.py).
 system-deps:
 	@missing=""; \
 	command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
 	command -v socat >/dev/null || missing="$$missing socat"; \
+	command -v zsh >/dev/null || missing="$$missing zsh"; \
 	command -v git >/dev/null || missing="$$missing git"; \
 	test -x /usr/bin/chromium || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then \

@@ -1,8 +1,9 @@
-"""Gate mode's reader against bash itself: for every command it accepts, the words it
-reads are exactly the argv bash hands each program.
+"""Gate mode's reader against the shells themselves: for every command it accepts, the
+words it reads are exactly the argv bash — and zsh with extended globbing, the shell of
+Claude Code on a Mac at its most eager — hands each program.
 
-Each allowed program is shadowed by a bash function that writes its argv to fd 3, the
-command text is run as it is, and the two lists are compared. Words come from a grammar
+Each allowed program is shadowed by a shell function that writes its argv to a file of
+its own, the command text is run as it is, and the calls are compared. Words come from a grammar
 of quoting (single, double, mixed, adjacent), characters that are literal only in some
 places (`~`, `^`, `=`, `#`), non-ASCII letters, blanks and newlines inside quotes, and
 redirections between the words.
@@ -96,20 +97,21 @@ def scripts(draw: st.DrawFn) -> str:
 
 @pytest.fixture(scope="module")
 def where() -> Iterator[Path]:
-    if shutil.which("bash") is None:
-        pytest.skip("bash is needed to compare with")
     made = Path(tempfile.mkdtemp(prefix="agentweb-words-"))
     (made / "README.md").write_text("x\n")
     yield made
     shutil.rmtree(made, ignore_errors=True)
 
 
-def bash_argv(command: str, where: Path) -> Counter[tuple[str, ...]]:
-    """The argv of every program call bash made running `command`."""
+SHELLS = {"bash": "", "zsh": "setopt extendedglob\n"}
+
+
+def shell_argv(shell: str, command: str, where: Path) -> Counter[tuple[str, ...]]:
+    """The argv of every program call `shell` made running `command`."""
     records = Path(tempfile.mkdtemp(dir=where))
-    script = f"{_SHADOW}exec 1>/dev/null 2>/dev/null\n{command}\n"
+    script = f"{SHELLS[shell]}{_SHADOW}exec 1>/dev/null 2>/dev/null\n{command}\n"
     subprocess.run(
-        ["bash", "-c", script], cwd=where, capture_output=True, timeout=10, check=False,
+        [shell, "-c", script], cwd=where, capture_output=True, timeout=10, check=False,
         env={"PATH": "/usr/bin:/bin", "HOME": str(where), "LANG": "C.UTF-8",
              "RECORDS": str(records)},
     )  # fmt: skip
@@ -121,14 +123,19 @@ def bash_argv(command: str, where: Path) -> Counter[tuple[str, ...]]:
     return calls
 
 
-@settings(max_examples=500, deadline=None)
+@pytest.mark.parametrize("shell", sorted(SHELLS))
+@settings(max_examples=300, deadline=None)
 @given(command=scripts())
-def test_every_word_it_reads_is_the_word_bash_passes(where: Path, command: str) -> None:
+def test_every_word_it_reads_is_the_word_the_shell_passes(
+    where: Path, shell: str, command: str
+) -> None:
+    if shutil.which(shell) is None:
+        pytest.skip(f"{shell} is not installed (make test installs it)")
     try:
         script = read_script(command)
     except Unproven:
         return
-    ran = bash_argv(command, where)
+    ran = shell_argv(shell, command, where)
     read = Counter(tuple(simple.words) for simple in script.commands)
     if "&&" in command or "||" in command:  # bash may skip some: none it ran is unread
         assert ran <= read, (command, ran, read)

@@ -4,7 +4,7 @@ bashlex (the analysis everywhere else) parses bash's whole grammar and so must a
 with bash on all of it; a proof cannot rest on that. This reader accepts a tiny subset
 whose meaning is certain, character by character, and refuses everything else:
 
-* words of letters, digits and `_ @ % + = : , . / -` (`~` and `^` inside a word only),
+* words of letters, digits and `_ @ % + = : , . / -` (any letter or digit of any script),
   `'single-quoted'` text, and `"double-quoted"` text without `$ \\` \\ ! "`;
 * simple commands joined by `&&`, `||`, `;`, a newline or `|`;
 * redirections: `< FILE`, output to `/dev/null`, and `N>&M` between 0, 1 and 2.
@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 __all__ = ["Redirect", "Script", "Simple", "Unproven", "read_script"]
 
 _SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-")
-_INSIDE_ONLY = frozenset("~^")  # literal unless a word starts with them (tilde, history)
 _DOUBLE_QUOTE_UNSAFE = frozenset('$`\\!"')
 _BLANKS = frozenset(" \t")
 _JOINERS = ("&&", "||", ";", "\n", "|")
@@ -153,7 +152,8 @@ class _Reader:
         """One word's value; and whether it was bare digits (a redirection's fd)."""
         parts: list[str] = []
         bare = True
-        start = self.at
+        if self.text.startswith("=", self.at):
+            raise Unproven("a word starting with `=` (zsh's equals expansion: a program's path)")
         while self.at < len(self.text):
             char = self.text[self.at]
             if char in _BLANKS or char in "\n;|&<>":
@@ -164,7 +164,7 @@ class _Reader:
             elif char == '"':
                 parts.append(self._quoted('"', _DOUBLE_QUOTE_UNSAFE))
                 bare = False
-            elif self._literal(char, start):
+            elif self._literal(char):
                 parts.append(char)
                 self.at += 1
             else:
@@ -172,13 +172,11 @@ class _Reader:
         value = "".join(parts)
         return value, bare and value.isdigit()
 
-    def _literal(self, char: str, start: int) -> bool:
-        """A character that is itself and nothing more. `~` and `^` only inside a word, and
-        `~` not after `=` or `:` (bash expands it there in an assignment-like word);
-        letters and digits of any script are literal too."""
-        if char in _SAFE or (char.isalnum() and not char.isascii()):
-            return True
-        return char in _INSIDE_ONLY and self.at > start and self.text[self.at - 1] not in "=:"
+    def _literal(self, char: str) -> bool:
+        """A character that is itself and nothing more, in bash and in zsh (the shell of
+        Claude Code on macOS): not `~`, `^` or `#`, which zsh's extended globbing reads
+        as pattern operators anywhere in a word (`.e^x` matches `.env`)."""
+        return char in _SAFE or (char.isalnum() and not char.isascii())
 
     def _quoted(self, quote: str, unsafe: frozenset[str]) -> str:
         end = self.text.find(quote, self.at + 1)
@@ -206,8 +204,8 @@ _NAMES = {
     "}": "`}`",
     "(": "`(` (a subshell, function or pattern)",
     ")": "`)`",
-    "~": "`~` at the start of a word or after `=` or `:` (a tilde expansion)",
-    "^": "`^` at the start of a word",
+    "~": "`~` (a tilde expansion, or zsh's pattern operator: quote it, 'HEAD~1')",
+    "^": "`^` (zsh's pattern operator: quote it, 'HEAD^')",
     "#": "`#` (a comment)",
 }
 
