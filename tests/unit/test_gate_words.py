@@ -1,6 +1,6 @@
 """Gate mode's reader against the shells themselves: for every command it accepts, the
-words it reads are exactly the argv bash — and zsh with extended globbing, the shell of
-Claude Code on a Mac at its most eager — hands each program.
+words it reads are exactly the argv bash hands each program, and zsh too (the shell of
+Claude Code on a Mac) with extended globbing and rc_quotes, at its most eager.
 
 Each allowed program is shadowed by a shell function that writes its argv to a file of
 its own, the command text is run as it is, and the calls are compared. Words come from a grammar
@@ -103,7 +103,7 @@ def where() -> Iterator[Path]:
     shutil.rmtree(made, ignore_errors=True)
 
 
-SHELLS = {"bash": "", "zsh": "setopt extendedglob\n"}
+SHELLS = {"bash": "", "zsh": "setopt extendedglob rcquotes\n"}
 
 
 def shell_argv(shell: str, command: str, where: Path) -> Counter[tuple[str, ...]]:

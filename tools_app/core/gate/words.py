@@ -186,6 +186,8 @@ class _Reader:
         bad = next((c for c in inner if c in unsafe), None)
         if bad is not None:
             raise Unproven(f"{_name(bad)} inside double quotes is expanded by the shell")
+        if quote == "'" and self.text.startswith("'", end + 1):
+            raise Unproven("`''` inside single quotes is a quote in zsh (rc_quotes), not in bash")
         self.at = end + 1
         return inner
 
