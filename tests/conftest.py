@@ -51,7 +51,11 @@ def workspace(workspace_template: Path, tmp_path: Path) -> Path:
 # Under pytest-xdist each test process (gw0, gw1, ...) has its own Redis database (9, 10,
 # ...: Celery's queues and its unacked index) and its own channel prefix (pub/sub channels
 # ignore the database), so two processes' sessions numbered 1 never hear each other.
-XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+# A run without xdist (a targeted run beside a whole suite on the same machine) takes a
+# database of its own among 11-15 and a channel prefix of its own, so that its Celery
+# worker never takes the suite's tasks.
+XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+PROCESS_SLOT = int(XDIST_WORKER[2:] or 0) if XDIST_WORKER else 2 + os.getpid() % 5
 
 
 def _process_redis(base: str) -> str:
@@ -62,11 +66,11 @@ def _process_redis(base: str) -> str:
     stem, _, database = base.rstrip("/").rpartition("/")
     if not database.isdigit() or "://" not in stem:  # no database in the URL
         stem, database = base.rstrip("/"), "9"
-    return f"{stem}/{int(database) + int(XDIST_WORKER[2:] or 0)}"
+    return f"{stem}/{int(database) + PROCESS_SLOT}"
 
 
 LOCAL_REDIS = _process_redis(os.environ.get("AGENTWEB_TEST_REDIS_URL", "redis://127.0.0.1:6379/9"))
-CHANNEL_PREFIX = f"agentweb-test-{XDIST_WORKER}"
+CHANNEL_PREFIX = f"agentweb-test-{XDIST_WORKER or f'solo{os.getpid()}'}"
 
 
 @pytest.fixture(scope="session")
