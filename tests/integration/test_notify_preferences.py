@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
+from django.utils import timezone
 
 from tests.integration.notify_servers import parts_of, smtp_server
 from tools_app import services
@@ -103,7 +105,7 @@ def test_what_rita_chooses_is_how_she_is_told(
     first = waiting_call(workspace, creator)
     assert local_mail.messages == []  # held for her digest
     assert Delivery.objects.get(tool_call=first).state == "held"
-    assert notify_digests() == 1
+    assert notify_digests(now=timezone.now() + timedelta(minutes=15)) == 1
     (digest,) = local_mail.messages
     assert digest["To"] == "rita@example.com"
     assert f"#call-{first.pk}" in parts_of(digest)["text/plain"]
@@ -129,3 +131,34 @@ def test_leaving_the_digest_sends_what_it_holds(
     (digest,) = local_mail.messages
     assert f"#call-{call.pk}" in parts_of(digest)["text/plain"]
     assert not Delivery.objects.filter(state="held").exists()
+
+
+def test_a_digest_chosen_now_comes_when_its_first_period_ends(
+    browser: Client, local_mail: Any, workspace: Path, creator: User
+) -> None:
+    """Switching to a 5-minute digest sends nothing at once: the sweep a minute later
+    holds the call, the one after five minutes sends it."""
+    Channel.objects.create(name="mail", kind="email", to_reviewers=True)
+    assert save(browser, mode="immediately").status_code == 302
+    chosen = timezone.now()
+    assert save(browser, mode="digest", digest_minutes="5").status_code == 302
+    call = waiting_call(workspace, creator)
+    assert notify_digests(now=chosen + timedelta(seconds=1)) == 0
+    assert notify_digests(now=chosen + timedelta(minutes=4)) == 0
+    assert local_mail.messages == []
+    assert notify_digests(now=chosen + timedelta(minutes=5, seconds=1)) == 1
+    (digest,) = local_mail.messages
+    assert f"#call-{call.pk}" in parts_of(digest)["text/plain"]
+
+
+def test_a_digest_set_in_the_admin_starts_its_period_at_the_first_sweep(
+    reviewer: User, local_mail: Any, workspace: Path, creator: User
+) -> None:
+    Channel.objects.create(name="mail", kind="email", to_reviewers=True)
+    User.objects.filter(pk=reviewer.pk).update(email="rita@example.com")
+    NotifyPreference.objects.create(user=reviewer, mode="digest", digest_minutes=5)
+    waiting_call(workspace, creator)
+    first_sweep = timezone.now()
+    assert notify_digests(now=first_sweep) == 0 and local_mail.messages == []
+    assert notify_digests(now=first_sweep + timedelta(minutes=5)) == 1
+    assert len(local_mail.messages) == 1

@@ -181,7 +181,10 @@ def notify_digests(*, now: Any = None) -> int:
     count = 0
     for preference in NotifyPreference.objects.filter(mode=Mode.DIGEST).select_related("user"):
         last = preference.last_digest_at
-        if last is not None and last > now - timedelta(minutes=preference.digest_minutes):
+        if last is None:  # chosen elsewhere (the admin): its first period starts now
+            NotifyPreference.objects.filter(pk=preference.pk).update(last_digest_at=now)
+            continue
+        if last > now - timedelta(minutes=preference.digest_minutes):
             continue
         count += _digest_for(preference, now)
     return count
@@ -233,8 +236,9 @@ def notify_preference_problems(
 def notify_preference_set(
     *, user: Any, mode: str, digest_minutes: int | None, email: str
 ) -> NotifyPreference:
-    """A person's own choice: how email channels tell them, and at which address. Leaving
-    the digest sends what it holds now; a new address takes what is held with it."""
+    """A person's own choice: how email channels tell them, and at which address. Choosing
+    the digest starts its first period now; leaving it sends what it holds now; a new
+    address takes what is held with it."""
     problems = notify_preference_problems(mode=mode, digest_minutes=digest_minutes, email=email)
     if problems:
         raise Invalid(" ".join(problems.values()))
@@ -246,6 +250,8 @@ def notify_preference_set(
             get_user_model().objects.filter(pk=user.pk).update(email=email)
             user.email = email
         leaving_digest = preference.mode == Mode.DIGEST and mode != Mode.DIGEST
+        if mode == Mode.DIGEST and preference.mode != Mode.DIGEST:
+            preference.last_digest_at = timezone.now()
         preference.mode = mode
         preference.digest_minutes = digest_minutes or preference.digest_minutes
         preference.save()
