@@ -4,6 +4,7 @@ and JSON Lines, never changed, pruned after AGENTWEB_AUDIT_DAYS."""
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import hashlib
 import io
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from asgiref.sync import async_to_sync, sync_to_async
 from django.contrib.auth.models import Permission, User
 from django.core.management import call_command
 from django.db import connection
@@ -340,7 +342,13 @@ def test_the_page_lists_filters_and_links_the_exports(
 
 
 def body_of(answer: Any) -> str:
-    return b"".join(answer.streaming_content).decode()
+    """An export's body, read as the server reads it: from its async iterator."""
+
+    async def read() -> bytes:
+        return b"".join([chunk async for chunk in answer.streaming_content])
+
+    assert answer.is_async, "a sync iterator is read whole under ASGI before a byte is sent"
+    return async_to_sync(read)().decode()
 
 
 def test_exports_as_csv_and_json_lines_with_the_same_filters(
@@ -388,15 +396,70 @@ def test_a_day_of_ten_thousand_decisions_streams_in_constant_memory(olga: Api) -
 def streamed(api: Api, query: str, fmt: str) -> tuple[int, int, int]:
     """The peak memory traced while reading the export, the bytes and lines sent."""
     answer = api.get(f"/audit/export?format={fmt}&{query}")
-    assert answer.status_code == 200, answer.content
+    assert answer.status_code == 200 and answer.is_async
+
+    async def read() -> tuple[int, int]:
+        sent = lines = 0
+        async for chunk in answer.streaming_content:
+            sent += len(chunk)
+            lines += chunk.count(b"\n")
+        return sent, lines
+
     tracemalloc.start()
-    sent = lines = 0
-    for chunk in answer.streaming_content:
-        sent += len(chunk)
-        lines += chunk.count(b"\n")
+    sent, lines = async_to_sync(read)()
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     return peak, sent, lines
+
+
+@pytest.mark.django_db(transaction=True)  # the ASGI handler reads in a thread of its own
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_the_export_sends_its_first_lines_before_it_has_read_the_last(olga: Api, fmt: str) -> None:
+    """Through the ASGI application daphne serves: the first bytes leave while rows are
+    still to be read (an entry recorded once they have left is in the export), a batch at
+    a time, never the whole export at once."""
+    AuditEntry.objects.bulk_create(
+        AuditEntry(via="api", action="decision", object_type="tool_call", object_id=str(i),
+                   reason="looks right to me " * 4)
+        for i in range(2_000)
+    )  # fmt: skip
+    status, chunks = asgi_export(f"format={fmt}", olga.headers["Authorization"])
+    assert status == 200
+    body = b"".join(chunks).decode()
+    assert "recorded after the first byte" in body
+    assert len(chunks) >= 4 and max(map(len, chunks)) < len(body) / 3
+
+
+def asgi_export(query: str, authorization: str) -> tuple[int, list[bytes]]:
+    """GET /api/audit/export through `agentweb.asgi.application`; when the first body
+    bytes are sent, one more entry is recorded. The status and the body's chunks."""
+    from agentweb.asgi import application
+
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
+        "scheme": "http", "path": "/api/audit/export", "raw_path": b"/api/audit/export",
+        "query_string": query.encode(), "root_path": "", "client": ("127.0.0.1", 40000),
+        "server": ("127.0.0.1", 8000),
+        "headers": [(b"host", b"localhost"), (b"authorization", authorization.encode())],
+    }  # fmt: skip
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        if not sent and not getattr(receive, "asked", False):
+            receive.asked = True  # type: ignore[attr-defined]
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await asyncio.Event().wait()  # the client stays connected
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        body = message["type"] == "http.response.body" and message.get("body")
+        if body and not any(m["type"] == "http.response.body" for m in sent):
+            await sync_to_async(entry)(reason="recorded after the first byte")
+        sent.append(message)
+
+    async_to_sync(application)(scope, receive, send)
+    chunks = [m["body"] for m in sent if m["type"] == "http.response.body" and m.get("body")]
+    return sent[0]["status"], chunks
 
 
 # --- retention --------------------------------------------------------------------------------

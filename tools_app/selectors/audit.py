@@ -1,9 +1,10 @@
 """Reads of the audit trail: filters, the API's shape, and exports streamed row by row.
 
 The filters are the same for `/audit/`, `GET /api/audit` and both exports; a bad value
-is an Invalid naming the filter. An export reads the rows in chunks from a server-side
-cursor (`.iterator()`) and yields one line at a time: its memory does not grow with
-the number of rows.
+is an Invalid naming the filter. An export is an async iterator: under ASGI, Django reads
+a sync iterator whole before it sends a byte, so the rows are read a batch at a time
+(keyset on the id, each batch one query in the request's thread) and sent a batch at a
+time: its memory does not grow with the number of rows.
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
 from django.utils import timezone
@@ -25,7 +27,7 @@ from tools_app.core.digits import ascii_int
 from tools_app.errors import Invalid
 from tools_app.models import AuditEntry
 
-EXPORT_CHUNK = 500
+EXPORT_CHUNK = 200  # rows a query and a chunk sent: the export's memory
 FIELDS = (
     "id", "created_at", "actor", "via", "action", "decision", "object_type", "object_id",
     "object", "session", "tool_call", "tool", "policy", "preview_hash", "reason", "details",
@@ -133,35 +135,46 @@ def _row_dict(row: tuple[Any, ...]) -> dict[str, Any]:
     return values
 
 
-def _rows(entries: QuerySet[AuditEntry]) -> Iterator[dict[str, Any]]:
-    """Oldest first, a chunk at a time: tuples, never model instances kept around."""
+async def _batches(entries: QuerySet[AuditEntry]) -> AsyncIterator[list[tuple[Any, ...]]]:
+    """Oldest first, EXPORT_CHUNK rows a query: tuples, never model instances, and no
+    cursor held open between batches."""
     ordered = entries.order_by("id").values_list(*_COLUMNS)
-    for row in ordered.iterator(chunk_size=EXPORT_CHUNK):
-        yield _row_dict(row)
+    after = 0
+    while True:
+        batch = ordered.filter(id__gt=after)[:EXPORT_CHUNK]
+        rows: list[tuple[Any, ...]] = await sync_to_async(_fetch)(batch)
+        if rows:
+            yield rows
+        if len(rows) < EXPORT_CHUNK:
+            return
+        after = rows[-1][0]
 
 
-def audit_jsonl(entries: QuerySet[AuditEntry]) -> Iterator[str]:
-    """JSON Lines: one entry a line, oldest first."""
-    for values in _rows(entries):
-        yield json.dumps(values, ensure_ascii=False, separators=(",", ":")) + "\n"
+def _fetch(rows: QuerySet[Any, tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    return list(rows)
 
 
-def audit_csv(entries: QuerySet[AuditEntry]) -> Iterator[str]:
+async def audit_jsonl(entries: QuerySet[AuditEntry]) -> AsyncIterator[str]:
+    """JSON Lines: one entry a line, oldest first, a batch a chunk."""
+    async for rows in _batches(entries):
+        yield "".join(
+            json.dumps(_row_dict(row), ensure_ascii=False, separators=(",", ":")) + "\n"
+            for row in rows
+        )
+
+
+async def audit_csv(entries: QuerySet[AuditEntry]) -> AsyncIterator[str]:
     """CSV with a header; `details` as JSON in its cell. A cell starting with =, +, - or
     @ is prefixed with ' so that a spreadsheet shows it rather than runs it."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-
-    def line(cells: list[Any]) -> str:
-        buffer.seek(0)
-        buffer.truncate()
-        writer.writerow(cells)
-        return buffer.getvalue()
-
-    yield line(list(FIELDS))
-    for values in _rows(entries):
-        values["details"] = json.dumps(values["details"], ensure_ascii=False, sort_keys=True)
-        yield line([_cell(values[name]) for name in FIELDS])
+    yield ",".join(FIELDS) + "\r\n"
+    async for rows in _batches(entries):
+        buffer = io.StringIO()
+        writer = csv.writer(buffer)
+        for row in rows:
+            values = _row_dict(row)
+            values["details"] = json.dumps(values["details"], ensure_ascii=False, sort_keys=True)
+            writer.writerow([_cell(values[name]) for name in FIELDS])
+        yield buffer.getvalue()
 
 
 def _cell(value: Any) -> Any:
