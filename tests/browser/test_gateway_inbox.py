@@ -65,7 +65,8 @@ def test_a_write_of_env_held_by_the_hook_lands_on_disk_once_approved_in_the_inbo
         process = run_claude(project, live_server_url, token, fake)
         card = inbox.card(rita_page, MARK)
         expect(card).to_be_visible(timeout=STARTS_WITHIN)
-        expect(card).to_contain_text("runs on the agent's machine, not sandboxed")
+        where = f"the agent's machine, in {project}: the agent runs its own Write"
+        expect(card).to_contain_text(where)
         expect(card).to_contain_text("DEBUG=0")
         card.screenshot(path=screenshots / "gateway-write-card.png")
         assert not (project / ".env").exists()  # held while Rita looks

@@ -44,10 +44,24 @@ def csrf(browser: Client) -> str:
 def test_the_card_says_the_call_runs_on_the_agents_machine(claude: Hook, browser: Client) -> None:
     claude.pre("Bash", {"command": "npm install", "description": "deps"})
     page = browser.get("/approvals/").content.decode()
-    assert "runs on the agent's machine, not sandboxed" in page
-    assert CWD in page
+    assert f"the agent&#x27;s machine, in {CWD}: the agent runs its own Bash" in page
     assert 'name="edit_value"' in page and ">npm install</textarea>" in page
-    assert "the agent's sandbox: none reported by the agent" in page
+    assert '<dd class="sandbox">none reported by the agent</dd>' in page
+
+
+def test_a_claude_code_command_card_says_nothing_of_agentwebs_sandbox_or_timeout(
+    claude: Hook, browser: Client
+) -> None:
+    """The command runs on the developer's machine with the timeout its agent chose:
+    nothing about this host's sandbox, the worker's network or a default timeout."""
+    claude.pre("Bash", {"command": "npm install lodash", "description": "deps"})
+    page = browser.get("/approvals/").content.decode()
+    assert "$ npm install lodash" in page
+    assert "copy-on-write" not in page and "worker" not in page
+    assert "<dt>Network</dt>" not in page and "<dt>Timeout</dt>" not in page
+    claude.pre("Bash", {"command": "npm test", "timeout": 90000})
+    page = browser.get("/approvals/").content.decode()
+    assert '<dt>Timeout</dt><dd class="timeout">90 s (the agent&#x27;s own)</dd>' in page
 
 
 def test_the_card_says_when_the_agent_turned_its_own_sandbox_off(
@@ -55,7 +69,9 @@ def test_the_card_says_when_the_agent_turned_its_own_sandbox_off(
 ) -> None:
     claude.pre("Bash", {"command": "npm test", "dangerouslyDisableSandbox": True})
     page = browser.get("/approvals/").content.decode()
-    assert "the agent's sandbox: off for this call" in page
+    off = "off for this call: the agent asked to run it outside its sandbox"
+    assert f'<dd class="sandbox"><strong>{off}</strong></dd>' in page
+    assert "the machine&#x27;s own: the agent&#x27;s sandbox is off for this call" in page
 
 
 def test_edit_and_approve_in_the_inbox_edits_the_native_input(

@@ -103,9 +103,10 @@ def test_a_command_shows_its_parts_and_what_held_it(session: AgentSession, card:
     assert "$ npm install lodash &amp;&amp; echo done" in shown
     assert '<li class="held"><code>npm install lodash</code>' in shown
     assert "<li><code>echo done</code>" in shown
-    assert "<dt>Timeout</dt><dd>30 s</dd>" in shown
+    assert '<dt>Timeout</dt><dd class="timeout">30 s</dd>' in shown
     if call.preview and call.preview.get("sandboxed") is False:
-        assert "Runs unsandboxed" in shown and "the worker&#x27;s network" in shown
+        assert "this host has no copy-on-write sandbox" in shown
+        assert "the worker&#x27;s network" in shown
     else:
         network = "off now; approving gives this command the network"
         assert f'<dt>Network</dt><dd class="network"><strong>{network}</strong></dd>' in shown

@@ -15,6 +15,7 @@ from channels.layers import channel_layers
 from django.contrib.auth.models import User
 from mcp import Client
 
+from tests.integration.test_card_facts_pages import assert_agentweb_sandbox_facts, card
 from tools_app import services
 from tools_app.api.mcp_server import FACTS_KEY, Principal, build_server
 from tools_app.models import AgentSession, ToolCall
@@ -157,3 +158,20 @@ def test_a_results_text_is_what_the_model_reads_and_its_facts_ride_in_meta(
     number = facts(waiting)["id"]
     assert text(waiting).startswith(f"awaiting approval (call {number}): call await_tool_call")
     assert facts(started)["session"] == ToolCall.objects.get(pk=number).session_id
+
+
+def test_an_mcp_command_card_is_agentwebs_sandbox_not_the_agents_machine(
+    creator: User, reviewer: User, workspace: Path
+) -> None:
+    """agentweb's tools over MCP run in agentweb's workspace: the card says so, as for
+    its own agent, though the client is an agent on someone's machine."""
+    calls(
+        creator,
+        ("start_session", {"task": "deps", "repo": str(workspace)}),
+        ("run_command", {"command": "npm install lodash"}),
+    )
+    call = ToolCall.objects.get(tool="run_command")
+    assert call.status == "awaiting_approval" and not call.native_tool
+    page = card(reviewer, call)
+    assert "$ npm install lodash" in page
+    assert_agentweb_sandbox_facts(call, page)

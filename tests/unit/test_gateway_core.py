@@ -416,7 +416,10 @@ def test_previews_come_from_the_input_alone() -> None:
     assert edit.changed_lines == 2
     bash = judge("Bash", {"command": "ls | wc -l"})
     assert [part["program"] for part in bash.preview["parts"]] == ["ls", "wc"]
-    assert bash.preview["sandboxed"] is False
+    # agentweb runs nothing here: no sandbox of its own, no default timeout of its own.
+    assert "sandboxed" not in bash.preview and "timeout" not in bash.preview
+    timed = judge("Bash", {"command": "ls", "timeout": 90000})
+    assert timed.preview["timeout"] == 90
 
 
 def test_a_huge_write_waits_for_a_person_by_its_size(tmp_path: Path) -> None:

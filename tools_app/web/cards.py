@@ -10,6 +10,8 @@ from urllib.parse import urlsplit
 
 from tools_app import access
 from tools_app.core import rendering
+from tools_app.core.card_facts import InAgentweb, OnAgentMachine, Where, card_facts
+from tools_app.core.gateway.judging import sandbox_off
 from tools_app.core.skills.executors import unfilled_placeholders
 from tools_app.core.tools.catalogue import facts_for
 from tools_app.models import Decision, PullRequest, ToolCall
@@ -45,7 +47,7 @@ def call_view(call: ToolCall) -> dict[str, Any]:
     return {
         "kind": kind,
         "preview": call.preview or {},
-        "network": network_text(call) if kind in {"command", "skill"} else "",
+        "facts": card_facts(where_of(call)),
         "args_hidden": rendering.hidden_count(json.dumps(call.args, ensure_ascii=False)),
         "host": _host(call) if facts_for(call.tool).shows_host else None,
         "unfilled": _unfilled(call.preview or {}),
@@ -103,22 +105,49 @@ def card_context(call: ToolCall, user: Any, **extra: Any) -> dict[str, Any]:
     return context
 
 
-def network_text(call: ToolCall) -> str:
-    """Whether the command has the network, and whether approving gives it: a person's
-    approval does (`SandboxOptions.approved`), whatever the policy says."""
-    if (call.preview or {}).get("sandboxed") is False:
-        return "on: no sandbox on this host, the command has the worker's network"
-    if call.session.policy.command_network:
-        return "on (policy command_network)"
-    if call.status == ToolCall.Status.AWAITING_APPROVAL:
-        return "off now; approving gives this command the network"
+def where_of(call: ToolCall) -> Where:
+    """Where the call runs, with what the card may say of it: the agent's machine for a
+    gateway call, else agentweb's workspace (agent loop, REST, MCP, command line)."""
+    preview = call.preview or {}
+    runs_command = facts_for(call.tool).runs_command or preview.get("executor") == "command"
+    if call.native_tool:
+        gateway = preview.get("gateway")
+        notes = gateway.get("notes", []) if isinstance(gateway, dict) else []
+        return OnAgentMachine(
+            native_tool=call.native_tool,
+            cwd=call.session.cwd,
+            runs_command=runs_command,
+            sandbox_off=sandbox_off(call.native_input or {}),
+            timeout=_seconds(call.args.get("timeout")),
+            notes=tuple(str(note) for note in notes),
+        )
+    if not runs_command:
+        return InAgentweb(runs_command=False)
+    sandboxed = preview.get("sandboxed")
+    awaiting = call.status == ToolCall.Status.AWAITING_APPROVAL
+    return InAgentweb(
+        runs_command=True,
+        sandboxed=sandboxed if isinstance(sandboxed, bool) else None,
+        timeout=_seconds(preview.get("timeout", call.args.get("timeout"))),
+        policy_network=call.session.policy.command_network,
+        awaiting=awaiting,
+        approved=not awaiting and _approved(call),
+    )
+
+
+def _approved(call: ToolCall) -> bool:
+    """Whether a person approved the call: their approval gives a command the network."""
     try:
         human: Decision | None = call.human
     except Decision.DoesNotExist:
         human = None
-    if human is not None and human.decision == Decision.Choice.APPROVE:
-        return "on: a person approved this command"
-    return "off"
+    return human is not None and human.decision == Decision.Choice.APPROVE
+
+
+def _seconds(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
 
 
 def form_safe(pattern: str) -> str:

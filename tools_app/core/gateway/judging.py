@@ -24,7 +24,7 @@ from tools_app.core.shell.commands import analyse_command
 from tools_app.core.tools.errors import ToolError
 from tools_app.core.tools.registry import validate_args
 
-__all__ = ["agent_sandbox", "input_preview", "prepare_native"]
+__all__ = ["agent_sandbox", "input_preview", "prepare_native", "sandbox_off"]
 
 # --- judging ---------------------------------------------------------------------------
 
@@ -87,12 +87,18 @@ def _gateway_facts(
 
 
 def agent_sandbox(native_input: Mapping[str, Any]) -> str:
-    """What the agent's hook event says of its own sandbox. Claude Code's Bash carries
-    `dangerouslyDisableSandbox` when the model asks to run a command outside it; no
-    agent reports whether its sandbox is on, so anything else is "none reported"."""
+    """What the agent's hook event says of its own sandbox: `sandbox_off`, else "none
+    reported" (no agent reports whether its sandbox is on)."""
+    return sandbox_off(native_input) or "none reported by the agent"
+
+
+def sandbox_off(native_input: Mapping[str, Any]) -> str:
+    """Why the agent's own sandbox is off for this call, "" when the event says nothing:
+    Claude Code's Bash carries `dangerouslyDisableSandbox` when the model asks to run a
+    command outside it."""
     if native_input.get("dangerouslyDisableSandbox") is True:
         return "off for this call: the agent asked to run it outside its sandbox"
-    return "none reported by the agent"
+    return ""
 
 
 # --- previews from the input alone ---------------------------------------------------
@@ -119,8 +125,12 @@ def input_preview(
         command = str(args["command"])
         analysis = analyse_command(command)
         parts, _ = command_review(analysis, workspace, tuple(policy.secret_paths))
-        preview = {"command": command, "timeout": args.get("timeout", 120), "parts": parts}
-        return {**preview, "opaque": list(analysis.opaque), "sandboxed": False}, None
+        preview = {"command": command, "parts": parts, "opaque": list(analysis.opaque)}
+        # The agent's own timeout, when it sent one; agentweb runs nothing here, so no
+        # default of its own and no sandbox of its own (the card says where it runs).
+        if "timeout" in args:
+            preview["timeout"] = args["timeout"]
+        return preview, None
     return {}, None
 
 
