@@ -7,6 +7,7 @@ import json
 from django.conf import settings
 from django.db import models
 
+from tools_app.core import outcomes
 from tools_app.core.policy.defaults import DEFAULT_POLICY
 from tools_app.core.rendering import spelled
 
@@ -208,6 +209,22 @@ class ToolCall(models.Model):
         EXPIRED = "expired"
         CANCELLED = "cancelled"
 
+    class Outcome(models.TextChoices):
+        """What the run changed (`core/outcomes.py`); blank: not recorded."""
+
+        APPLIED = "applied"
+        HELD = "held", "held for a person"
+        REFUSED = "refused", "refused whole"
+        NOTHING = "nothing", "nothing to apply"
+        NOT_APPLICABLE = "not_applicable", "not judged"
+
+    class Network(models.TextChoices):
+        """A command's network: given it, not given it, or tried and not there."""
+
+        GRANTED = "granted"
+        WITHHELD = "withheld"
+        MISSING = "missing"
+
     FINAL_STATUSES = frozenset(
         {Status.SUCCEEDED, Status.FAILED, Status.DENIED, Status.EXPIRED, Status.CANCELLED}
     )
@@ -226,6 +243,14 @@ class ToolCall(models.Model):
     result = models.TextField(blank=True)
     changed_lines = models.PositiveIntegerField(null=True, blank=True)
     from_cache = models.BooleanField(default=False)
+    # What its run changed, beside the status: a sentence a person reads, the call its
+    # held effect waits as, and a command's network (blank: not recorded).
+    outcome = models.CharField(max_length=20, blank=True, choices=Outcome.choices)
+    outcome_detail = models.TextField(blank=True)
+    held_call = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    network = models.CharField(max_length=10, blank=True, choices=Network.choices)
     # "host:pid" of the process running the call, to tell a crash from a long run.
     runner = models.CharField(max_length=300, blank=True)
     # For a call the runtime made: "<message index>:<position>" of the model's tool use.
@@ -269,6 +294,11 @@ class ToolCall(models.Model):
     @property
     def args_json(self) -> str:
         return json.dumps(self.args, indent=2, ensure_ascii=False)
+
+    @property
+    def badge(self) -> str:
+        """The status with what the run changed: "succeeded · nothing applied: …"."""
+        return outcomes.badge(self.status, self.outcome_detail)
 
 
 class AgentMessage(models.Model):

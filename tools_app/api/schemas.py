@@ -66,6 +66,23 @@ class ToolCallOut(Schema):
     preview: dict[str, Any] | None
     decided_by: str | None
     from_cache: bool
+    outcome: str = Field(
+        default="",
+        description="What the run changed, beside its status: applied, held (for a person, "
+        "as `held_call`), refused (nothing applied), nothing (nothing to apply), "
+        "not_applicable (run without the sandbox); empty: not recorded.",
+    )
+    outcome_detail: str = Field(
+        default="", description="The outcome as a person reads it, with its why."
+    )
+    held_call: int | None = Field(
+        default=None, description="The call a held effect waits as (outcome `held`)."
+    )
+    network: str = Field(
+        default="",
+        description="A command's network: granted, withheld, or missing (it tried to reach "
+        "the network and could not); empty: not a command, or not recorded.",
+    )
     policy_version: int | None
     created_at: datetime
     decided_at: datetime | None

@@ -50,13 +50,15 @@ Action = Literal["apply", "hold", "refuse"]
 class EffectVerdict:
     """What happens to the whole effect, and why, for the agent and a reviewer.
 
-    `paths` is what applies or waits: every entry but an unchanged `.git/index`.
+    `paths` is what applies or waits: every entry but an unchanged `.git/index`;
+    `short` is the reason as a badge shows it, when it differs from `reason`.
     """
 
     action: Action
     paths: frozenset[str] = frozenset()
     reason: str = ""
     changed_lines: int = 0
+    short: str = ""
 
 
 def removed_trees(workspace: Path, effect: Effect) -> dict[str, list[str] | None]:
@@ -109,7 +111,8 @@ def judge_effect(
     budget = policy.max_diff_lines - counters.total_changed_lines
     total = count_lines(workspace, effect, ignored, removed, limit=budget)
     if total > budget:
-        return EffectVerdict("refuse", reason=_over_limit(policy, counters, total, budget))
+        long, short = _over_limit(policy, counters, total, budget)
+        return EffectVerdict("refuse", reason=long, short=short)
     reasons = _protected(policy, effect.only(set(kept)), removed)
     since = counters.changed_since_approval + total
     if not approved and since > policy.require_approval_above:
@@ -121,13 +124,22 @@ def judge_effect(
     return EffectVerdict(action, kept, "; ".join(reasons), total)
 
 
-def _over_limit(policy: PolicySpec, counters: SessionCounters, total: int, budget: int) -> str:
+def _over_limit(
+    policy: PolicySpec, counters: SessionCounters, total: int, budget: int
+) -> tuple[str, str]:
+    """The refusal for the agent, and the same in a badge's words."""
     spelled = f"{total}" if total <= budget + lines.LINE_BYTES else f"more than {budget}"
-    return (
+    long = (
         f"the command changed {spelled} lines; with the session's "
         f"{counters.total_changed_lines} that is over the limit of "
         f"{policy.max_diff_lines} (max_diff_lines)"
     )
+    before = counters.total_changed_lines
+    session = f" (with the session's {before:,} before it)" if before else ""
+    limit = f"the limit of {policy.max_diff_lines:,}"
+    if total > budget + lines.LINE_BYTES:  # counting stopped past the budget
+        return long, f"more than {budget:,} lines{session}, over {limit}"
+    return long, f"{total:,} lines{session} over {limit}"
 
 
 def _refusal(

@@ -92,6 +92,10 @@ def tool_call_payload(call: ToolCall) -> dict[str, Any]:
         "decision": call.verdict,
         "reason": call.reason,
         "rule": call.rule,
+        "outcome": call.outcome,
+        "outcome_detail": call.outcome_detail,
+        "held_call": call.held_call_id,
+        "network": call.network,
     }
 
 

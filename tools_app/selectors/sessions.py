@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery, Value
+from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from tools_app.models import AgentMessage, AgentSession, Decision, ToolCall
@@ -37,6 +37,16 @@ def _waiting_count() -> Subquery:
     return Subquery(counted.values("n")[:1], output_field=IntegerField())
 
 
+def _unapplied_count() -> Subquery:
+    """Calls whose run applied nothing of what it changed (refused whole), or lacked the
+    network it tried to reach; a held effect shows as a waiting call already."""
+    missed = ToolCall.objects.filter(session=OuterRef("pk")).filter(
+        Q(outcome=ToolCall.Outcome.REFUSED) | Q(network=ToolCall.Network.MISSING)
+    )
+    counted = missed.order_by().values("session").annotate(n=Count("id"))
+    return Subquery(counted.values("n")[:1], output_field=IntegerField())
+
+
 def session_list_page(
     sessions: QuerySet[AgentSession], *, status: str = "", cursor: str = "", size: int = PAGE_SIZE
 ) -> SessionPage:
@@ -52,7 +62,11 @@ def session_list_page(
     rows = sessions.order_by("-id").only(
         "id", "status", "repo", "model", "task", "kind", "created_at", "parent_id"
     )
-    found = list(rows.annotate(waiting=Coalesce(_waiting_count(), Value(0)))[: size + 1])
+    rows = rows.annotate(
+        waiting=Coalesce(_waiting_count(), Value(0)),
+        unapplied=Coalesce(_unapplied_count(), Value(0)),
+    )
+    found = list(rows[: size + 1])
     shown = found[:size]
     more = len(found) > size
     return SessionPage(shown, cursor_encode(shown[-1].pk) if more else None)

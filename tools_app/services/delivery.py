@@ -137,6 +137,10 @@ def call_facts(call: ToolCall) -> CallFacts:
         waiting_since=call.created_at.isoformat(),
         expires_at=call.expires_at.isoformat() if call.expires_at else "",
         decision=decision,
+        outcome=call.outcome,
+        outcome_detail=_redact(call, call.outcome_detail),
+        held_call=call.held_call_id,
+        network=call.network,
     )
 
 

@@ -9,20 +9,21 @@ still matches (the tool is `tools/held_effect.py`, run like any other).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
 from django.db import transaction
 from django.utils import timezone
 
-from tools_app.core import command_effects, engine
+from tools_app.core import command_effects, engine, outcomes
 from tools_app.core.policy.types import PolicySpec, SessionCounters
 from tools_app.core.tools import git_runner
+from tools_app.core.tools.base import ToolContext
 from tools_app.core.tools.catalogue import EFFECT_TOOL
 from tools_app.core.tools.effect import Effect
 from tools_app.core.tools.effect_apply import apply_effect, hold_effect
 from tools_app.core.tools.errors import ToolError
+from tools_app.core.tools.shell import UNSANDBOXED_NOTE
 from tools_app.live import events
 from tools_app.models import AgentSession, ToolCall
 from tools_app.services.lifecycle import effect_store, session_refresh_status
@@ -33,23 +34,51 @@ NOTES_SHOWN = 20
 Status = ToolCall.Status
 
 
-def effect_handler(*, call: ToolCall, approved: bool) -> Callable[[Effect], str]:
-    """The judge for what `call`'s command changed; its answer is a note for the agent."""
+class EffectJudge:
+    """The judge for what `call`'s command changed: its answer is a note for the agent,
+    and `outcome` keeps what became of the change for the call's record."""
 
-    def handle(effect: Effect) -> str:
-        session = AgentSession.objects.select_related("policy").get(pk=call.session_id)
+    def __init__(self, *, call: ToolCall, approved: bool) -> None:
+        self.call, self.approved = call, approved
+        self.outcome: outcomes.CallOutcome | None = None
+
+    def __call__(self, effect: Effect) -> str:
+        session = AgentSession.objects.select_related("policy").get(pk=self.call.session_id)
         spec = load_policy_or_denial(session.policy)
         if not isinstance(spec, PolicySpec):
+            self.outcome = outcomes.refused(spec.reason)
             return f"note: nothing the command changed was applied: {spec.reason}"
-        return _judge_and_apply(call, session, spec, effect, approved=approved)
+        try:
+            note, self.outcome = _judge_and_apply(
+                self.call, session, spec, effect, approved=self.approved
+            )
+        except ToolError as exc:
+            self.outcome = outcomes.refused(str(exc))
+            raise
+        return note
 
-    return handle
+
+def effect_handler(*, call: ToolCall, approved: bool) -> EffectJudge:
+    return EffectJudge(call=call, approved=approved)
+
+
+def command_outcome(context: ToolContext, result: str) -> outcomes.CallOutcome | None:
+    """What a run's command changed and whether it had the network (None: it ran none)."""
+    judge = context.effect_handler
+    options = context.sandbox
+    return outcomes.command_outcome(
+        judge.outcome if isinstance(judge, EffectJudge) else None,
+        unsandboxed=result.endswith(UNSANDBOXED_NOTE),
+        granted=options.network or options.approved,
+        output=result,
+    )
 
 
 def _judge_and_apply(
     call: ToolCall, session: AgentSession, spec: PolicySpec, effect: Effect, *, approved: bool
-) -> str:
-    """The whole effect applies, waits for a person, or is refused: never a part of it."""
+) -> tuple[str, outcomes.CallOutcome]:
+    """The whole effect applies, waits for a person, or is refused: never a part of it.
+    The note for the agent, and the outcome for the call's record."""
     workspace = Path(session.workspace)
     removed = command_effects.removed_trees(workspace, effect)
     below = [path for files in removed.values() for path in files or []]
@@ -63,23 +92,25 @@ def _judge_and_apply(
         removed=removed, index_unchanged=_index_unchanged(workspace, effect),
     )  # fmt: skip
     if verdict.action == "refuse":
-        return f"note: nothing the command changed was applied: {verdict.reason}"
+        note = f"note: nothing the command changed was applied: {verdict.reason}"
+        return note, outcomes.effect_outcome(verdict)
     whole = effect.only(set(verdict.paths))
     if verdict.action == "hold":
         held = effect_hold(call=call, effect=whole, verdict=verdict)
         shown = ", ".join(sorted(verdict.paths)[:NOTES_SHOWN])
         more = len(verdict.paths) - NOTES_SHOWN
-        return (
+        note = (
             f"note: nothing the command changed is in the workspace yet: all of it waits for "
             f"a reviewer (tool call {held.pk}): {shown}{f' and {more} more' if more > 0 else ''}."
             f" Why: {verdict.reason}"
         )
+        return note, outcomes.effect_outcome(verdict, held_call=held.pk)
     notes = apply_effect(workspace, whole)
     if verdict.changed_lines:
         session_count_lines(
             session_id=session.pk, lines=verdict.changed_lines, approved_by_human=approved
         )
-    return _as_notes(notes)
+    return _as_notes(notes), outcomes.effect_outcome(verdict)
 
 
 def _index_unchanged(workspace: Path, effect: Effect) -> bool:

@@ -15,6 +15,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from tools_app.core import engine
+from tools_app.core.outcomes import CallOutcome
 from tools_app.core.policy.paths import workspace_relative
 from tools_app.core.policy.types import PolicySpec, SessionCounters, Verdict
 from tools_app.core.tools import redaction, secret_files
@@ -27,6 +28,9 @@ from tools_app.errors import Conflict
 from tools_app.live import events
 from tools_app.models import AgentSession, Policy, ToolCall
 from tools_app.services import cache, effects, subagents
+from tools_app.services.audit import Action as AuditAction
+from tools_app.services.audit import Via as AuditVia
+from tools_app.services.audit import audit_tool_call
 from tools_app.services.lifecycle import (
     POLICY,
     WORKER,
@@ -223,10 +227,12 @@ def _run_claimed(call: ToolCall) -> ToolCall:
     spec = tool_spec_approved(call=call)
     if isinstance(spec, str):
         return _tool_call_finish(call, Status.FAILED, spec)
-    outcome = engine.execute(spec, call.args, tool_context(call.session, call))
-    if outcome.status == Status.RUNNING:
+    context = tool_context(call.session, call)
+    ran = engine.execute(spec, call.args, context)
+    if ran.status == Status.RUNNING:
         return call  # runs as a child session; its end finishes this call
-    return _tool_call_finish(call, outcome.status, outcome.result, ran=True)
+    changed = effects.command_outcome(context, ran.result)
+    return _tool_call_finish(call, ran.status, ran.result, ran=True, outcome=changed)
 
 
 def tool_context(session: AgentSession, call: ToolCall | None = None) -> ToolContext:
@@ -290,22 +296,53 @@ def tool_call_finish_subagent(*, call: ToolCall) -> ToolCall:
 
 
 def _tool_call_finish(
-    call: ToolCall, status: str, result: str, *, from_cache: bool = False, ran: bool = False
+    call: ToolCall,
+    status: str,
+    result: str,
+    *,
+    from_cache: bool = False,
+    ran: bool = False,
+    outcome: CallOutcome | None = None,
 ) -> ToolCall:
-    """Record the end, and what a successful run changes (cache, line counts), in one
-    transaction. A call cancelled meanwhile stays cancelled; what it did is still counted."""
+    """Record the end, what the run changed (`outcome`), and what a successful run changes
+    (cache, line counts), in one transaction. A call cancelled meanwhile stays cancelled;
+    what it did is still counted, and its outcome still recorded."""
     now = timezone.now()
     result = _redacted(call, result)
     with transaction.atomic():
+        changed = _outcome_fields(call, outcome)
         fields: dict[str, Any] = {"result": result, "from_cache": from_cache, "finished_at": now}
         # A person's approval refreshes the session (healing one left `waiting` by racing
         # decisions) and wakes its agent; an agent's call run outside its turn wakes it.
-        finished = tool_call_move(call, "finish", by=WORKER, to=status, **fields)
+        finished = tool_call_move(call, "finish", by=WORKER, to=status, **fields, **changed)
         if ran and status == Status.SUCCEEDED:
             _record_success(call, result)
+        if not finished and changed:  # cancelled meanwhile: what the run did still happened
+            ToolCall.objects.filter(pk=call.pk).update(
+                outcome=changed["outcome"], outcome_detail=changed["outcome_detail"],
+                held_call_id=changed["held_call_id"], network=changed["network"],
+            )  # fmt: skip
         if not finished:
             call.refresh_from_db()
     return call
+
+
+def _outcome_fields(call: ToolCall, outcome: CallOutcome | None) -> dict[str, Any]:
+    """The outcome as the call stores it (redacted like the result), with its audit entry."""
+    if outcome is None:
+        return {}
+    fields = {
+        "outcome": outcome.kind,
+        "outcome_detail": _redacted(call, outcome.detail),
+        "held_call_id": outcome.held_call,
+        "network": outcome.network,
+    }
+    audit_tool_call(
+        call=call, action=AuditAction.RUN_OUTCOME, via=AuditVia.SYSTEM, actor=None, seen="",
+        reason=fields["outcome_detail"],
+        details={k: v for k, v in fields.items() if k != "outcome_detail"},
+    )  # fmt: skip
+    return fields
 
 
 def _redacted(call: ToolCall, result: str) -> str:

@@ -49,6 +49,8 @@ class AuditEntry(models.Model):
         CHANNEL_DELETE = "channel.delete", "channel deleted"
         TOKEN_CREATE = "token.create", "token created"
         SESSION_CANCEL = "session.cancel", "session cancelled"
+        # What a command's run changed (ToolCall.outcome), recorded by the system.
+        RUN_OUTCOME = "tool_call.outcome", "run outcome"
 
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     # The person's id and username as they were (a deleted user's entries stay as they are).

@@ -38,6 +38,11 @@ class CallFacts:
     waiting_since: str = ""
     expires_at: str = ""
     decision: Mapping[str, Any] | None = None  # {"by", "decision", "reason", "at"}
+    # What its run changed, once it ran (core/outcomes.py); "" / None: not recorded.
+    outcome: str = ""
+    outcome_detail: str = ""
+    held_call: int | None = None
+    network: str = ""
 
 
 @dataclass(frozen=True)
