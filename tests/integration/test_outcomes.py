@@ -30,6 +30,7 @@ OVER_LIMIT = "succeeded · nothing applied: 600 lines over the limit of 500"
 def local_channels(settings: Any) -> None:
     settings.CELERY_TASK_ALWAYS_EAGER = True
     settings.AGENTWEB_NOTIFY_HOSTS = ["127.0.0.1"]
+    settings.AGENTWEB_NOTIFY_PRIVATE_HOSTS = ["127.0.0.1"]  # the receiver is on loopback
     settings.AGENTWEB_BASE_URL = "https://agentweb.example"
 
 
