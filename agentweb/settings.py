@@ -334,6 +334,9 @@ AGENTWEB_AUDIT_DAYS = envint("AGENTWEB_AUDIT_DAYS", 365)
 # Notification channels (webhook, Slack, email; configured in the admin). A channel may
 # only send to a host named here (comma-separated; `*.example.com` wildcards).
 AGENTWEB_NOTIFY_HOSTS = envlist("AGENTWEB_NOTIFY_HOSTS", "hooks.slack.com,slack.com")
+# A listed host's address is still checked and pinned: one that resolves to a private,
+# loopback or link-local address is refused unless it is also named here (same syntax).
+AGENTWEB_NOTIFY_PRIVATE_HOSTS = envlist("AGENTWEB_NOTIFY_PRIVATE_HOSTS", "")
 # Email goes through Django's backend: SMTP at EMAIL_HOST:EMAIL_PORT.
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
 EMAIL_PORT = envint("EMAIL_PORT", 25)

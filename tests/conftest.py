@@ -154,6 +154,7 @@ def services_env(
         "AGENTWEB_NOTIFY_QUEUE": "",
         "AGENTWEB_WORKSPACES": str(workspaces),
         "AGENTWEB_NOTIFY_HOSTS": "127.0.0.1",  # the notification tests' servers
+        "AGENTWEB_NOTIFY_PRIVATE_HOSTS": "127.0.0.1",
     }
 
 

@@ -515,7 +515,7 @@ def assert_shown_never_with_a_secret(
 def test_channel_changes_in_the_admin_are_recorded_never_with_a_secret(
     settings: Any, superuser: User, olga: Api, auditor: User
 ) -> None:
-    settings.AGENTWEB_NOTIFY_HOSTS = ["127.0.0.1"]
+    settings.AGENTWEB_NOTIFY_HOSTS = settings.AGENTWEB_NOTIFY_PRIVATE_HOSTS = ["127.0.0.1"]
     admin = browser_for(superuser)
     assert (
         admin.post(
@@ -549,7 +549,7 @@ def test_channel_changes_in_the_admin_are_recorded_never_with_a_secret(
 def test_an_import_of_channels_is_recorded_never_with_a_secret(
     settings: Any, tmp_path: Path, olga: Api, auditor: User
 ) -> None:
-    settings.AGENTWEB_NOTIFY_HOSTS = ["127.0.0.1"]
+    settings.AGENTWEB_NOTIFY_HOSTS = settings.AGENTWEB_NOTIFY_PRIVATE_HOSTS = ["127.0.0.1"]
     team = {"name": "team", "kind": "slack", "url": "http://127.0.0.1:9/api",
             "slack_channel": "C0TEAM", "interactive": True}  # fmt: skip
     path = tmp_path / "channels.json"

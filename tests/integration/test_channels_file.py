@@ -27,6 +27,7 @@ SECRETS = ("hook-secret-4242", "xoxb-bot-token-4242", "signing-secret-4242")
 def local_channels(settings: Any) -> None:
     settings.CELERY_TASK_ALWAYS_EAGER = True
     settings.AGENTWEB_NOTIFY_HOSTS = ["127.0.0.1"]
+    settings.AGENTWEB_NOTIFY_PRIVATE_HOSTS = ["127.0.0.1"]  # the servers are local
 
 
 @pytest.fixture

@@ -38,6 +38,7 @@ pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def local_channels(settings: Any) -> None:
     settings.CELERY_TASK_ALWAYS_EAGER = True
     settings.AGENTWEB_NOTIFY_HOSTS = ["127.0.0.1"]
+    settings.AGENTWEB_NOTIFY_PRIVATE_HOSTS = ["127.0.0.1"]  # the servers are local
     settings.AGENTWEB_BASE_URL = "https://agentweb.example"
 
 
@@ -175,6 +176,47 @@ def test_a_host_that_is_not_allowed_is_never_reached(
     assert "not an allowed notification host" in delivery.tries.get().error
 
 
+def test_an_allowed_host_that_resolves_to_a_private_address_is_refused(
+    receiver: Receiver, session: AgentSession, settings: Any
+) -> None:
+    """Being on AGENTWEB_NOTIFY_HOSTS does not make a loopback address reachable: the
+    name is resolved, the address checked, and the delivery fails saying why."""
+    hook = webhook(receiver)
+    Channel.objects.filter(pk=hook.pk).update(url=receiver.url.replace("127.0.0.1", "localhost"))
+    settings.AGENTWEB_NOTIFY_HOSTS = ["localhost"]
+    settings.AGENTWEB_NOTIFY_PRIVATE_HOSTS = []
+    call = wait_on(session)
+    assert receiver.received == []
+    delivery = Delivery.objects.get(tool_call=call)
+    error = delivery.tries.get().error
+    assert delivery.state == "failed"
+    assert "localhost resolves to" in error and "a loopback address" in error, error
+    assert "AGENTWEB_NOTIFY_PRIVATE_HOSTS" in error
+
+    Channel.objects.filter(pk=hook.pk).update(url=f"{receiver.url}/hook")
+    settings.AGENTWEB_NOTIFY_HOSTS = settings.AGENTWEB_NOTIFY_PRIVATE_HOSTS = ["127.0.0.1"]
+    wait_on(session, "deploy/.env.prod")  # named in both: the explicit opt-in
+    assert [r.json()["event"] for r in receiver.received] == ["tool_call.waiting"]
+
+
+def test_a_private_address_is_a_field_error_unless_permitted(
+    superuser: User, settings: Any
+) -> None:
+    admin = Client()
+    admin.force_login(superuser)
+    settings.AGENTWEB_NOTIFY_HOSTS = ["10.1.2.3", "127.0.0.1"]
+    settings.AGENTWEB_NOTIFY_PRIVATE_HOSTS = ["127.0.0.1"]
+    form = {"name": "ops", "kind": "webhook", "enabled": "on", "url": "http://10.1.2.3/hook",
+            "secret": "s", "signing_secret": "", "slack_channel": "", "recipients": "",
+            "sessions": "", "rules": ""}  # fmt: skip
+    answer = admin.post("/admin/tools_app/channel/add/", form)
+    page = answer.content.decode()
+    assert answer.status_code == 200 and "10.1.2.3 is a private address" in page
+    assert "AGENTWEB_NOTIFY_PRIVATE_HOSTS" in page and not Channel.objects.exists()
+    local = {**form, "url": "http://127.0.0.1:9/hook"}
+    assert admin.post("/admin/tools_app/channel/add/", local).status_code == 302
+
+
 # --- routing, escalation, digests -------------------------------------------------------------
 
 
@@ -238,12 +280,14 @@ def test_a_digest_collects_several_calls_for_who_prefers_it(
     Channel.objects.create(name="mail", kind="email", to_reviewers=True)
     first, second = wait_on(session, ".env"), wait_on(session, "deploy/.env.prod")
     assert mailbox.messages == []
-    assert notify_digests() == 1
+    assert notify_digests() == 0  # set in the admin: its first period starts at this sweep
+    later = timezone.now() + timedelta(minutes=30)
+    assert notify_digests(now=later) == 1
     (digest,) = mailbox.messages
     text = parts_of(digest)["text/plain"]
     assert f"#call-{first.pk}" in text and f"#call-{second.pk}" in text
     assert "2 tool calls wait" in digest["Subject"]
-    assert notify_digests(now=timezone.now() + timedelta(minutes=10)) == 0  # not due again
+    assert notify_digests(now=later + timedelta(minutes=10)) == 0  # not due again
 
 
 def person(name: str, *groups: str, mode: str = "") -> User:

@@ -39,6 +39,7 @@ SIGNING = "slack-signing-secret"
 def local_channels(settings: Any) -> None:
     settings.CELERY_TASK_ALWAYS_EAGER = True
     settings.AGENTWEB_NOTIFY_HOSTS = ["127.0.0.1"]
+    settings.AGENTWEB_NOTIFY_PRIVATE_HOSTS = ["127.0.0.1"]  # the servers are local
 
 
 @pytest.fixture

@@ -65,7 +65,9 @@ def channel_problems(values: Mapping[str, Any]) -> dict[str, str]:
     elif kind == Kind.EMAIL:
         problems.update(_email_problems(values))
     if url and kind != Kind.EMAIL and "url" not in problems:
-        problems["url"] = url_problem(url, settings.AGENTWEB_NOTIFY_HOSTS)
+        problems["url"] = url_problem(
+            url, settings.AGENTWEB_NOTIFY_HOSTS, settings.AGENTWEB_NOTIFY_PRIVATE_HOSTS
+        )
     if values.get("groups") and kind != Kind.EMAIL:
         problems["groups"] = "A group is told by email: only an email channel has one."
     bad = [s for s in values.get("sessions") or [] if ascii_int(str(s)) is None]

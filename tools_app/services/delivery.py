@@ -181,15 +181,21 @@ def _send_webhook(channel: Channel, delivery: Delivery, message: Message) -> int
         "X-Agentweb-Event": message.event,
         "X-Agentweb-Delivery": str(delivery.pk),
     }
-    return outbound.post(channel.url, body, headers, settings.AGENTWEB_NOTIFY_HOSTS).code
+    return outbound.post(
+        channel.url, body, headers, settings.AGENTWEB_NOTIFY_HOSTS,
+        private_hosts=settings.AGENTWEB_NOTIFY_PRIVATE_HOSTS,
+    ).code  # fmt: skip
 
 
 def _send_slack(channel: Channel, delivery: Delivery, message: Message) -> tuple[str, int]:
     payload = messages.slack_payload(message, interactive=channel.interactive)
     hosts = settings.AGENTWEB_NOTIFY_HOSTS
+    private = {"private_hosts": settings.AGENTWEB_NOTIFY_PRIVATE_HOSTS}
     if not channel.secret:  # an incoming webhook: post only
         body = json.dumps(payload).encode()
-        answer = outbound.post(channel.url, body, {"Content-Type": "application/json"}, hosts)
+        answer = outbound.post(
+            channel.url, body, {"Content-Type": "application/json"}, hosts, **private
+        )
         return "", answer.code
     base = (channel.url or SLACK_API).rstrip("/")
     earlier = _posted_ref(delivery) if delivery.event == messages.EVENTS[1] else ""
@@ -202,7 +208,9 @@ def _send_slack(channel: Channel, delivery: Delivery, message: Message) -> tuple
         "Content-Type": "application/json; charset=utf-8",
         "Authorization": f"Bearer {channel.secret}",
     }
-    answer = outbound.post(f"{base}/{method}", json.dumps(payload).encode(), headers, hosts)
+    answer = outbound.post(
+        f"{base}/{method}", json.dumps(payload).encode(), headers, hosts, **private
+    )
     data = _slack_answer(answer.body)
     return f"{data.get('channel', '')}:{data.get('ts', '')}", answer.code
 

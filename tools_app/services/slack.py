@@ -34,8 +34,9 @@ def slack_deny_form_open(*, channel: Channel, trigger_id: str, call: ToolCall) -
     url = f"{(channel.url or SLACK_API).rstrip('/')}/views.open"
     try:
         answer = outbound.post(
-            url, body, headers, settings.AGENTWEB_NOTIFY_HOSTS, timeout=MODAL_TIMEOUT_SECONDS
-        )
+            url, body, headers, settings.AGENTWEB_NOTIFY_HOSTS,
+            private_hosts=settings.AGENTWEB_NOTIFY_PRIVATE_HOSTS, timeout=MODAL_TIMEOUT_SECONDS,
+        )  # fmt: skip
         data = json.loads(answer.body)
     except SendFailed as failure:
         return str(failure)

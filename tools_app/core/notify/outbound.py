@@ -2,7 +2,9 @@
 
 The channel's host must be on the allow list (AGENTWEB_NOTIFY_HOSTS): it is resolved
 once, every address checked, and the connection pinned to the checked address; no
-redirect is followed, no proxy or certificate comes from the environment.
+redirect is followed, no proxy or certificate comes from the environment. Being on the
+list does not make a private address reachable: only a host also named in
+AGENTWEB_NOTIFY_PRIVATE_HOSTS may resolve to one (a chat server on the office network).
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from tools_app.core.tools import netguard
 TIMEOUT_SECONDS = 10.0
 MAX_ANSWER_BYTES = 64 * 1024
 USER_AGENT = "agentweb-notify/1"
+PRIVATE_HINT = (
+    "notifications reach only public addresses unless AGENTWEB_NOTIFY_PRIVATE_HOSTS names the host"
+)
 
 
 @dataclass(frozen=True)
@@ -36,8 +41,9 @@ class SendFailed(Exception):
         self.code = code
 
 
-def url_problem(url: str, allow_hosts: Sequence[str]) -> str:
-    """Why a channel may not send to `url` ("" when it may)."""
+def url_problem(url: str, allow_hosts: Sequence[str], private_hosts: Sequence[str] = ()) -> str:
+    """Why a channel may not send to `url` ("" when it may). A host name's addresses are
+    checked when a message is sent; an IP address is checked here already."""
     try:
         target = netguard.parse_target(url)
     except ValueError as error:
@@ -47,7 +53,16 @@ def url_problem(url: str, allow_hosts: Sequence[str]) -> str:
             f"{target.host} is not an allowed notification host; add it to "
             "AGENTWEB_NOTIFY_HOSTS (comma-separated) to send there"
         )
-    return ""
+    literal = [target.ip] if target.ip is not None else []
+    return _address_refusal(target, literal, private_hosts) or ""
+
+
+def _address_refusal(
+    target: netguard.Target, addresses: Sequence[netguard.IPAddress], private_hosts: Sequence[str]
+) -> str | None:
+    if netguard.host_allowed(target, private_hosts):
+        return None
+    return netguard.address_refusal(target, addresses, PRIVATE_HINT)
 
 
 def post(
@@ -56,10 +71,11 @@ def post(
     headers: Mapping[str, str],
     allow_hosts: Sequence[str],
     *,
+    private_hosts: Sequence[str] = (),
     timeout: float = TIMEOUT_SECONDS,
 ) -> Answer:
     """POST `body`; the answer when the server took it (2xx), else SendFailed."""
-    problem = url_problem(url, allow_hosts)
+    problem = url_problem(url, allow_hosts, private_hosts)
     if problem:
         raise SendFailed(problem, retry=False)
     target = netguard.parse_target(url)
@@ -67,7 +83,7 @@ def post(
         addresses = netguard.resolve(target)
     except (OSError, UnicodeError) as error:
         raise SendFailed(f"cannot resolve {target.host}: {error}", retry=True) from None
-    refused = netguard.refusal(target, addresses, allow_hosts)
+    refused = _address_refusal(target, addresses, private_hosts)
     if refused:
         raise SendFailed(refused, retry=False)
     return _send(url, target, addresses[0], body, headers, timeout)

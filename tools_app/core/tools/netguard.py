@@ -192,11 +192,16 @@ def refusal(
     """The reason to refuse these addresses for this host, or None to go ahead."""
     if host_allowed(target, allow_hosts):
         return None
+    return address_refusal(target, addresses, ALLOW_HINT)
+
+
+def address_refusal(target: Target, addresses: Sequence[IPAddress], hint: str) -> str | None:
+    """Why one of these addresses is not public (ending with `hint`), or None."""
     for ip in addresses:
         problem = address_problem(ip)
         if problem is not None:
             where = f"{ip} is" if target.ip is not None else f"{target.host} resolves to {ip},"
-            return f"{where} {problem}; {ALLOW_HINT}"
+            return f"{where} {problem}; {hint}"
     return None
 
 
