@@ -190,11 +190,11 @@ def _send_webhook(channel: Channel, delivery: Delivery, message: Message) -> int
 def _send_slack(channel: Channel, delivery: Delivery, message: Message) -> tuple[str, int]:
     payload = messages.slack_payload(message, interactive=channel.interactive)
     hosts = settings.AGENTWEB_NOTIFY_HOSTS
-    private = {"private_hosts": settings.AGENTWEB_NOTIFY_PRIVATE_HOSTS}
+    private = settings.AGENTWEB_NOTIFY_PRIVATE_HOSTS
     if not channel.secret:  # an incoming webhook: post only
         body = json.dumps(payload).encode()
         answer = outbound.post(
-            channel.url, body, {"Content-Type": "application/json"}, hosts, **private
+            channel.url, body, {"Content-Type": "application/json"}, hosts, private_hosts=private
         )
         return "", answer.code
     base = (channel.url or SLACK_API).rstrip("/")
@@ -209,7 +209,7 @@ def _send_slack(channel: Channel, delivery: Delivery, message: Message) -> tuple
         "Authorization": f"Bearer {channel.secret}",
     }
     answer = outbound.post(
-        f"{base}/{method}", json.dumps(payload).encode(), headers, hosts, **private
+        f"{base}/{method}", json.dumps(payload).encode(), headers, hosts, private_hosts=private
     )
     data = _slack_answer(answer.body)
     return f"{data.get('channel', '')}:{data.get('ts', '')}", answer.code
