@@ -107,6 +107,13 @@ def setup(env: dict[str, str], calls: int) -> None:
 @contextlib.contextmanager
 def daphne(root: Path, env: dict[str, str], log: Path) -> Iterator[str]:
     """The tree at `root` served on a free port of 127.0.0.1; yields its URL."""
+    with served(root, env, log) as (url, _):
+        yield url
+
+
+@contextlib.contextmanager
+def served(root: Path, env: dict[str, str], log: Path) -> Iterator[tuple[str, int]]:
+    """The tree at `root` served by daphne on a free port of 127.0.0.1: its URL and pid."""
     port = free_port()
     command = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
                "agentweb.asgi:application"]  # fmt: skip
@@ -121,7 +128,7 @@ def daphne(root: Path, env: dict[str, str], log: Path) -> Iterator[str]:
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"daphne in {root} did not start:\n{log.read_text()[-3000:]}")
             time.sleep(0.2)
-        yield url
+        yield url, process.pid
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         try:

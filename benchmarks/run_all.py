@@ -32,6 +32,7 @@ SCRIPTS = (
     "bench_fanout.py",
     "bench_cost.py",
     "bench_inbox.py",
+    "bench_audit_export.py",
 )
 COST_SCRIPTS = ("bench_fanout.py", "bench_cost.py")
 TAKE_BEFORE = {"bench_latency.py", "bench_inbox.py"}  # the scripts that take --before REF
