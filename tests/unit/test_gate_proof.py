@@ -92,6 +92,7 @@ REFUSED = [
     ("cat .env~x", "zsh's pattern operator"),
     ("git log HEAD~1", "quote it, 'HEAD~1'"),
     ("cat =sh", "zsh's equals expansion"),
+    ("cat ''=sh", "zsh's equals expansion"),
     ("cat '.en''v'", "rc_quotes"),
     ("cat <(touch X)", "`<(`"),
     ("cat <<< x", "`<<`"),

@@ -152,8 +152,6 @@ class _Reader:
         """One word's value; and whether it was bare digits (a redirection's fd)."""
         parts: list[str] = []
         bare = True
-        if self.text.startswith("=", self.at):
-            raise Unproven("a word starting with `=` (zsh's equals expansion: a program's path)")
         while self.at < len(self.text):
             char = self.text[self.at]
             if char in _BLANKS or char in "\n;|&<>":
@@ -170,6 +168,8 @@ class _Reader:
             else:
                 raise Unproven(_why_not(char))
         value = "".join(parts)
+        if value.startswith("="):  # even after empty quotes: `''=ls` is expanded by zsh
+            raise Unproven("a word starting with `=` (zsh's equals expansion: a program's path)")
         return value, bare and value.isdigit()
 
     def _literal(self, char: str) -> bool:
