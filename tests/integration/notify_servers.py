@@ -26,6 +26,7 @@ class Received:
     headers: dict[str, str]
     body: bytes
     signed: bool = False
+    at: float = field(default_factory=time.time)  # when it arrived (wall clock)
 
     def json(self) -> Any:
         return json.loads(self.body)
@@ -104,9 +105,11 @@ class Mailbox:
 
     def __init__(self) -> None:
         self.messages: list[Message] = []
+        self.arrived: list[float] = []  # when each came (wall clock)
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         self.messages.append(message_from_bytes(envelope.content))
+        self.arrived.append(time.time())
         return "250 OK"
 
 

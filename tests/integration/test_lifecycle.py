@@ -1,5 +1,6 @@
 """The lifecycle: every declared move goes from exactly its sources to its targets, and
-nothing outside `services/lifecycle.py` writes a tool call's or a session's status."""
+nothing outside `services/lifecycle.py` writes a tool call's or a session's status
+or makes a tool call (a birth is a move from nothing, with the same follow-ups)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tools_app.models import AgentSession, Event, Policy, ToolCall
+from tools_app.models import AgentSession, Channel, Delivery, Event, Policy, ToolCall
 from tools_app.services.lifecycle import (
     AGENT,
     CALLS,
@@ -16,9 +17,11 @@ from tools_app.services.lifecycle import (
     PERSON,
     POLICY,
     SESSION_MOVES,
+    TOOL_CALL_BIRTHS,
     TOOL_CALL_MOVES,
     WORKER,
     session_move,
+    tool_call_create,
     tool_call_move,
 )
 
@@ -29,16 +32,19 @@ pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 ROOT = Path(__file__).resolve().parents[2] / "tools_app"
 LIFECYCLE = ROOT / "services" / "lifecycle.py"
-# Rows born with a status: the first status is part of creating them, not a move.
+# Sessions born with a status: the first status is part of creating them, not a move.
+# (A tool call is born in the lifecycle only: `tool_call_create`.)
 CREATED_WITH = {
     ("services/sessions.py", "SessionStatus.QUEUED"),
     ("services/sessions.py", "SessionStatus.RUNNING"),
     ("services/subagents.py", "AgentSession.Status.RUNNING"),
-    ("services/tool_calls.py", "Status.PENDING"),
-    ("services/effects.py", "Status.AWAITING_APPROVAL"),
     ("services/gateway.py", "AgentSession.Status.RUNNING"),
-    ("services/gateway.py", "Status.PENDING"),
 }
+# Tool calls made but never saved, by (file, function): no birth, nothing follows.
+UNSAVED = {
+    ("web/cards.py", "pull_request_call"),  # a recorded pull request shown as its call's card
+}
+BIRTH_METHODS = {"create", "bulk_create", "get_or_create", "update_or_create"}
 
 
 def a_session(status: str = AgentSession.Status.RUNNING) -> AgentSession:
@@ -111,6 +117,57 @@ def test_each_tool_call_move_names_who_may_cause_it_and_refuses_anyone_else(move
         assert not Event.objects.filter(data__tool_call=call.pk).exists()
 
 
+@pytest.mark.parametrize("birth", sorted(TOOL_CALL_BIRTHS))
+def test_each_birth_makes_a_call_in_its_status_announced_once(birth: str) -> None:
+    spec = TOOL_CALL_BIRTHS[birth]
+    session = a_session()
+    call = tool_call_create(birth, by=sorted(spec.by)[0], session=session, tool="t", args={})
+    assert ToolCall.objects.get(pk=call.pk).status == call.status == spec.status
+    announced = Event.objects.filter(data__tool_call=call.pk)
+    assert list(announced.values_list("type", flat=True)) == [spec.event]
+
+
+@pytest.mark.parametrize("birth", sorted(TOOL_CALL_BIRTHS))
+def test_each_birth_refuses_an_actor_it_does_not_name(birth: str) -> None:
+    spec = TOOL_CALL_BIRTHS[birth]
+    assert spec.by and spec.by <= ACTORS
+    session = a_session()
+    for actor in sorted(ACTORS - spec.by):
+        with pytest.raises(ValueError, match="is caused by"):
+            tool_call_create(birth, by=actor, session=session, tool="t", args={})
+    assert not session.tool_calls.exists()
+
+
+def test_a_call_born_waiting_is_followed_as_one_that_moved_there() -> None:
+    """Born waiting (a held command effect) or judged waiting: the same event, the session
+    waiting, and each channel that routes it told, webhook, Slack and email alike."""
+    Channel.objects.create(name="hook", kind="webhook", url="http://127.0.0.1:9/h", secret="k")
+    Channel.objects.create(
+        name="team", kind="slack", url="http://127.0.0.1:9/api", secret="t", slack_channel="C0"
+    )
+    Channel.objects.create(name="mail", kind="email", recipients=["ops@example.com"])
+    moved_session, born_session = a_session(), a_session()
+    moved = a_call(moved_session, ToolCall.Status.PENDING)
+    assert tool_call_move(moved, "judge_wait", by=POLICY)
+    born = tool_call_create("hold_effect", by=POLICY, session=born_session, tool="t", args={})
+
+    def traces(call: ToolCall) -> tuple[object, ...]:
+        session = AgentSession.objects.get(pk=call.session_id)
+        told = Delivery.objects.filter(tool_call=call).order_by("channel__name")
+        return (
+            session.status,
+            list(Event.objects.filter(data__tool_call=call.pk).values_list("type", flat=True)),
+            list(told.values_list("channel__name", "event")),
+        )
+
+    assert traces(born) == traces(moved) == (
+        AgentSession.Status.WAITING,
+        ["tool_call.awaiting_approval"],
+        [("hook", "tool_call.waiting"), ("mail", "tool_call.waiting"),
+         ("team", "tool_call.waiting")],
+    )  # fmt: skip
+
+
 def test_only_a_person_decides_and_only_the_clock_expires() -> None:
     assert {m for m, spec in TOOL_CALL_MOVES.items() if PERSON in spec.by} == {
         "decide_approve", "decide_deny", "cancel"
@@ -170,6 +227,61 @@ def test_no_code_but_the_lifecycle_writes_a_status() -> None:
                 continue
             offending.append(f"{name} {write}")
     assert offending == []
+
+
+def tool_call_births(path: Path) -> list[tuple[str, str]]:
+    """Where a file makes a tool call, as (the function it is in, what): `ToolCall(...)`,
+    `ToolCall.objects.create(...)` and its kin, `x.tool_calls.create(...)`."""
+    tree = ast.parse(path.read_text())
+    scope: dict[ast.AST, str] = {}
+    for node in ast.walk(tree):  # outer functions first: the innermost name wins
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            scope.update(dict.fromkeys(ast.walk(node), node.name))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _makes_a_call(node.func):
+            found.append((scope.get(node, ""), f"line {node.lineno}: {ast.unparse(node.func)}"))
+    return found
+
+
+def _makes_a_call(func: ast.expr) -> bool:
+    name = ast.unparse(func)
+    if name == "ToolCall" or name.endswith(".ToolCall"):
+        return True
+    if not isinstance(func, ast.Attribute) or func.attr not in BIRTH_METHODS:
+        return False
+    manager = ast.unparse(func.value)
+    return manager.endswith("ToolCall.objects") or manager.split(".")[-1] == "tool_calls"
+
+
+def test_no_code_but_the_lifecycle_makes_a_tool_call() -> None:
+    """Every call is born through `tool_call_create`, so that each way into a status runs
+    that status's follow-ups; elsewhere a call is only made unsaved, where UNSAVED says."""
+    offending = []
+    for path in sorted(ROOT.rglob("*.py")):
+        if "migrations" in path.parts or path == LIFECYCLE:
+            continue
+        name = path.relative_to(ROOT).as_posix()
+        for function, made in tool_call_births(path):
+            if (name, function) not in UNSAVED:
+                offending.append(f"{name} {function}() {made}")
+    assert offending == []
+
+
+def test_the_birth_scan_sees_each_way_of_making_a_call(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "def f(session):\n"
+        "    ToolCall(tool='x')\n"
+        "    models.ToolCall(tool='x')\n"
+        "    ToolCall.objects.create(tool='x')\n"
+        "    ToolCall.objects.bulk_create([])\n"
+        "    ToolCall.objects.get_or_create(tool='x')\n"
+        "    session.tool_calls.create(tool='x')\n"
+        "    session.tool_calls.filter(tool='x')\n"
+        "    Skill.objects.create(name='x')\n"
+    )
+    assert [function for function, _ in tool_call_births(sample)] == ["f"] * 6
 
 
 def test_the_source_scan_sees_the_writes_it_forbids(tmp_path: Path) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-from django.db import transaction
 from django.utils import timezone
 
 from tools_app.core import command_effects, engine, outcomes
@@ -24,9 +23,8 @@ from tools_app.core.tools.effect import Effect
 from tools_app.core.tools.effect_apply import apply_effect, hold_effect
 from tools_app.core.tools.errors import ToolError
 from tools_app.core.tools.shell import UNSANDBOXED_NOTE
-from tools_app.live import events
 from tools_app.models import AgentSession, ToolCall
-from tools_app.services.lifecycle import effect_store, session_refresh_status
+from tools_app.services.lifecycle import POLICY, effect_store, tool_call_create
 from tools_app.services.policies import load_policy_or_denial
 from tools_app.services.sessions import session_count_lines
 
@@ -158,16 +156,11 @@ def effect_hold(
         "state": {"effect": digest},
     }
     reason = f"the command's changes wait for a person: {verdict.reason}"
-    with transaction.atomic():
-        held_call = ToolCall.objects.create(
-            session=session, tool=EFFECT_TOOL, args=args,
-            args_hash=engine.args_hash(EFFECT_TOOL, args),
-            status=Status.AWAITING_APPROVAL, verdict="require_approval", reason=reason,
-            rule="builtin:command-effect", preview=preview, changed_lines=changed,
-            policy_version=session.policy.version,
-            expires_at=timezone.now()
-            + timedelta(seconds=session.policy.approval_timeout_seconds),
-        )  # fmt: skip
-        events.tool_call_event(held_call, "tool_call.awaiting_approval")
-        session_refresh_status(session_id=session.pk)
-    return held_call
+    # born waiting, as any call that waits: its event, the session's wait, the channels
+    return tool_call_create(
+        "hold_effect", by=POLICY, session=session, tool=EFFECT_TOOL, args=args,
+        args_hash=engine.args_hash(EFFECT_TOOL, args), verdict="require_approval",
+        reason=reason, rule="builtin:command-effect", preview=preview, changed_lines=changed,
+        policy_version=session.policy.version,
+        expires_at=timezone.now() + timedelta(seconds=session.policy.approval_timeout_seconds),
+    )  # fmt: skip

@@ -26,7 +26,7 @@ from tools_app.core.tools.jsonsafe import storable_args, storable_text
 from tools_app.errors import ServiceError
 from tools_app.live import events
 from tools_app.models import AgentSession, Policy, ToolCall
-from tools_app.services.lifecycle import AGENT, POLICY, tool_call_move
+from tools_app.services.lifecycle import AGENT, POLICY, tool_call_create, tool_call_move
 from tools_app.services.policies import load_policy_or_denial, policy_named
 from tools_app.services.tool_calls import session_counters, verdict_fields
 
@@ -208,16 +208,18 @@ def _gateway_facts_of(prepared: engine.Prepared) -> dict[str, Any]:
 def _call_create(
     session: AgentSession, native_tool: str, native_input: dict[str, Any], tool_use_id: str
 ) -> ToolCall:
-    call = ToolCall.objects.create(
+    """Born pending; its `received` event goes in the batch of the verdict that follows."""
+    return tool_call_create(
+        "receive",
+        by=AGENT,
         session=session,
+        announce=False,
         tool=storable_text(native_tool[:200]),
         args={},
-        status=Status.PENDING,
         native_tool=storable_text(native_tool[:200]),
         native_input=storable_args(native_input),
         tool_use_id=tool_use_id,
     )
-    return call
 
 
 def _call_judge(call: ToolCall, ran_in: str, *, received: events.Item) -> ToolCall:

@@ -2,7 +2,9 @@
 
 Each allowed move is declared below (from which statuses, to which, who may cause it,
 what follows it); a caller names who it acts for, and a move that actor may not cause
-is a programming error, refused before anything is written.
+is a programming error, refused before anything is written. A call's birth is declared
+the same way (its first status, who, what follows): every way into a status runs that
+status's follow-ups, whether the call moved there or was born there.
 A move claims by one conditional update: 0 rows means another process moved first and
 the caller answers as before (Conflict, or nothing). What belongs to a move happens in
 the same transaction — the events (published once it commits), the session's status,
@@ -44,7 +46,7 @@ POLICY = "policy"  # the policy's verdict, in the worker that judged the call
 PERSON = "person"  # a reviewer's decision, a person cancelling a session
 CLOCK = "clock"  # a deadline passed (the periodic sweep)
 WORKER = "worker"  # the worker that runs the call or the agent's turn, or recovers it
-AGENT = "agent"  # an agent reporting on a call it ran itself (the gateway's hooks)
+AGENT = "agent"  # an agent sending a call, or reporting on one it ran itself (the hooks)
 CALLS = "its calls"  # a session following its calls (waiting while one awaits a person)
 
 
@@ -122,6 +124,27 @@ SESSION_MOVES: dict[str, Move] = {
 }
 
 
+@dataclass(frozen=True)
+class Birth:
+    """A way a call comes to be: in `status`, caused by one of `by`, announced by `event`."""
+
+    status: str
+    by: frozenset[str]
+    event: str
+    after: str = NOTHING
+
+
+TOOL_CALL_BIRTHS: dict[str, Birth] = {
+    # an agent's call (agentweb's own loop, an external agent, a gateway hook, the command
+    # line), stored before the policy judges it
+    "receive": Birth(Status.PENDING, frozenset({AGENT}), "tool_call.received"),
+    # what a command changed, held whole for a person: its own call, waiting from birth
+    "hold_effect": Birth(
+        Status.AWAITING_APPROVAL, frozenset({POLICY}), "tool_call.awaiting_approval", REFRESH
+    ),
+}
+
+
 def _target(table: dict[str, Move], move: str, to: str | None, by: str) -> tuple[Move, str]:
     spec = table[move]
     if by not in spec.by:
@@ -171,6 +194,25 @@ def tool_call_move(
     if spec.drops_held_effect and (source or previous) == Status.AWAITING_APPROVAL:
         effect_discard(call=call)
     return True
+
+
+def tool_call_create(
+    birth: str, *, by: str, session: AgentSession, announce: bool = True, **fields: Any
+) -> ToolCall:
+    """Create a call in its birth's status, in the caller's transaction, with what follows
+    any way into that status: its event, the session's status, the channels told of a
+    call that waits. `announce=False`: the caller stores the event (`tool_call_item`) in
+    the batch of the move it makes at once (`first=`), one publish for both."""
+    spec = TOOL_CALL_BIRTHS[birth]
+    if by not in spec.by:
+        raise ValueError(f"Birth {birth!r} is caused by {sorted(spec.by)}, not by {by!r}.")
+    with transaction.atomic(savepoint=False):
+        call = ToolCall.objects.create(session=session, status=spec.status, **fields)
+        if announce:
+            events.tool_call_event(call, spec.event)
+        _after(call, spec.after)
+        notify_moved(call, birth, "")
+    return call
 
 
 def _after(call: ToolCall, after: str) -> None:

@@ -1,8 +1,8 @@
 """Who hears about a waiting call: routing to channels, the deliveries it makes, and the
 sweep's part (retries that are due, lost sends, escalations, digests).
 
-`notify_moved` runs inside a tool call's move (lifecycle), so deliveries exist exactly
-when the move does; their sending is queued after the commit and runs in a worker,
+`notify_moved` runs inside a tool call's move or birth (lifecycle), so deliveries exist
+exactly when the move does; their sending is queued after the commit and runs in a worker,
 never in the request. A broker that is down delays a message, never the move: the
 sweep sends what was never sent.
 """
@@ -39,8 +39,10 @@ Mode = NotifyPreference.Mode
 
 
 def notify_moved(call: ToolCall, move: str, previous: str) -> None:
-    """A call began or stopped waiting for a person: tell the channels that route it."""
-    if move == "judge_wait":
+    """A call began or stopped waiting for a person: tell the channels that route it.
+    A call born waiting (`previous` empty: a held command effect) began too."""
+    waiting = ToolCall.Status.AWAITING_APPROVAL
+    if call.status == waiting and previous != waiting:
         deliveries_create(call=call, event=WAITING, channels=channels_for(call, escalation=False))
     elif move in DECIDING_MOVES and previous == ToolCall.Status.AWAITING_APPROVAL:
         told = Channel.objects.filter(

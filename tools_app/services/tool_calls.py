@@ -25,17 +25,18 @@ from tools_app.core.tools.errors import ToolError
 from tools_app.core.tools.forge import ForgeSettings
 from tools_app.core.tools.jsonsafe import storable_args, storable_text
 from tools_app.errors import Conflict
-from tools_app.live import events
 from tools_app.models import AgentSession, Policy, ToolCall
 from tools_app.services import cache, effects, subagents
 from tools_app.services.audit import Action as AuditAction
 from tools_app.services.audit import Via as AuditVia
 from tools_app.services.audit import audit_tool_call
 from tools_app.services.lifecycle import (
+    AGENT,
     POLICY,
     WORKER,
     approved_by_person,
     effect_store,
+    tool_call_create,
     tool_call_move,
 )
 from tools_app.services.policies import load_policy_or_denial
@@ -97,15 +98,14 @@ def _tool_call_create(
     session: AgentSession, tool: str, args: object, *, agent_key: str = ""
 ) -> ToolCall:
     tool = skill_tool_canonical(session=session, tool=tool)
-    call = ToolCall.objects.create(
+    return tool_call_create(
+        "receive",
+        by=AGENT,
         session=session,
         tool=storable_text(tool[:200]),
         args=storable_args(args),
-        status=Status.PENDING,
         agent_key=agent_key,
     )
-    events.tool_call_event(call, "tool_call.received")
-    return call
 
 
 def tool_call_evaluate(*, tool_call_id: int, raw_args: object = None) -> ToolCall:
