@@ -33,10 +33,11 @@ def run_claude(
     *,
     settings: dict[str, Any] | None = None,
     args: tuple[str, ...] = (),
+    wrapper: tuple[str, ...] = (),
 ) -> subprocess.Popen[bytes]:
     """`claude -p … --output-format json --settings FILE ARGS` in `project`, in the
-    background; the settings default to what `hook_settings claude-code` prints (`{}`:
-    no hooks)."""
+    background (behind `wrapper`, a command that ends by running its arguments); the
+    settings default to what `hook_settings claude-code` prints (`{}`: no hooks)."""
     path = project.parent / "settings.json"
     hooks = claude_code_settings(url, WAIT_SECONDS) if settings is None else settings
     path.write_text(json.dumps(hooks))
@@ -52,7 +53,7 @@ def run_claude(
     }
     command = [str(CLAUDE), "-p", "do the task", "--output-format", "json", "--settings", str(path)]
     return subprocess.Popen(
-        [*command, *args], cwd=project, env=env, stdin=subprocess.DEVNULL,
+        [*wrapper, *command, *args], cwd=project, env=env, stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
 

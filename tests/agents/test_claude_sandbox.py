@@ -205,3 +205,68 @@ def test_a_write_through_a_committed_symlink_into_git_hooks(
     call = ToolCall.objects.get(native_tool="Write")
     assert (call.verdict, call.rule) == ("deny", "invariant:git-dir"), call.reason
     assert not (project / ".git" / "hooks" / "pre-commit").exists(), answers
+
+
+# Claude Code reads its managed settings from /etc/claude-code. The test gives it that
+# directory in a mount namespace of its own, over an overlay of /etc whose upper layer is a
+# temporary directory: the host's /etc is never written.
+_WITH_MANAGED = (
+    'mount -t overlay overlay -o "lowerdir=/etc,upperdir=$1/upper,workdir=$1/work" /etc'
+    ' && mkdir -p /etc/claude-code && cp "$1/managed-settings.json" /etc/claude-code/'
+    ' && shift && exec "$@"'
+)
+
+
+def managed(tmp: Path, url: str, policy: str) -> tuple[str, ...]:
+    """A wrapper that runs Claude Code with `hook_settings --managed` as its managed
+    settings, or skips when this host cannot make such a namespace."""
+    out = StringIO()
+    call_command("hook_settings", "claude-code", "--url", url, "--policy", policy, "--managed",
+                 stdout=out)  # fmt: skip
+    (tmp / "upper").mkdir(parents=True)
+    (tmp / "work").mkdir()
+    (tmp / "managed-settings.json").write_text(out.getvalue())
+    wrapper = (
+        "unshare",
+        "-m",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        _WITH_MANAGED,
+        "-",
+        str(tmp),
+    )
+    probe = subprocess.run([*wrapper, "test", "-f", "/etc/claude-code/managed-settings.json"],
+                           capture_output=True, check=False)  # fmt: skip
+    if probe.returncode != 0:
+        pytest.skip(f"no private overlay of /etc here: {probe.stderr.decode()[-300:]}")
+    return wrapper
+
+
+def test_managed_settings_keep_the_sandbox_whatever_the_developer_sets(
+    agentweb: str, token: str, project: Path, canary_home: Path, tmp_path: Path
+) -> None:
+    """The developer's own settings turn the sandbox off, allow reading ~/.ssh and drop
+    the hooks; the managed settings win: the hook still judges, the key stays unread."""
+    hidden = "sh -c 'cat ~/.ssh/id_r''sa'"
+    policy = sandboxed_policy(hidden)
+    wrapper = managed(tmp_path / "etc", agentweb, policy)
+    loosened = {
+        "hooks": {},
+        "sandbox": {"enabled": False, "allowUnsandboxedCommands": True},
+        "permissions": {
+            "allow": ["Read(~/.ssh/**)", "Bash(*)"],
+            "defaultMode": "bypassPermissions",
+        },
+    }
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.json").write_text(json.dumps(loosened))
+    script = lambda results: bash(hidden) if not results else None  # noqa: E731
+    with FakeAnthropic(script=script) as fake:
+        process = run_claude(project, agentweb, token, fake, settings=loosened, wrapper=wrapper)
+        finished(process)
+        answers = fake.conversation()
+    passed_the_hook(hidden)  # the managed hooks ran, though the developer's settings had none
+    assert KEY not in " ".join(answers)
+    assert "No such file or directory" in answers[0], answers
