@@ -257,9 +257,9 @@
     const out = form.querySelector(".remember-count");
     const answer = await fetch(`${form.dataset.countUrl}?${query}`, { credentials: "same-origin" });
     const data = await answer.json();
-    out.textContent = data.error
-      ? data.error
-      : `This rule would have matched ${data.count} of the last ${data.of} calls to this tool under this policy.`;
+    // The server renders what the rule would also allow (approvals.remember_count).
+    if (data.error) out.textContent = data.error;
+    else out.innerHTML = data.preview;
     out.classList.toggle("error", Boolean(data.error));
   }
 

@@ -207,10 +207,10 @@ def test_the_remember_panel_shows_the_exact_rule_in_a_form_an_input_keeps(
     reviewer: User, waiting: ToolCall
 ) -> None:
     card = browser_for(reviewer).get(f"/approvals/cards/{waiting.pk}/").content.decode()
-    assert 'name="pattern.path" value="re:\\.env"' in card
+    assert 'name="pattern.path" value=".env"' in card  # as a person types it
     assert 'name="pattern.content" value="re:KEY=new\\u000a"' in card  # no raw newline
     assert ">Approve &amp; remember</button>" in card
-    shown = {"pattern.path": "re:\\.env", "pattern.content": "re:KEY=new\\u000a"}
+    shown = {"pattern.path": ".env", "pattern.content": "re:KEY=new\\u000a"}
     post(browser_for(reviewer), waiting, {"action": "remember", **shown})
     rule = PolicyRule.objects.get()
     assert re.fullmatch(rule.args["content"][3:], "KEY=new\n")
@@ -237,7 +237,7 @@ def test_remember_with_a_widened_pattern_creates_exactly_that_rule(
 
 def test_remember_without_patterns_keeps_the_exact_rule(reviewer: User, waiting: ToolCall) -> None:
     post(browser_for(reviewer), waiting, {"action": "remember"}, fetch=False)
-    assert PolicyRule.objects.get().args == {"path": "re:\\.env", "content": "re:KEY=new\\\n"}
+    assert PolicyRule.objects.get().args == {"path": ".env", "content": "re:KEY=new\\\n"}
 
 
 @pytest.mark.parametrize(
@@ -270,7 +270,7 @@ def test_the_count_says_how_many_past_calls_a_widened_rule_matches(
     rita = browser_for(reviewer)
     url = f"/approvals/cards/{waiting.pk}/remember-count"
     widened = rita.get(url, {"pattern.path": "src/*", "pattern.content": "*"}).json()
-    assert widened == {"count": 2, "of": 3, "error": None}
+    assert widened | {"preview": ""} == {"count": 2, "of": 3, "error": None, "preview": ""}
     exact = rita.get(url, {"pattern.path": "re:\\.env", "pattern.content": "*"}).json()
     assert exact["count"] == 0
     bad = rita.get(url, {"pattern.path": "re:(", "pattern.content": "*"})

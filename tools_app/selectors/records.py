@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -256,29 +256,60 @@ def events_last_id() -> int:
     return Event.objects.order_by("-id").values_list("id", flat=True).first() or 0
 
 
-def rule_match_count(
-    *, policy: Policy, tool: str, patterns: dict[str, str], exclude: int | None, limit: int = 1000
-) -> tuple[int, int]:
-    """How many of the policy's last `limit` calls to `tool` an allow rule with these
-    argument patterns would have matched, and how many were looked at. Raises
-    PolicyInvalid for a pattern the loader refuses."""
-    rule_data = {"tool": tool, "args": patterns, "decision": "allow", "reason": ""}
-    spec = policy_from_dict({"name": "remember", "rules": [rule_data]})
+@dataclass(frozen=True)
+class RuleReach:
+    """What an allow rule would have matched among the policy's recent calls to a tool:
+    `matched` of `seen`, and the first `also` of those the exact rule of the call being
+    remembered would not have matched (id, session id, status, arguments), newest first."""
+
+    matched: int
+    seen: int
+    also: list[tuple[int, int, str, dict[str, Any]]]
+
+
+def rule_reach(
+    *,
+    policy: Policy,
+    tool: str,
+    patterns: dict[str, str],
+    exact: dict[str, str],
+    exclude: int | None,
+    limit: int = 1000,
+    listed: int = 10,
+) -> RuleReach:
+    """Which of the policy's last `limit` calls to `tool` an allow rule with `patterns`
+    would have matched, and which of them only because it is wider than `exact` (the
+    call's own rule). Raises PolicyInvalid for a pattern the loader refuses."""
+    rule, own = (_allow_rule(tool, args) for args in (patterns, exact))
     calls = (
         ToolCall.objects.filter(session__policy=policy, tool=tool)
         .exclude(pk=exclude or 0)
         .order_by("-id")
-        .values_list("args", "session__workspace")[:limit]
+        .values_list("id", "session_id", "status", "args", "session__workspace", "session__cwd")
     )
     matched = seen = 0
-    for args, workspace in calls:
+    also: list[tuple[int, int, str, dict[str, Any]]] = []
+    for pk, session_id, status, args, workspace, cwd in calls[:limit]:
         seen += 1
-        facts = CallFacts(tool, args if isinstance(args, dict) else {}, Path(workspace))
-        try:
-            matched += rule_matches(spec.rules[0], CallContext(spec, facts, SessionCounters()))
-        except ToolError:  # a path outside the workspace: no rule matches it
+        facts = CallFacts(tool, args if isinstance(args, dict) else {}, Path(workspace or cwd))
+        if not _matches(rule, facts):
             continue
-    return matched, seen
+        matched += 1
+        if len(also) < listed and not _matches(own, facts):
+            also.append((pk, session_id, status, dict(facts.args)))
+    return RuleReach(matched, seen, also)
+
+
+def _allow_rule(tool: str, patterns: dict[str, str]) -> PolicySpec:
+    rule_data = {"tool": tool, "args": patterns, "decision": "allow", "reason": ""}
+    return policy_from_dict({"name": "remember", "rules": [rule_data]})
+
+
+def _matches(spec: PolicySpec, facts: CallFacts) -> bool:
+    try:
+        return rule_matches(spec.rules[0], CallContext(spec, facts, SessionCounters()))
+    except ToolError:  # a path outside the workspace: no rule matches it
+        return False
 
 
 def tracked_secrets_note(policy: Policy, workspace: Path) -> str:

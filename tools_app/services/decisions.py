@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from tools_app import access
 from tools_app.core import engine
+from tools_app.core.policy.remember import fits_the_call, remember_is_exact, remembered_args
 from tools_app.core.policy.risky_commands import APPROVE
 from tools_app.core.policy.types import PolicySpec
 from tools_app.core.tools.jsonsafe import storable_args
@@ -21,7 +22,6 @@ from tools_app.services.policies import (
     load_policy_or_denial,
     policy_rule_remember,
     remember_check,
-    remember_is_exact,
     widening_needs_admin,
 )
 from tools_app.services.queueing import EXECUTE_TOOL_CALL, tool_call_enqueue
@@ -115,7 +115,7 @@ def _remember(
     (an admin's widening is an admin's rule)."""
     bounded = (
         rule_args is not None
-        and not remember_is_exact(call.args, rule_args)
+        and not remember_is_exact(call.tool, call.args, rule_args)
         and not access.is_policy_admin(user)
     )
     rule = policy_rule_remember(
@@ -130,16 +130,16 @@ def _remember(
 
 
 def _widened(call: ToolCall, rule_args: dict[str, str], user: Any) -> dict[str, str]:
-    """A widened rule keeps one pattern per argument of the call (`*` matches any value),
-    so it never silently drops a condition; and it is no wider than the call when the
+    """A widened rule keeps one pattern per argument the agent sent (`*` matches any
+    value), so it never silently drops a condition; and it is no wider than the call when the
     call waited for a protected path, a risky command or a pull request, unless a
     policy admin widens it (a reviewer's rule would otherwise approve what they never
     saw, checked before the built-in approvals)."""
-    if set(rule_args) != set(call.args):
-        names = ", ".join(sorted(call.args)) or "none"
+    if not fits_the_call(call.tool, call.args, rule_args):
+        names = ", ".join(sorted(remembered_args(call.tool, call.args))) or "none"
         raise Invalid(f"The rule needs one pattern for each argument ({names}); use * for any.")
     patterns = remember_check(call.tool, rule_args)
-    if remember_is_exact(call.args, patterns) or not widening_needs_admin(call.rule):
+    if remember_is_exact(call.tool, call.args, patterns) or not widening_needs_admin(call.rule):
         return patterns
     if not access.is_policy_admin(user):
         raise Forbidden(_widening_refused(call))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import glob
 import logging
 import re
 from pathlib import Path
@@ -12,10 +11,9 @@ from django.db import transaction
 from django.db.models import F, Max
 
 from tools_app.core import engine
-from tools_app.core.policy.context import argument_strings
 from tools_app.core.policy.engine import WIDENABLE_APPROVALS
 from tools_app.core.policy.loader import PolicyInvalid, policy_from_dict, validate_policy_dict
-from tools_app.core.policy.rules import exact_pattern
+from tools_app.core.policy.remember import remember_patterns
 from tools_app.core.policy.types import (
     POLICY_SETTINGS,
     PolicySpec,
@@ -121,7 +119,10 @@ def policy_rule_remember(
     """An allow rule for exactly this tool and these arguments ("approve & remember"),
     or for `rule_args`: the patterns a reviewer widened (checked by `remember_check`);
     `reviewer_bounded` when that reviewer is not a policy admin (see `widening_needs_admin`)."""
-    patterns = remember_patterns(args) if rule_args is None else remember_check(tool, rule_args)
+    if rule_args is None:
+        patterns = remember_patterns(tool, args)
+    else:
+        patterns = remember_check(tool, rule_args)
     last = policy.rules.aggregate(last=Max("position"))["last"]
     rule = PolicyRule.objects.create(
         policy=policy,
@@ -136,31 +137,6 @@ def policy_rule_remember(
     )
     policy_bump_version(policy=policy)
     return rule
-
-
-def remember_patterns(args: dict[str, Any]) -> dict[str, str]:
-    """The argument patterns "approve & remember" stores when nobody widens them."""
-    return {name: _exact_pattern(value) for name, value in args.items()}
-
-
-def remember_is_exact(args: dict[str, Any], patterns: dict[str, str]) -> bool:
-    """True when every pattern matches only its argument's value, as the call had it:
-    the rule allows nothing the reviewer did not see."""
-    return set(patterns) == set(args) and all(
-        patterns[name] in _exact_spellings(value) for name, value in args.items()
-    )
-
-
-def _exact_spellings(value: Any) -> set[str]:
-    """The patterns matching only `value`: ours, and for a single value the `re:` or
-    glob spelling a person or a client may write."""
-    spellings = {_exact_pattern(value)}
-    if not isinstance(value, list | tuple):
-        text = argument_strings(value)[0]
-        spellings.add(exact_pattern(text))
-        if not glob.escape(text).startswith("re:"):
-            spellings.add(glob.escape(text))
-    return spellings
 
 
 def widening_needs_admin(rule: str) -> bool:
@@ -186,15 +162,6 @@ def remember_check(tool: str, rule_args: object) -> dict[str, str]:
         raise Invalid(f"The rule cannot be saved: {found}.")
     assert isinstance(rule_args, dict)
     return {str(name): str(pattern) for name, pattern in rule_args.items()}
-
-
-def _exact_pattern(value: Any) -> str:
-    """A pattern matching only `value`, read as the policy engine reads arguments
-    (a list: each of its items must be one of these)."""
-    strings = argument_strings(value)
-    if isinstance(value, list | tuple):
-        return "re:(" + "|".join(re.escape(text) for text in strings) + ")"
-    return exact_pattern(strings[0])
 
 
 def load_policy_or_denial(policy: Policy) -> PolicySpec | Verdict:

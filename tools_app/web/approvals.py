@@ -14,14 +14,16 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST, require_safe
 
 from tools_app import access, services
 from tools_app.core.policy.loader import PolicyInvalid
+from tools_app.core.policy.remember import remember_patterns
 from tools_app.models import ToolCall
 from tools_app.selectors import records
 from tools_app.selectors.inbox import MAX_PAGE_SIZE, PAGE_SIZE, inbox_page
-from tools_app.services.policies import remember_patterns, widening_needs_admin
+from tools_app.services.policies import widening_needs_admin
 from tools_app.web import cards
 
 # action → (decision, remember, edited arguments)
@@ -134,16 +136,23 @@ def _decide(request: HttpRequest, call: ToolCall, action: str) -> str:
 @login_required
 @require_safe
 def remember_count(request: HttpRequest, tool_call_id: int) -> JsonResponse:
-    """How many past calls the (widened) rule in the query would have matched."""
+    """How many past calls the (widened) rule in the query would have matched, and
+    `preview`: the card's "this rule would also allow" list, rendered here."""
     call = _reviewable(request, tool_call_id)
-    patterns = _rule_args(request, request.GET) or {}
+    exact = remember_patterns(call.tool, call.args)
+    patterns = _widened_only(call, _rule_args(request, request.GET)) or exact
     try:
-        matched, seen = records.rule_match_count(
-            policy=call.session.policy, tool=call.tool, patterns=patterns, exclude=call.pk
-        )
+        reach = records.rule_reach(
+            policy=call.session.policy, tool=call.tool, patterns=patterns, exact=exact,
+            exclude=call.pk,
+        )  # fmt: skip
     except PolicyInvalid as exc:
         return JsonResponse({"count": None, "of": None, "error": str(exc)}, status=422)
-    return JsonResponse({"count": matched, "of": seen, "error": None})
+    context = {"reach": reach, "widened": patterns != exact}
+    preview = render_to_string("tools_app/_remember_preview.html", context, request=request)
+    return JsonResponse(
+        {"count": reach.matched, "of": reach.seen, "error": None, "preview": preview}
+    )
 
 
 def _reviewable(request: HttpRequest, tool_call_id: int) -> ToolCall:
@@ -197,7 +206,7 @@ def _edited_args(request: HttpRequest, call: ToolCall) -> dict[str, object]:
 def _widened_only(call: ToolCall, patterns: dict[str, str] | None) -> dict[str, str] | None:
     """The patterns with each one the form showed (spelled for an input) read back as
     the exact pattern it stands for; None when nothing was widened."""
-    exact = remember_patterns(call.args)
+    exact = remember_patterns(call.tool, call.args)
     if patterns is None:
         return None
     shown = {name: cards.form_safe(pattern) for name, pattern in exact.items()}

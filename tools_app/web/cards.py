@@ -12,11 +12,11 @@ from tools_app import access
 from tools_app.core import rendering
 from tools_app.core.card_facts import InAgentweb, OnAgentMachine, Where, card_facts
 from tools_app.core.gateway.judging import sandbox_off
+from tools_app.core.policy.remember import remember_patterns
 from tools_app.core.skills.executors import unfilled_placeholders
 from tools_app.core.tools.catalogue import facts_for
 from tools_app.models import Decision, PullRequest, ToolCall
 from tools_app.selectors.sessions import long_text
-from tools_app.services.policies import remember_patterns
 
 # An escaped pair (`\\` and any character), or an invisible character on its own.
 _HIDDEN_CLASS = "[\x00-\x1f\x7f-\x9f\u00ad\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]"
@@ -99,7 +99,7 @@ def card_context(call: ToolCall, user: Any, **extra: Any) -> dict[str, Any]:
         "edit_field": field,
         "edit_value": _edit_value(edited, field),
         "args_json": json.dumps(edited, indent=2, ensure_ascii=False),
-        "remember": [(k, form_safe(v)) for k, v in sorted(remember_patterns(call.args).items())],
+        "remember": remember_fields(call),
     }
     context.update(extra)
     return context
@@ -148,6 +148,13 @@ def _seconds(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value)
+
+
+def remember_fields(call: ToolCall) -> list[tuple[str, str]]:
+    """The rule form's fields: each argument the agent sent, with the pattern a person
+    would type for its value (`core/policy/remember.py`), as an <input> keeps it."""
+    patterns = remember_patterns(call.tool, call.args)
+    return [(name, form_safe(pattern)) for name, pattern in sorted(patterns.items())]
 
 
 def form_safe(pattern: str) -> str:

@@ -64,6 +64,10 @@ class ToolFacts:
     `edit_field`, the argument a reviewer edits in a text area for "Edit & approve"
     (other tools: the whole arguments as JSON); `shows_diff`, the preview is a diff;
     `shows_host`, the card names the host the call reaches.
+    `free_defaults`: arguments whose value changes nothing the policy judges (a
+    command's timeout), with the default the args model fills in: "approve & remember"
+    leaves such an argument out of the rule when the call had it at that default, as
+    an argument the agent did not send (`core/policy/remember.py`).
     """
 
     name: str
@@ -79,6 +83,7 @@ class ToolFacts:
     edit_field: str | None = None
     shows_diff: bool = False
     shows_host: bool = False
+    free_defaults: tuple[tuple[str, object], ...] = ()
 
     def reads_only(self, args: Mapping[str, Any]) -> bool:
         return self.read_only(args) if callable(self.read_only) else self.read_only
@@ -116,7 +121,9 @@ CATALOGUE: Mapping[str, ToolFacts] = {
             edit_field="new_string",
             shows_diff=True,
         ),
-        ToolFacts("run_command", runs_command=True, card="command"),
+        ToolFacts(
+            "run_command", runs_command=True, card="command", free_defaults=(("timeout", 120.0),)
+        ),
         _reader("search_codebase", "tree", _PATH),
         _reader("list_files", "tree", _PATH),
         # Not "only reads" for the policy (it ends the task), yet it changes nothing.
@@ -128,7 +135,13 @@ CATALOGUE: Mapping[str, ToolFacts] = {
         ToolFacts("git_branch", read_only=_lists_branches),
         ToolFacts("create_pull_request", card="pull"),
         ToolFacts("spawn_subagent", writes="nothing", card="subagent"),
-        ToolFacts("web_fetch", writes="nothing", card="fetch", shows_host=True),
+        ToolFacts(
+            "web_fetch",
+            writes="nothing",
+            card="fetch",
+            shows_host=True,
+            free_defaults=(("max_length", 50_000),),
+        ),
     )
 }
 
