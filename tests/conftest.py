@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -192,3 +194,40 @@ def task_runner(request: pytest.FixtureRequest) -> None:
         request.getfixturevalue("stack")
     elif request.node.get_closest_marker("eager"):
         request.getfixturevalue("eager")
+
+
+# --- nothing of ours left in the temp dir ---------------------------------------------------
+
+TEMP_DIR = Path(tempfile.gettempdir())
+_TEMP_BEFORE = pytest.StashKey[set[str]]()
+LEFTOVER_GRACE_SECONDS = 5.0  # another run's command may be between making and removing one
+
+
+def _agentweb_temp_entries() -> set[str]:
+    return {entry.name for entry in TEMP_DIR.glob("agentweb-*")}
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_TEMP_BEFORE] = _agentweb_temp_entries()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The run fails when it left `agentweb-*` entries in the temp dir (a git HOME, a
+    command's scratch, a probe's directory): only those made during this run and still
+    there after a short grace, so that other runs on the machine neither break it nor hide
+    behind it. Under xdist, the controller checks once every worker has ended."""
+    if hasattr(session.config, "workerinput"):
+        return
+    before = session.config.stash.get(_TEMP_BEFORE, set())
+    deadline = time.monotonic() + LEFTOVER_GRACE_SECONDS
+    left = _agentweb_temp_entries() - before
+    while left and time.monotonic() < deadline:
+        time.sleep(0.25)
+        left &= _agentweb_temp_entries()
+    if left:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        names = ", ".join(sorted(left)[:10]) + (" …" if len(left) > 10 else "")
+        message = f"the run left {len(left)} agentweb-* entries in {TEMP_DIR}: {names}"
+        if reporter is not None:
+            reporter.write_sep("=", f"ERROR: {message}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

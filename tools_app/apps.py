@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 from django.apps import AppConfig
 
 
@@ -9,4 +11,9 @@ class ToolsAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django.conf import settings
+
         from tools_app import checks  # noqa: F401  (registers them)
+        from tools_app.core.tools import git_runner
+
+        git_runner.use_home(Path(settings.AGENTWEB_VAR) / "git-home")

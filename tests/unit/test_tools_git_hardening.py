@@ -4,7 +4,9 @@ receive-pack command. No git tool may run any of them, and results stay correct.
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -185,3 +187,27 @@ def test_a_filter_whose_name_has_an_equals_sign_is_neutralised(tmp_path: Path) -
     call(ToolContext(workspace=ws), "git_commit", {"message": "m"})
     assert run_git(ws, ["show", "HEAD:x.txt"]) == "x\n"
     assert list(marks.iterdir()) == []
+
+
+def test_git_home_is_made_once_per_installation_or_removed_at_exit(tmp_path: Path) -> None:
+    """With Django, git's empty HOME is AGENTWEB_VAR/git-home, the same for every process;
+    a script without Django gets a temporary one that is gone when it exits."""
+    script = (
+        "import os, sys\n"
+        "if sys.argv[1] == 'django':\n"
+        "    import django; django.setup()\n"
+        "from tools_app.core.tools import git_runner\n"
+        "home = git_runner.git_env()['HOME']\n"
+        "git_runner.check_branch_name('feature/x')\n"
+        "print(home, os.listdir(home))\n"
+    )
+    env = {**os.environ, "AGENTWEB_VAR": str(tmp_path / "var")}
+    root = Path(__file__).resolve().parents[2]
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", script, "django"], cwd=root, env=env,
+                              capture_output=True, text=True, check=True)  # fmt: skip
+        assert done.stdout.strip() == f"{tmp_path / 'var' / 'git-home'} []", done.stderr
+    done = subprocess.run([sys.executable, "-c", script, "plain"], cwd=root, env=env,
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    home = done.stdout.split()[0]
+    assert Path(home).name.startswith("agentweb-git-home-") and not Path(home).exists()

@@ -24,7 +24,7 @@ variables, so it is replaced rather than configured with `update_environment`.
 
 from __future__ import annotations
 
-import functools
+import atexit
 import os
 import shutil
 import subprocess
@@ -96,10 +96,27 @@ class CommitPreview:
     left_out: list[str] = field(default_factory=list)
 
 
-@functools.cache
+_home: dict[str, str] = {}
+
+
+def use_home(path: Path) -> None:
+    """Make `path` git's empty HOME: once per installation (the app names
+    AGENTWEB_VAR/git-home), kept there, so that no process leaves one behind in the temp
+    dir (a Celery pool process ends with os._exit: nothing it registers at exit runs)."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if path.is_symlink() or not path.is_dir():
+        raise RuntimeError(f"git's HOME {path} must be a directory of agentweb's own")
+    _home["path"] = str(path)
+
+
 def _private_home() -> str:
-    """An empty HOME of our own: a shared /tmp could hold someone's .ssh/config."""
-    return tempfile.mkdtemp(prefix="agentweb-git-home-")
+    """An empty HOME of our own: a shared /tmp could hold someone's .ssh/config. Without
+    `use_home` (a script without Django), a temporary one that is removed at exit."""
+    if "path" not in _home:
+        made = tempfile.mkdtemp(prefix="agentweb-git-home-")
+        atexit.register(shutil.rmtree, made, ignore_errors=True)
+        _home["path"] = made
+    return _home["path"]
 
 
 def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
