@@ -23,12 +23,11 @@ def check_sandbox(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
         return [Info(who, id="agentweb.I001")] if _check_command() else []
     return [
         Warning(
-            "the copy-on-write sandbox (unshare + overlayfs + bubblewrap) does not work here: "
-            "every run_command waits for a person and runs unsandboxed "
-            f"({cow_unavailable_reason()}).",
-            hint="Install bubblewrap and util-linux (apt-get install bubblewrap) and allow "
-            "unprivileged user namespaces on every worker host; a root worker also needs "
-            "idmapped mounts (Linux 5.19 or later).",
+            f"the copy-on-write sandbox does not work here: {cow_unavailable_reason()}. "
+            "Every run_command waits for a person and runs unsandboxed.",
+            hint="Fix that cause on every worker host. The sandbox needs bubblewrap and "
+            "util-linux (apt-get install bubblewrap), unprivileged user namespaces, a temp "
+            "dir its uid can enter, and for a root worker idmapped mounts (Linux 5.19+).",
             id="agentweb.W001",
         )
     ]

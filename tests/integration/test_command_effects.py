@@ -4,12 +4,16 @@ and git afterwards, not by verdicts."""
 
 from __future__ import annotations
 
+import io
+import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.management import call_command
 
 from tests.unit.helpers import requires_cow
 from tools_app import services
@@ -216,6 +220,41 @@ def test_without_a_sandbox_every_command_waits_for_a_person(
     assert call.preview["sandboxed"] is False
     assert not (workspace / "f.txt").exists()
     assert not (workspace / "late.txt").exists()
+
+
+@pytest.fixture
+def locked_temp_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """TMPDIR as `mktemp -d` makes it: mode 0700, root's alone (the worker is root)."""
+    import tempfile
+
+    from tools_app.core.tools import overlay, sandbox_user
+
+    if not sandbox_user.worker_is_root():
+        pytest.skip("only a root worker hands its commands to another uid")
+    locked = Path(tempfile.mkdtemp(prefix="locked-tmp-"))
+    monkeypatch.setenv("TMPDIR", str(locked))
+    monkeypatch.setattr(tempfile, "tempdir", str(locked))
+    overlay.cow_available.cache_clear()
+    yield locked
+    monkeypatch.undo()
+    overlay.cow_available.cache_clear()
+    shutil.rmtree(locked)
+
+
+def test_a_temp_dir_the_sandbox_cannot_enter_is_named_as_the_cause(
+    session: AgentSession, workspace: Path, locked_temp_dir: Path
+) -> None:
+    """Every command still waits for a person (failing closed), and the reason, the
+    system check and `cow_unavailable_reason()` all name the temp dir, not bubblewrap."""
+    call = command(session, "echo started > f.txt")
+    assert (call.status, call.rule) == ("awaiting_approval", "builtin:no-sandbox")
+    cause = f"cannot enter {locked_temp_dir} (mode 700, owner uid 0)"
+    assert cause in call.reason and "set TMPDIR" in call.reason, call.reason
+    assert "bubblewrap" not in call.reason and not (workspace / "f.txt").exists()
+    assert cause in overlay.cow_unavailable_reason()
+    out = io.StringIO()
+    call_command("check", stdout=out, stderr=out)
+    assert "agentweb.W001" in out.getvalue() and cause in out.getvalue(), out.getvalue()
 
 
 def test_lines_ending_in_carriage_returns_count_one_by_one(session: AgentSession) -> None:

@@ -121,11 +121,11 @@ def _unsandboxed_needs_a_person(runs_command: bool, verdict: Verdict) -> Verdict
     rule may let one run without a person (a skill's command tool included)."""
     if not runs_command or verdict.kind != "allow" or overlay.cow_available():
         return verdict
+    why = overlay.cow_unavailable_reason()
     return Verdict(
         "require_approval",
-        "this host has no copy-on-write sandbox (user namespaces, overlayfs or bubblewrap "
-        "missing): the command would run unsandboxed, with the worker's rights; a person "
-        "must approve it",
+        f"the copy-on-write sandbox does not work on this host ({why}): the command would "
+        "run unsandboxed, with the worker's rights; a person must approve it",
         "builtin:no-sandbox",
     )
 

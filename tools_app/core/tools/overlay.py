@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -425,12 +426,45 @@ def cow_available() -> bool:
         _probe["failure"] = _probe_once()
         if not _probe["failure"]:
             return True
+    _probe["failure"] = scratch_problem() or _probe["failure"]
     return False
 
 
 def cow_unavailable_reason() -> str:
-    """Why the last probe found no copy-on-write sandbox ("" when it found one)."""
-    return _probe["failure"]
+    """Why this host has no copy-on-write sandbox, in words an operator can act on ("" when
+    it has one): for the system check, a held command's reason and a readiness probe."""
+    return "" if cow_available() else _probe["failure"]
+
+
+def scratch_problem(base: Path | None = None) -> str:
+    """Why the sandbox's uid cannot reach the temp dir that holds every command's scratch
+    ("" when it can): `TMPDIR` made by `mktemp -d` is mode 0700, root's alone."""
+    folder = Path(base or tempfile.gettempdir()).resolve()
+    uid, gid = sandbox_user.sandbox_ids()
+    for step in [*reversed(folder.parents), folder]:
+        try:
+            info = step.stat()
+        except OSError as error:
+            return f"the temp dir {folder} cannot be read: {error}"
+        if not _may_enter(info, uid, gid):
+            where = "" if step == folder else f", on the way to the temp dir {folder}"
+            return (
+                f"the sandbox's uid {uid} cannot enter {step} (mode {info.st_mode & 0o7777:o}, "
+                f"owner uid {info.st_uid}){where}, where every command's scratch directory "
+                "is made; set TMPDIR to a directory it can enter (/tmp), or let it pass "
+                "(chmod o+x)"
+            )
+    return ""
+
+
+def _may_enter(info: os.stat_result, uid: int, gid: int) -> bool:
+    if uid == 0:
+        return True
+    if info.st_uid == uid:
+        return bool(info.st_mode & stat.S_IXUSR)
+    if info.st_gid == gid:
+        return bool(info.st_mode & stat.S_IXGRP)
+    return bool(info.st_mode & stat.S_IXOTH)
 
 
 def _probe_once() -> str:
