@@ -10,7 +10,7 @@ import hashlib
 import io
 import json
 import tracemalloc
-from datetime import timedelta
+from datetime import UTC, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +116,24 @@ def test_a_decision_in_the_browser_is_recorded_as_from_the_browser(
     assert answer.status_code == 302
     (entry,) = decisions()
     assert (entry.actor_name, entry.via, entry.decision) == ("rita", "browser", "approve")
+
+
+def test_the_page_shows_an_edit_and_its_reason_with_times_in_their_zone(
+    rita: Api, auditor: User, waiting: ToolCall
+) -> None:
+    """An edit-then-approve is not a plain approve: the page names the edited arguments
+    (never their values) and the reason; every time says its zone."""
+    edit = {"decision": "approve", "reason": "rotate to the vault's key",
+            "args": {"path": ".env", "content": "KEY=from-vault\n"}}  # fmt: skip
+    assert rita.post(f"/tool-calls/{waiting.pk}/decision", edit).status_code == 200
+    (entry,) = decisions()
+    assert entry.details["edited"] is True and entry.details["edited_args"] == ["content"]
+    page = browser_for(auditor).get("/audit/").content.decode()
+    row = page.split(f'id="audit-{entry.pk}"', 1)[1].split("</tr>", 1)[0]
+    assert "<strong>approve</strong>" in row and "with edited arguments</strong> (content)" in row
+    assert "rotate to the vault&#x27;s key" in row and "from-vault" not in row
+    shown = entry.created_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+    assert f">{shown} UTC</time>" in row, row
 
 
 def test_a_refused_or_second_decision_records_nothing(
@@ -412,7 +430,7 @@ def streamed(api: Api, query: str, fmt: str) -> tuple[int, int, int]:
     return peak, sent, lines
 
 
-@pytest.mark.django_db(transaction=True)  # the ASGI handler reads in a thread of its own
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)  # ASGI: a thread of its own
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
 def test_the_export_sends_its_first_lines_before_it_has_read_the_last(olga: Api, fmt: str) -> None:
     """Through the ASGI application daphne serves: the first bytes leave while rows are

@@ -56,13 +56,14 @@ def tool_call_decide(
     if rule_args is not None:
         rule_args = _widened(call, rule_args, user)
     seen = preview_hash(call.preview)  # before an edit replaces it: what the person saw
+    edited = _edited_names(call, args)
     status, outcome = _outcome(call, approve=approve, reason=reason, args=args)
     now = timezone.now()
     via = via or via_for_scope(scope)
 
     def record(call: ToolCall) -> None:
         person = {"user": user, "decision": decision, "reason": reason, "via": via, "seen": seen}
-        _record(call, **person, args=args, remember=remember and approve)
+        _record(call, **person, args=args, edited=edited, remember=remember and approve)
         if remember and call.status == Status.APPROVED:
             _remember(call, user, rule_args, via=via, seen=seen)
 
@@ -93,7 +94,7 @@ def _check_decidable(call: ToolCall, user: Any, scope: str, decision: str) -> bo
 
 def _record(
     call: ToolCall, *, user: Any, decision: str, reason: str, via: str, seen: str,
-    args: dict[str, Any] | None, remember: bool,
+    args: dict[str, Any] | None, edited: list[str], remember: bool,
 ) -> None:  # fmt: skip
     """The person's Decision row and its audit entry, in the claim's transaction."""
     Decision.objects.create(
@@ -101,10 +102,20 @@ def _record(
         edited_args=args, remember=remember,
     )  # fmt: skip
     details = {"status": call.status, "edited": args is not None, "remember": remember}
+    if args is not None:
+        details["edited_args"] = edited
     audit_tool_call(
         call=call, action=Action.DECISION, via=via, actor=user, seen=seen,
         decision=decision, reason=reason, details=details,
     )  # fmt: skip
+
+
+def _edited_names(call: ToolCall, args: dict[str, Any] | None) -> list[str]:
+    """The names of the arguments an edit changes (the audit names them, never values)."""
+    if args is None:
+        return []
+    sent = (call.native_input if call.native_tool else call.args) or {}
+    return sorted(name for name in {*sent, *args} if sent.get(name) != args.get(name))
 
 
 def _remember(
