@@ -51,11 +51,11 @@ def test_a_hanging_channel_delays_neither_the_decision_nor_the_call(
     assert wait_final(alice, waiting["id"])["status"] == "succeeded"
     assert (Path(session["workspace"]) / ".env").read_text() == "A=1\n"
 
-    until(lambda: len(hanging.held) == 2, "the worker sends the decision's message too")
+    until(lambda: len(hanging.held) == 3, "the worker sends the decision's and run's too")
     # the call ran while the channel still had not answered a single message
     deliveries = Delivery.objects.filter(channel__name="down")
     assert sorted(deliveries.values_list("event", flat=True)) == [
-        "tool_call.decided", "tool_call.waiting",
+        "tool_call.decided", "tool_call.finished", "tool_call.waiting",
     ]  # fmt: skip
     assert set(deliveries.values_list("state", flat=True)) <= {"pending", "retrying"}
     assert not DeliveryAttempt.objects.filter(ok=True).exists()

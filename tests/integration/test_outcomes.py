@@ -152,3 +152,24 @@ def test_the_webhook_body_carries_the_outcome(session: AgentSession, receiver: R
     assert sent.signed and (told["status"], told["outcome"]) == ("succeeded", "refused")
     assert told["outcome_detail"] == "nothing applied: 600 lines over the limit of 500"
     assert (told["held_call"], told["network"]) == (None, "withheld")
+
+
+def test_a_webhook_told_of_the_decision_hears_what_the_run_changed(
+    session: AgentSession, receiver: Receiver, reviewer: User
+) -> None:
+    """Waiting, decided, then finished with the outcome: the decision alone does not say
+    that the approved command's 600 lines were never applied."""
+    Policy.objects.filter(name="default").update(approval_commands=["bash gen.sh"])
+    Channel.objects.create(
+        name="hook", kind="webhook", url=f"{receiver.url}/hook", secret=receiver.secret
+    )
+    waiting = run_script(session, "seq 1 600 > gen.txt\n")
+    assert waiting.status == "awaiting_approval"
+    services.tool_call_decide(call=waiting, user=reviewer, scope="session", decision="approve")
+    events = [sent.json()["event"] for sent in receiver.received]
+    assert events == ["tool_call.waiting", "tool_call.decided", "tool_call.finished"]
+    finished = receiver.received[-1].json()
+    assert finished["text"] == f"Tool call {waiting.pk} (run_command) {OVER_LIMIT}"
+    assert finished["tool_call"]["outcome"] == "refused"
+    assert finished["decision"]["decision"] == "approve"
+    assert not Path(session.workspace, "gen.txt").exists()

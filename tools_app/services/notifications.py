@@ -29,18 +29,21 @@ from tools_app.services.queueing import notify_queue, task_send
 logger = logging.getLogger(__name__)
 
 DELIVER = "tools_app.tasks.deliver_notification"
-WAITING, DECIDED, ESCALATED, DIGEST = (
-    "tool_call.waiting", "tool_call.decided", "tool_call.escalated", "digest"
+WAITING, DECIDED, ESCALATED, DIGEST, FINISHED = (
+    "tool_call.waiting", "tool_call.decided", "tool_call.escalated", "digest",
+    "tool_call.finished",
 )  # fmt: skip
 LOST_AFTER = timedelta(seconds=30)
 DECIDING_MOVES = frozenset({"decide_approve", "decide_deny", "expire", "cancel", "abandon"})
+FINISHED_RUNS = frozenset({ToolCall.Status.SUCCEEDED, ToolCall.Status.FAILED})
 State = Delivery.State
 Mode = NotifyPreference.Mode
 
 
 def notify_moved(call: ToolCall, move: str, previous: str) -> None:
     """A call began or stopped waiting for a person: tell the channels that route it.
-    A call born waiting (`previous` empty: a held command effect) began too."""
+    A call born waiting (`previous` empty: a held command effect) began too. A decided
+    call's run ended: tell the webhooks that heard the decision."""
     waiting = ToolCall.Status.AWAITING_APPROVAL
     if call.status == waiting and previous != waiting:
         deliveries_create(call=call, event=WAITING, channels=channels_for(call, escalation=False))
@@ -49,6 +52,13 @@ def notify_moved(call: ToolCall, move: str, previous: str) -> None:
             deliveries__tool_call=call, deliveries__event__in=(WAITING, ESCALATED)
         ).exclude(kind=Channel.Kind.EMAIL)
         deliveries_create(call=call, event=DECIDED, channels=list(told.distinct()))
+    elif move == "finish" and call.status in FINISHED_RUNS:
+        # A webhook told that a person decided hears what the run then changed (its
+        # outcome): the decision alone does not say whether anything was applied.
+        told = Channel.objects.filter(
+            kind=Channel.Kind.WEBHOOK, deliveries__tool_call=call, deliveries__event=DECIDED
+        )
+        deliveries_create(call=call, event=FINISHED, channels=list(told.distinct()))
 
 
 def channels_for(call: ToolCall, *, escalation: bool) -> list[Channel]:

@@ -17,7 +17,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 SCHEMA = "agentweb.notification/1"
-EVENTS = ("tool_call.waiting", "tool_call.decided", "tool_call.escalated", "digest")
+EVENTS = (
+    "tool_call.waiting", "tool_call.decided", "tool_call.escalated", "digest",
+    "tool_call.finished",  # to a webhook told of the decision: what the run changed
+)  # fmt: skip
 SUMMARY_CHARS = 300
 
 
@@ -82,6 +85,9 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+WAITING_EVENTS = frozenset({"tool_call.waiting", "tool_call.escalated"})
+
+
 def headline(message: Message) -> str:
     call = message.call
     if message.event == "digest":
@@ -91,6 +97,9 @@ def headline(message: Message) -> str:
         return f"Tool call {call.id} ({call.tool}) was {verdict} by {call.decision.get('by')}"
     if message.event == "tool_call.decided":
         return f"Tool call {call.id} ({call.tool}) is {call.status}"
+    if message.event == "tool_call.finished":
+        outcome = f" · {call.outcome_detail}" if call.outcome_detail else ""
+        return f"Tool call {call.id} ({call.tool}) {call.status}{outcome}"
     still = "still waits" if message.event == "tool_call.escalated" else "waits"
     return f"Tool call {call.id} ({call.tool}) {still} for a person"
 
@@ -148,9 +157,7 @@ def slack_payload(message: Message, *, interactive: bool) -> dict[str, Any]:
     ]
     if call.decision and call.decision.get("reason"):
         blocks.append(_context(f"Reason: {_mrkdwn(str(call.decision['reason']))}"))
-    blocks.append(
-        _actions(call, waiting=message.event != "tool_call.decided", interactive=interactive)
-    )
+    blocks.append(_actions(call, waiting=message.event in WAITING_EVENTS, interactive=interactive))
     return {"text": headline(message), "blocks": blocks}
 
 
