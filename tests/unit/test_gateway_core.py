@@ -408,7 +408,10 @@ def test_previews_come_from_the_input_alone() -> None:
     write = judge("Write", {"file_path": f"{CWD}/new.txt", "content": "one\ntwo\n"})
     assert write.preview["diff"].splitlines()[2:] == ["@@ -0,0 +1,2 @@", "+one", "+two"]
     assert write.changed_lines == 2
-    assert write.preview["gateway"]["where"] == "runs on the agent's machine, not sandboxed"
+    assert (
+        write.preview["gateway"]["where"]
+        == "runs on the agent's machine, outside agentweb's sandbox"
+    )
     edit = judge(
         "Edit", {"file_path": f"{CWD}/a.py", "old_string": "a = 1\n", "new_string": "a = 2\n"}
     )

@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 Kind = Literal["core", "mcp", "no_effect", "unknown"]
-NOT_SANDBOXED = "runs on the agent's machine, not sandboxed"
+NOT_SANDBOXED = "runs on the agent's machine, outside agentweb's sandbox"
 NATIVE_PREFIX = "native."  # an unknown or effect-free native tool: `native.TodoWrite`
 
 # Native tools that change nothing in the workspace and reach nothing outside the agent:
