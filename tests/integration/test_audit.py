@@ -159,7 +159,7 @@ def test_approve_and_remember_records_the_decision_and_the_rule(
     decision, rule = AuditEntry.objects.filter(tool_call_ref=call.pk).order_by("id")
     assert (decision.action, rule.action) == ("decision", "rule.remember")
     assert rule.actor_name == "rita" and rule.via == "api"
-    assert rule.details["args"]["command"] == r"re:pip\ install\ requests"
+    assert rule.details["args"]["command"] == "pip install requests"  # as a person would type it
     assert rule.preview_hash == decision.preview_hash != ""
 
 
