@@ -52,13 +52,21 @@ def notify_moved(call: ToolCall, move: str, previous: str) -> None:
             deliveries__tool_call=call, deliveries__event__in=(WAITING, ESCALATED)
         ).exclude(kind=Channel.Kind.EMAIL)
         deliveries_create(call=call, event=DECIDED, channels=list(told.distinct()))
-    elif move == "finish" and call.status in FINISHED_RUNS:
+    elif move == "finish" and call.status in FINISHED_RUNS and _person_approved(call):
         # A webhook told that a person decided hears what the run then changed (its
         # outcome): the decision alone does not say whether anything was applied.
         told = Channel.objects.filter(
             kind=Channel.Kind.WEBHOOK, deliveries__tool_call=call, deliveries__event=DECIDED
         )
         deliveries_create(call=call, event=FINISHED, channels=list(told.distinct()))
+
+
+def _person_approved(call: ToolCall) -> bool:
+    """Known on the running call already (asked once by its run): no query of its own
+    on the hot path of calls the policy allowed."""
+    from tools_app.services.lifecycle import approved_by_person  # lifecycle imports us
+
+    return approved_by_person(call)
 
 
 def channels_for(call: ToolCall, *, escalation: bool) -> list[Channel]:
