@@ -84,6 +84,15 @@ CSRF_COOKIE_SECURE = AGENTWEB_HTTPS
 CSRF_TRUSTED_ORIGINS = envlist("DJANGO_CSRF_TRUSTED_ORIGINS", "")
 if AGENTWEB_HTTPS:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    # Plain HTTP is redirected (probes on the web port excepted) and browsers are told to
+    # come back over HTTPS only (HSTS; 0 turns it off).
+    SECURE_SSL_REDIRECT = True
+    SECURE_REDIRECT_EXEMPT = [r"^(healthz|readyz|metrics)/?$"]
+    SECURE_HSTS_SECONDS = envint("AGENTWEB_HSTS_SECONDS", 365 * 24 * 3600)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    # The preload list takes whole registered domains: the domain owner's choice, made for
+    # all its sites at once, not a service's on a subdomain of it.
+    SILENCED_SYSTEM_CHECKS = ["security.W021"]
 
 INSTALLED_APPS = [
     "daphne",

@@ -13,6 +13,7 @@ from celery import shared_task
 from celery.signals import worker_ready
 from django.conf import settings
 
+from agentweb import clock
 from tools_app import services
 from tools_app.services import delivery, notifications, queueing
 
@@ -47,7 +48,14 @@ def deliver_notification(delivery_id: int) -> None:
 @shared_task(name="tools_app.tasks.sweep")
 def sweep() -> None:
     """Every few seconds: expire overdue approvals, resend lost work, recover crashed runs,
-    prune the audit trail past its retention."""
+    prune the audit trail past its retention. One sweep at a time in the cluster: a sweep
+    sent while another runs (a second clock, a slow database) does nothing."""
+    with clock.sweep_turn() as mine:
+        if mine:
+            _sweep()
+
+
+def _sweep() -> None:
     services.tool_call_expire_overdue()
     services.tool_call_recover_interrupted()
     services.tool_call_requeue_orphans()

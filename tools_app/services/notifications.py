@@ -184,15 +184,18 @@ def notify_escalate(*, now: Any = None) -> int:
     for call in waiting:
         if call.created_at > now - timedelta(seconds=call.session.policy.escalate_after_seconds):
             continue
-        if Delivery.objects.filter(tool_call=call, event=ESCALATED).exists():
-            continue
-        with transaction.atomic():
-            count += len(
-                deliveries_create(
-                    call=call, event=ESCALATED, channels=channels_for(call, escalation=True)
-                )
-            )
+        count += _escalate_once(call)
     return count
+
+
+def _escalate_once(call: ToolCall) -> int:
+    """The call's row is locked first, so two sweeps at once escalate it once."""
+    with transaction.atomic():
+        ToolCall.objects.select_for_update().filter(pk=call.pk).first()
+        if Delivery.objects.filter(tool_call=call, event=ESCALATED).exists():
+            return 0
+        channels = channels_for(call, escalation=True)
+        return len(deliveries_create(call=call, event=ESCALATED, channels=channels))
 
 
 def notify_digests(*, now: Any = None) -> int:
@@ -214,7 +217,9 @@ def _digest_for(preference: NotifyPreference, now: Any) -> int:
     held = Delivery.objects.filter(state=State.HELD, address=preference.user.email)
     count = 0
     with transaction.atomic():
-        NotifyPreference.objects.filter(pk=preference.pk).update(last_digest_at=now)
+        claim = {"pk": preference.pk, "last_digest_at": preference.last_digest_at}
+        if not NotifyPreference.objects.filter(**claim).update(last_digest_at=now):
+            return 0  # another sweep sent this period's digest
         for channel_id in set(held.values_list("channel_id", flat=True)):
             rows = held.filter(channel_id=channel_id)
             calls = sorted(set(rows.values_list("tool_call_id", flat=True)) - {None})

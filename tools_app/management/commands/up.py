@@ -1,6 +1,6 @@
 """Start the whole stack on this machine: Redis (embedded unless REDIS_URL), migrations,
 a Celery worker for tool calls (with the beat that expires approvals), a small one for
-notification deliveries, and daphne on 127.0.0.1.
+notification deliveries, and daphne on 127.0.0.1 (--host or AGENTWEB_BIND: elsewhere).
 Ctrl-C stops everything it started."""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ import os
 import secrets
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -20,20 +19,26 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from agentweb.site_names import is_loopback
 from tools_app.live import redis_server
+from tools_app.management.commands import _roles
 from tools_app.management.commands.demo import start_demo
 from tools_app.models import AgentSession
 from tools_app.runtime import demo
-from tools_app.services.queueing import notify_queue
 
 Child = subprocess.Popen[bytes]
 
 
 class Command(BaseCommand):
-    help = "Start agentweb (Redis, migrations, Celery workers, daphne) on 127.0.0.1 until Ctrl-C."
+    help = "Start agentweb (Redis, migrations, Celery workers, daphne) until Ctrl-C."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument(
+            "--host",
+            default=settings.AGENTWEB_BIND,
+            help="the address daphne binds (default: AGENTWEB_BIND, else 127.0.0.1)",
+        )
         parser.add_argument(
             "--concurrency", type=int, default=int(os.environ.get("AGENTWEB_CONCURRENCY", "4"))
         )
@@ -47,9 +52,9 @@ class Command(BaseCommand):
             self._first_admin()
             children.append(self._start_celery(options["concurrency"]))
             children.append(self._start_notify_worker())
-            children.append(self._start_daphne(options["port"]))
-            self._announce(options["port"])
-            self._demo(options["port"])
+            children.append(self._start_daphne(options["host"], options["port"]))
+            self._announce(site_url(options["port"]), options["host"])
+            self._demo(site_url(options["port"]))
             self._wait(children)
         except KeyboardInterrupt:
             self.stdout.write("Stopping…")
@@ -81,38 +86,28 @@ class Command(BaseCommand):
         self.stdout.write("(shown once; change it with `python manage.py changepassword admin`).")
 
     def _start_celery(self, concurrency: int) -> Child:
-        queues = f"{settings.CELERY_TASK_DEFAULT_QUEUE},{settings.AGENTWEB_WORKER_QUEUE}"
-        command = [
-            sys.executable, "-m", "celery", "-A", "agentweb", "worker", "--beat",
-            "--loglevel", "INFO", "--queues", queues, "--concurrency", str(concurrency),
-            "--schedule", settings.CELERY_BEAT_SCHEDULE_FILENAME,
-        ]  # fmt: skip
+        command = _roles.worker_command(concurrency=concurrency, beat=True)
         return subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True)
 
     def _start_notify_worker(self) -> Child:
-        """Deliveries wait on other people's servers (up to a timeout each, then retries):
-        threads in a worker of their own, so they never take a tool call's slot."""
-        command = [
-            sys.executable, "-m", "celery", "-A", "agentweb", "worker", "--hostname", "notify@%h",
-            "--loglevel", "INFO", "--queues", notify_queue(), "--pool", "threads",
-            "--concurrency", str(settings.AGENTWEB_NOTIFY_CONCURRENCY),
-        ]  # fmt: skip
+        command = _roles.notify_command()
         return subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True)
 
-    def _start_daphne(self, port: int) -> Child:
-        command = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
-        return subprocess.Popen(
-            [*command, "agentweb.asgi:application"],
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+    def _start_daphne(self, host: str, port: int) -> Child:
+        command = _roles.web_command(host=host, port=port)
+        return subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True)
 
-    def _announce(self, port: int) -> None:
-        self.stdout.write(f"agentweb is running at http://127.0.0.1:{port}/ (Ctrl-C stops it)")
-        self.stdout.write(f"Log in: http://127.0.0.1:{port}/login/ (admin: /admin/)")
-        self.stdout.write(f"API: http://127.0.0.1:{port}/api/docs")
+    def _announce(self, url: str, host: str) -> None:
+        if not os.environ.get("AGENTWEB_BASE_URL") and not is_loopback(host.strip("[]")):
+            self.stderr.write(
+                f"daphne listens on {host}, but agentweb answers only to loopback names until "
+                "AGENTWEB_BASE_URL is the URL people use (http://agentweb.internal:8000 …)."
+            )
+        self.stdout.write(f"agentweb is running at {url}/ (Ctrl-C stops it)")
+        self.stdout.write(f"Log in: {url}/login/ (admin: /admin/)")
+        self.stdout.write(f"API: {url}/api/docs")
 
-    def _demo(self, port: int) -> None:
+    def _demo(self, url: str) -> None:
         """On the first run, a scripted demo session that ends up waiting in the inbox."""
         if not settings.AGENTWEB_DEMO or AgentSession.objects.filter(task=demo.TASK).exists():
             return
@@ -124,7 +119,7 @@ class Command(BaseCommand):
         self.stdout.write(
             f"Demo: session {session.pk}, a scripted agent, is working on a generated "
             f"repository; in a few seconds a call of it waits for your decision in the "
-            f"approvals inbox: http://127.0.0.1:{port}/approvals/ (AGENTWEB_DEMO=0 turns "
+            f"approvals inbox: {url}/approvals/ (AGENTWEB_DEMO=0 turns "
             "this off)."
         )
 
@@ -136,6 +131,14 @@ class Command(BaseCommand):
                     self.stderr.write(f"process {child.pid} exited with code {child.returncode}")
                     return
             time.sleep(0.5)
+
+
+def site_url(port: int) -> str:
+    """AGENTWEB_BASE_URL when set: the name agentweb answers to; unset, it answers to the
+    loopback names only, wherever daphne listens."""
+    if os.environ.get("AGENTWEB_BASE_URL"):
+        return str(settings.AGENTWEB_BASE_URL).rstrip("/")
+    return f"http://127.0.0.1:{port}"
 
 
 def _raise_interrupt(signum: int, frame: Any) -> None:
