@@ -12,7 +12,7 @@ django_application = get_asgi_application()  # before anything imports models
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from channels.security.websocket import OriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
@@ -37,8 +37,10 @@ http_application = (
 application = ProtocolTypeRouter(
     {
         "http": WithHooks(WithMcp(http_application)),
-        "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+        # Exactly the origin of AGENTWEB_BASE_URL, plus the extras (agentweb/site_names.py).
+        "websocket": OriginValidator(
+            AuthMiddlewareStack(URLRouter(websocket_urlpatterns)),
+            settings.AGENTWEB_WEBSOCKET_ORIGINS,
         ),
     }
 )

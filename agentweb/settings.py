@@ -16,6 +16,8 @@ import dj_database_url
 import django_stubs_ext
 from django.core.exceptions import ImproperlyConfigured
 
+from agentweb.site_names import site_names
+
 # Lets the typed generics of django-stubs (ModelAdmin[Policy], …) run.
 django_stubs_ext.monkeypatch()
 
@@ -76,12 +78,26 @@ def _secret_key() -> str:
 
 SECRET_KEY = _secret_key()
 DEBUG = envbool("DJANGO_DEBUG", False)
-ALLOWED_HOSTS = envlist("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1")
+# Where people reach agentweb: links in pull requests and notifications, and the one fact
+# the names and origins it accepts derive from (agentweb/site_names.py).
+AGENTWEB_BASE_URL = os.environ.get("AGENTWEB_BASE_URL") or "http://127.0.0.1:8000"
+try:
+    _site = site_names(
+        AGENTWEB_BASE_URL,
+        envlist("DJANGO_ALLOWED_HOSTS", ""),
+        envlist("DJANGO_CSRF_TRUSTED_ORIGINS", ""),
+    )
+except ValueError as exc:
+    raise ImproperlyConfigured(str(exc)) from exc
+ALLOWED_HOSTS = _site.allowed_hosts
+CSRF_TRUSTED_ORIGINS = _site.trusted_origins
+AGENTWEB_WEBSOCKET_ORIGINS = _site.websocket_origins
+# The address `up` binds daphne to: loopback unless set (0.0.0.0 or one interface's address).
+AGENTWEB_BIND = os.environ.get("AGENTWEB_BIND") or "127.0.0.1"
 # Cookies are Secure only when the deployment says it serves HTTPS.
 AGENTWEB_HTTPS = envbool("AGENTWEB_HTTPS", False)
 SESSION_COOKIE_SECURE = AGENTWEB_HTTPS
 CSRF_COOKIE_SECURE = AGENTWEB_HTTPS
-CSRF_TRUSTED_ORIGINS = envlist("DJANGO_CSRF_TRUSTED_ORIGINS", "")
 if AGENTWEB_HTTPS:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     # Plain HTTP is redirected (probes on the web port excepted) and browsers are told to
@@ -107,6 +123,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # A Host outside ALLOWED_HOSTS: a 400 naming AGENTWEB_BASE_URL, and one log line.
+    "tools_app.api.entry_checks.known_host",
     "django.middleware.security.SecurityMiddleware",
     # Static files from STATIC_ROOT once `collectstatic` ran; before, agentweb/asgi.py
     # serves them from the source folders.
@@ -302,8 +320,6 @@ CHANNEL_LAYERS = channel_layers(
 AGENTWEB_GIT_AUTHOR_NAME = os.environ.get("AGENTWEB_GIT_AUTHOR_NAME", "agentweb")
 AGENTWEB_GIT_AUTHOR_EMAIL = os.environ.get("AGENTWEB_GIT_AUTHOR_EMAIL", "agentweb@localhost")
 
-# Where people reach agentweb: links in pull requests recorded by agentweb itself.
-AGENTWEB_BASE_URL = os.environ.get("AGENTWEB_BASE_URL", "http://127.0.0.1:8000")
 # create_pull_request on GitHub (or GitHub Enterprise with its API URL).
 GITHUB_TOKEN = os.environ.get("GITHUB_TOKEN", "")
 GITHUB_API_URL = os.environ.get("GITHUB_API_URL", "https://api.github.com")

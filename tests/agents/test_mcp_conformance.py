@@ -118,4 +118,4 @@ def test_the_conformance_runner_passes_every_scenario_that_applies_to_agentweb(
     rebinding = {check["id"]: check for check in results["dns-rebinding-protection"]}
     refused = rebinding["localhost-host-rebinding-rejected"]["details"]
     assert refused["statusCode"] == 400
-    assert "DJANGO_ALLOWED_HOSTS" in refused["body"]["detail"]
+    assert "AGENTWEB_BASE_URL" in refused["body"]["detail"]

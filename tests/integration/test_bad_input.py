@@ -219,7 +219,7 @@ def mcp_post(headers: dict[str, str], host: str = "127.0.0.1") -> httpx.Response
 @pytest.mark.parametrize(
     ("host", "origin", "status", "expected"),
     [
-        ("evil.example.com", "http://evil.example.com", 400, "add it to DJANGO_ALLOWED_HOSTS"),
+        ("evil.example.com", "http://evil.example.com", 400, "the name in AGENTWEB_BASE_URL"),
         ("evil.example.com", None, 400, "The Host header 'evil.example.com' is not a name"),
         ("127.0.0.1:8000", "http://evil.example.com", 403, "DJANGO_CSRF_TRUSTED_ORIGINS"),
         ("127.0.0.1", "null", 403, "The Origin 'null' is not this site's"),

@@ -89,7 +89,7 @@ def test_the_lean_handler_still_refuses_what_the_view_refuses(token: str) -> Non
     ("host", "origin", "expected"),
     [
         ("agentweb.evil.example", "", "The Host header 'agentweb.evil.example' is not a name"),
-        ("agentweb.evil.example", "http://agentweb.evil.example", "DJANGO_ALLOWED_HOSTS"),
+        ("agentweb.evil.example", "http://agentweb.evil.example", "AGENTWEB_BASE_URL"),
         ("127.0.0.1", "http://evil.example", "The Origin 'http://evil.example' is not this"),
         ("127.0.0.1", "null", "DJANGO_CSRF_TRUSTED_ORIGINS"),
     ],

@@ -72,6 +72,23 @@ def test_a_connection_from_a_foreign_origin_is_refused(
     assert async_to_sync(refused)(evil)
 
 
+@pytest.mark.parametrize(
+    ("origin", "accepted"),
+    [
+        (b"http://127.0.0.1:8000", True),  # AGENTWEB_BASE_URL's own origin
+        (b"http://localhost:9123", True),  # a loopback base URL: any loopback name and port
+        (b"https://agentweb.example.com", False),  # a name the base URL does not give
+        (b"http://127.0.0.1.evil.example", False),
+    ],
+)
+def test_a_websocket_opens_only_from_an_origin_the_base_url_gives(
+    reviewer: User, origin: bytes, accepted: bool
+) -> None:
+    assert django_settings.AGENTWEB_BASE_URL == "http://127.0.0.1:8000"
+    live = connect("/ws/approvals/", cookie_for(reviewer), origin=origin)
+    assert async_to_sync(refused)(live) is not accepted
+
+
 def test_outsiders_and_non_reviewers_are_refused(
     session: AgentSession, creator: User, outsider: User
 ) -> None:
