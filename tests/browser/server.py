@@ -26,16 +26,17 @@ def free_port() -> int:
 
 
 class Daphne:
-    """`python -m daphne agentweb.asgi:application` on a free port of 127.0.0.1."""
+    """`python -m daphne agentweb.asgi:application` on a free port of 127.0.0.1 (or of
+    `host`), answering to `url` (a name AGENTWEB_BASE_URL gives, say)."""
 
-    def __init__(self, env: dict[str, str], log: Path) -> None:
-        self.env, self.log = env, log
+    def __init__(self, env: dict[str, str], log: Path, host: str = "127.0.0.1") -> None:
+        self.env, self.log, self.host = env, log, host
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"http://{host}:{self.port}"
         self.process: Any = None
 
     def start(self) -> None:
-        command = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port),
+        command = [sys.executable, "-m", "daphne", "-b", self.host, "-p", str(self.port),
                    "agentweb.asgi:application"]  # fmt: skip
         handle = self.log.open("ab")
         self.process = subprocess.Popen(
