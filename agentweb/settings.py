@@ -370,3 +370,17 @@ EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", False)
 EMAIL_TIMEOUT = envint("EMAIL_TIMEOUT", 10)
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "agentweb@localhost")
+
+# Operations: /healthz, /readyz and Prometheus /metrics (README, "Operations").
+# /metrics answers on the site only with `Authorization: Bearer AGENTWEB_METRICS_TOKEN`;
+# AGENTWEB_METRICS_ADDRESS (HOST:PORT) has each tool worker serve it there instead, off the
+# site. Neither set: /metrics is off (404).
+AGENTWEB_METRICS_TOKEN = os.environ.get("AGENTWEB_METRICS_TOKEN", "")
+AGENTWEB_METRICS_ADDRESS = os.environ.get("AGENTWEB_METRICS_ADDRESS", "")
+# Every process of this host counts into files here (prometheus-client's multiprocess
+# mode), so one scrape sums the web's and the workers' counts; `up` empties it at start.
+AGENTWEB_METRICS_DIR = Path(
+    os.environ.get("PROMETHEUS_MULTIPROC_DIR") or AGENTWEB_VAR / "metrics"
+).resolve()
+AGENTWEB_METRICS_DIR.mkdir(parents=True, exist_ok=True)
+os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(AGENTWEB_METRICS_DIR)  # read by the client

@@ -8,9 +8,13 @@ from django.urls import include, path
 
 from tools_app.api.hooks import claude_code_hook
 from tools_app.api.routes import api
+from tools_app.ops import views as ops
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("healthz", ops.healthz, name="healthz"),
+    path("readyz", ops.readyz, name="readyz"),
+    path("metrics", ops.metrics_view, name="metrics"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/hooks/claude-code", claude_code_hook, name="hook_claude_code"),

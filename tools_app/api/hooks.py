@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -27,6 +28,7 @@ from tools_app.core.tools.jsonsafe import UnsafeJSON, loads
 from tools_app.errors import ServiceError
 from tools_app.live import waiting
 from tools_app.models import ApiToken, ToolCall
+from tools_app.ops import metrics
 from tools_app.selectors import records
 from tools_app.services import gateway
 from tools_app.services.lifecycle import approved_by_person
@@ -80,6 +82,7 @@ def allow(reason: str, updated_input: dict[str, Any]) -> dict[str, Any]:
 @csrf_exempt  # a bearer token, never a browser's cookie, authenticates a hook
 @require_POST
 async def claude_code_hook(request: HttpRequest) -> JsonResponse:
+    started = time.monotonic()
     try:
         answer = await _answer(request)
     except Exception:
@@ -88,6 +91,7 @@ async def claude_code_hook(request: HttpRequest) -> JsonResponse:
             "agentweb could not judge this tool use (an internal error; its log has the "
             "details): it is denied to be safe"
         )
+    metrics.hook_answered(answer, time.monotonic() - started)
     return JsonResponse(answer, status=200)
 
 

@@ -6,6 +6,7 @@ with a `detail`.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,6 +38,7 @@ from tools_app.core import tool_schemas
 from tools_app.core.policy.types import SessionCounters
 from tools_app.live import waiting
 from tools_app.models import AgentSession, AuditEntry, ToolCall
+from tools_app.ops import metrics
 from tools_app.selectors import records
 from tools_app.selectors.pagination import PageQuery, page
 
@@ -206,11 +208,13 @@ async def tool_call_create(
     if query.wait <= 0:
         call_id = await sync_to_async(_receive)(request, session_id, body)
         return Status(201, await sync_to_async(_current)(call_id))
+    started = time.monotonic()
     async with waiting.listening(session_id) as listener:  # before the call exists
         call_id = await sync_to_async(_receive)(request, session_id, body)
         answer = await listener.answer(
             call_id, query.wait, sync_to_async(_current), joined_before_the_call=True
         )
+    metrics.wait_answered(answer, time.monotonic() - started)
     return Status(201, answer)
 
 
@@ -223,7 +227,11 @@ async def tool_call_detail(
     request: HttpRequest, tool_call_id: int, query: Query[WaitQuery]
 ) -> dict[str, Any]:
     call = await sync_to_async(_visible_call)(request, tool_call_id)
-    return await _answer_when_final(call.pk, call.session_id, query.wait)
+    started = time.monotonic()
+    answer = await _answer_when_final(call.pk, call.session_id, query.wait)
+    if query.wait > 0:
+        metrics.wait_answered(answer, time.monotonic() - started)
+    return answer
 
 
 async def _answer_when_final(call_id: int, session_id: int, wait: float) -> dict[str, Any]:

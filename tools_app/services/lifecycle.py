@@ -30,6 +30,7 @@ from tools_app.core.tools.effect_apply import drop_held_effect
 from tools_app.core.tools.errors import ToolError
 from tools_app.live import events
 from tools_app.models import AgentSession, Decision, ToolCall
+from tools_app.ops import metrics
 from tools_app.services.notifications import notify_moved
 from tools_app.services.queueing import agent_turn_enqueue
 
@@ -191,6 +192,7 @@ def tool_call_move(
         events.tool_call_events(call, [*spec.passes_through, target], first=first)
         _after(call, spec.after)
         notify_moved(call, move, previous)
+        metrics.tool_call_moved(call, move)
     if spec.drops_held_effect and (source or previous) == Status.AWAITING_APPROVAL:
         effect_discard(call=call)
     return True

@@ -24,6 +24,7 @@ from tools_app.live import redis_server
 from tools_app.management.commands import _roles
 from tools_app.management.commands.demo import start_demo
 from tools_app.models import AgentSession
+from tools_app.ops import metrics
 from tools_app.runtime import demo
 
 Child = subprocess.Popen[bytes]
@@ -50,6 +51,7 @@ class Command(BaseCommand):
             children += self._redis()
             call_command("migrate", interactive=False, verbosity=0)
             self._first_admin()
+            metrics.counts_reset()
             children.append(self._start_celery(options["concurrency"]))
             children.append(self._start_notify_worker())
             children.append(self._start_daphne(options["host"], options["port"]))

@@ -1,0 +1,1 @@
+"""What operators read: health, readiness, worker heartbeats and Prometheus metrics."""
