@@ -20,7 +20,7 @@ import pytest
 from django.contrib.auth.models import User
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.browser.server import Daphne
+from tests.browser.server import Daphne, free_port
 from tests.helpers import Worker
 from tests.integration.agent_helpers import done, script, tool, wait_status
 from tools_app import services
@@ -271,3 +271,18 @@ def test_metrics_need_the_token_and_probes_keep_the_host_check(ops: Ops) -> None
 def test_metrics_are_off_without_a_token(client: Any, settings: Any) -> None:
     settings.AGENTWEB_METRICS_TOKEN = ""
     assert client.get("/metrics", headers={"Authorization": "Bearer "}).status_code == 404
+
+
+def test_a_worker_serves_its_hosts_metrics_on_the_metrics_address(ops: Ops, tmp_path: Path) -> None:
+    """AGENTWEB_METRICS_ADDRESS: scraped off the site, from a tool worker, without a token."""
+    address = f"127.0.0.1:{free_port()}"
+    env = {**ops.env, "AGENTWEB_METRICS_ADDRESS": address, "AGENTWEB_METRICS_TOKEN": ""}
+    second = Worker(env, ops.worker.queues, tmp_path / "second.log")
+    second.start()
+    try:
+        text = httpx.get(f"http://{address}/metrics", timeout=10).text
+    finally:
+        second.stop()
+    found = {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples}
+    assert found["agentweb_tool_workers_live"] == 1  # both are celery@<host>: one node name
+    assert "agentweb_tool_calls_waiting" in found
