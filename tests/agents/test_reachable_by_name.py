@@ -19,15 +19,16 @@ import os
 import random
 import shutil
 import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from io import StringIO
 from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
 import pytest
+from django.core.management import call_command
 
 from tests.agents.claude import finished, needs_claude, run_claude
 from tests.agents.fake_anthropic import FakeAnthropic
@@ -39,13 +40,6 @@ from tools_app.models import AgentSession, ToolCall
 pytestmark = [pytest.mark.django_db(transaction=True, serialized_rollback=True), needs_claude]
 
 NAME = "agentweb.test"
-_HOOK = {"type": "command", "command": f"{sys.executable} -m agentweb_hook claude-code",
-         "timeout": 180}  # fmt: skip
-COMMAND_HOOKS = {
-    "hooks": {
-        event: [{"matcher": "*", "hooks": [_HOOK]}] for event in ("PreToolUse", "PostToolUse")
-    }
-}
 CLONE_NEWNET = 0x40000000
 T = TypeVar("T")
 
@@ -164,9 +158,10 @@ def curl(network: Network, url: str, token: str, host: str = "") -> tuple[int, A
 def test_claude_codes_own_http_hooks_refuse_a_private_address_before_agentweb_hears(
     network: Network, agentweb: ByName, token: str, project: Path
 ) -> None:
-    """What `hook_settings claude-code` prints today (http hooks) does not reach a team
-    server on a private network: Claude Code itself blocks a hook URL whose name resolves
-    to a private address (only loopback and public addresses), and fails closed."""
+    """http hooks (what `hook_settings claude-code` prints without `--hook command`) do not
+    reach a team server on a private network: Claude Code itself blocks a hook URL whose
+    name resolves to a private address (only loopback and public addresses), and fails
+    closed."""
     settings = claude_code_settings(agentweb.url, 120)
     assert settings["hooks"]["PreToolUse"][0]["hooks"][0]["url"].startswith(agentweb.url)
     fake = in_namespace(network.laptop, lambda: FakeAnthropic("Bash", {"command": "ls"}))
@@ -179,15 +174,26 @@ def test_claude_codes_own_http_hooks_refuse_a_private_address_before_agentweb_he
 
 
 def test_a_claude_code_hook_and_the_api_reach_agentweb_by_name_from_the_laptop(
-    network: Network, agentweb: ByName, token: str, project: Path
+    network: Network,
+    agentweb: ByName,
+    token: str,
+    project: Path,
+    hook_bin: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The agentweb-hook command (AGENTWEB_URL=http://agentweb.test:PORT) as Claude Code's
-    hook: an allowed `ls` is judged by agentweb, runs and is recorded."""
+    """What `hook_settings claude-code --url http://agentweb.test:PORT --hook command`
+    prints (agentweb-hook as Claude Code's hook): an allowed `ls` is judged by agentweb,
+    runs and is recorded."""
     assert not agentweb.host.startswith("127.")  # the veth address, not loopback
+    monkeypatch.setenv("PATH", f"{hook_bin}:{os.environ['PATH']}")
+    out = StringIO()
+    call_command("hook_settings", "claude-code", "--url", agentweb.url, "--hook", "command",
+                 stdout=out)  # fmt: skip
+    settings = json.loads(out.getvalue())
     fake = in_namespace(network.laptop, lambda: FakeAnthropic("Bash", {"command": "ls"}))
     with fake:
         process = run_claude(
-            project, agentweb.url, token, fake, settings=COMMAND_HOOKS, wrapper=network.on_laptop()
+            project, agentweb.url, token, fake, settings=settings, wrapper=network.on_laptop()
         )
         finished(process)
         assert "README.md" in " ".join(fake.tool_results())

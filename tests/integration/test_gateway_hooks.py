@@ -357,3 +357,20 @@ def test_hook_settings_names_an_existing_policy_and_refuses_an_unknown_one() -> 
     assert hook_entry["url"] == "http://a:1/api/hooks/claude-code?policy=default"
     with pytest.raises(CommandError, match="There is no policy named 'nope' \\(known: default"):
         call_command("hook_settings", "codex", "--policy", "nope", stdout=io.StringIO())
+
+
+def test_hook_settings_prints_command_hooks_for_a_private_address() -> None:
+    """Claude Code refuses http hooks to a private address: a team server there is
+    reached through agentweb-hook, chosen for a private IP and by `--hook command`."""
+
+    def printed(*options: str) -> dict[str, Any]:
+        out = io.StringIO()
+        call_command("hook_settings", "claude-code", *options, stdout=out)
+        return json.loads(out.getvalue())["hooks"]["PreToolUse"][0]["hooks"][0]  # type: ignore[no-any-return]
+
+    assert printed("--url", "http://10.1.2.3:8000")["type"] == "command"
+    assert printed("--url", "http://10.1.2.3:8000", "--hook", "http")["type"] == "http"
+    assert printed("--url", "http://agentweb.internal", "--hook", "command")["type"] == "command"
+    assert printed("--url", "https://agentweb.example.com")["type"] == "http"
+    with pytest.raises(CommandError, match="--hook is for claude-code"):
+        call_command("hook_settings", "codex", "--hook", "command", stdout=io.StringIO())

@@ -21,6 +21,7 @@ from tools_app.core.gateway_settings import (
     codex_sandbox_toml,
     command_hook_settings,
     gemini_sandbox,
+    private_address,
 )
 
 
@@ -40,6 +41,39 @@ def test_managed_settings_force_the_hooks() -> None:
     managed = claude_code_settings("http://a:1", 10, managed=True)
     assert managed["allowManagedHooksOnly"] is True
     assert managed["allowedHttpHookUrls"] == ["http://a:1/api/hooks/claude-code"]
+
+
+@pytest.mark.parametrize(
+    ("url", "private"),
+    [
+        ("http://10.20.0.2:8000", True),
+        ("http://192.168.1.5", True),
+        ("http://169.254.1.1", True),
+        ("http://[fd00::5]:8000", True),
+        ("http://127.0.0.1:8000", False),
+        ("https://agentweb.example.com", False),
+        ("http://agentweb.internal:8000", False),  # a name: what it resolves to is unknown
+    ],
+)
+def test_a_private_address_is_one_claude_codes_http_hooks_cannot_reach(
+    url: str, private: bool
+) -> None:
+    assert private_address(url) is private
+
+
+def test_command_hooks_for_claude_code_carry_agentwebs_url_and_block_on_failure() -> None:
+    settings = claude_code_settings(
+        "http://10.20.0.2:8000", 3300, managed=True, policy="team", transport="command"
+    )
+    for groups in settings["hooks"].values():
+        [hook] = groups[0]["hooks"]
+        assert hook["type"] == "command" and hook["timeout"] > 3300
+        assert hook["command"] == (
+            "AGENTWEB_POLICY=team AGENTWEB_URL=http://10.20.0.2:8000 "
+            "AGENTWEB_HOOK_TIMEOUT=3450 agentweb-hook claude-code || exit 2"
+        )
+    assert settings["allowManagedHooksOnly"] is True
+    assert "allowedHttpHookUrls" not in settings
 
 
 def test_gemini_and_codex_run_the_command_hook() -> None:

@@ -12,6 +12,7 @@ so a command the hook lets through still runs fenced: see `claude_code_sandbox`,
 
 from __future__ import annotations
 
+import ipaddress
 import shlex
 from dataclasses import dataclass
 from typing import Any
@@ -65,23 +66,33 @@ def claude_code_settings(
     managed: bool = False,
     policy: str = "",
     sandbox: AgentSandbox | None = None,
+    transport: str = "http",
 ) -> dict[str, Any]:
-    """One settings file: an `http` hook for every tool event, the token taken from the
+    """One settings file: a hook for every tool event, the token taken from the
     environment, a timeout above agentweb's wait, and failures that block; with `sandbox`,
-    Claude Code's own sandbox set from the policy too."""
+    Claude Code's own sandbox set from the policy too.
+
+    The hook is `http`, unless `transport` is "command": Claude Code refuses http hooks to
+    a private or link-local address (its own SSRF guard; loopback and public addresses
+    only), so a team server on a private network is reached through `agentweb-hook`."""
     url = hook_url(base_url, policy)
-    hook = {
-        "type": "http",
-        "url": url,
-        "headers": {"Authorization": f"Bearer ${TOKEN_VARIABLE}"},
-        "allowedEnvVars": [TOKEN_VARIABLE],
-        "timeout": wait_seconds + MARGIN_SECONDS,
-        "onFailure": "block",
-    }
+    if transport == "command":
+        hook = _claude_command_hook(base_url, wait_seconds, policy)
+    else:
+        hook = {
+            "type": "http",
+            "url": url,
+            "headers": {"Authorization": f"Bearer ${TOKEN_VARIABLE}"},
+            "allowedEnvVars": [TOKEN_VARIABLE],
+            "timeout": wait_seconds + MARGIN_SECONDS,
+            "onFailure": "block",
+        }
     hooks = {event: [{"matcher": "*", "hooks": [dict(hook)]}] for event in CLAUDE_EVENTS}
     settings: dict[str, Any] = {"hooks": hooks}
     if managed:
-        settings |= {"allowManagedHooksOnly": True, "allowedHttpHookUrls": [url]}
+        settings["allowManagedHooksOnly"] = True
+        if transport != "command":
+            settings["allowedHttpHookUrls"] = [url]
     if sandbox is not None:
         agentweb = urlsplit(base_url).hostname or ""
         settings |= claude_code_sandbox(sandbox, managed=managed, agentweb_host=agentweb)
@@ -179,6 +190,28 @@ def gemini_sandbox() -> dict[str, Any]:
     policy can be said to it: the policy's other secret patterns and its hosts stay with
     agentweb's hook. Not yet run against the real binary here."""
     return {"security": {"toolSandboxing": True}, "tools": {"sandboxNetworkAccess": False}}
+
+
+def private_address(base_url: str) -> bool:
+    """The URL names a private or link-local IP address (not loopback): Claude Code's http
+    hooks cannot reach it."""
+    host = urlsplit(base_url).hostname or ""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return (address.is_private or address.is_link_local) and not address.is_loopback
+
+
+def _claude_command_hook(base_url: str, wait_seconds: int, policy: str) -> dict[str, Any]:
+    """`agentweb-hook claude-code`, told agentweb's URL on its command line."""
+    patience = wait_seconds + MARGIN_SECONDS // 2
+    chosen = f"AGENTWEB_POLICY={shlex.quote(policy)} " if policy else ""
+    command = (
+        f"{chosen}AGENTWEB_URL={shlex.quote(base_url)} AGENTWEB_HOOK_TIMEOUT={patience} "
+        "agentweb-hook claude-code || exit 2"
+    )
+    return {"type": "command", "command": command, "timeout": wait_seconds + MARGIN_SECONDS}
 
 
 def command_hook_settings(agent: str, wait_seconds: int, *, policy: str = "") -> dict[str, Any]:

@@ -16,6 +16,7 @@ from tools_app.core.gateway_settings import (
     codex_sandbox_toml,
     command_hook_settings,
     gemini_sandbox,
+    private_address,
 )
 from tools_app.core.policy.defaults import DEFAULT_SPEC
 from tools_app.management.commands._common import existing_policy
@@ -49,6 +50,14 @@ class Command(BaseCommand):
             "it; Codex with --sandbox: its requirements.toml.",
         )
         parser.add_argument(
+            "--hook",
+            choices=("http", "command"),
+            default=None,
+            help="Claude Code: http hooks (the default) or command hooks running "
+            "agentweb-hook, which a server on a private address needs (Claude Code refuses "
+            "http hooks to private addresses); chosen for a private IP --url by default.",
+        )
+        parser.add_argument(
             "--sandbox",
             action="store_true",
             help="Codex: its sandbox for config.toml (TOML); Gemini: its sandbox settings.",
@@ -62,6 +71,8 @@ class Command(BaseCommand):
         agent, managed, sandbox_only = options["agent"], options["managed"], options["sandbox"]
         if managed and not (agent == "claude-code" or (agent == "codex" and sandbox_only)):
             raise CommandError("--managed is for claude-code, and for codex with --sandbox")
+        if options["hook"] and agent != "claude-code":
+            raise CommandError("--hook is for claude-code: codex and gemini use command hooks")
         if sandbox_only and agent == "claude-code":
             raise CommandError("--sandbox is for codex and gemini: claude-code prints it always")
         policy = existing_policy(options["policy"]).name if options["policy"] else ""
@@ -70,8 +81,9 @@ class Command(BaseCommand):
             self.stdout.write(codex_sandbox_toml(sandbox, managed=managed), ending="")
             return
         if agent == "claude-code":
+            transport = options["hook"] or ("command" if private_address(url) else "http")
             printed = claude_code_settings(
-                url, wait, managed=managed, policy=policy, sandbox=sandbox
+                url, wait, managed=managed, policy=policy, sandbox=sandbox, transport=transport
             )
         elif sandbox_only:
             printed = gemini_sandbox()
