@@ -31,7 +31,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("role", choices=list(COMMANDS))
-        parser.add_argument("--host", default="127.0.0.1", help="web: the address to bind")
+        parser.add_argument(
+            "--host",
+            default=settings.AGENTWEB_BIND,
+            help="web: the address to bind (AGENTWEB_BIND)",
+        )
         parser.add_argument("--port", type=int, default=8000, help="web: the port")
         parser.add_argument(
             "--concurrency",
