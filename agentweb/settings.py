@@ -119,6 +119,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
+    "ninja",  # its templates and static files: /api/docs's Swagger UI, served from here
     "tools_app",
 ]
 
