@@ -64,8 +64,9 @@ class SingletonScheduler(Scheduler):
         except (redis.RedisError, OSError) as exc:
             logger.warning("clock %s idle: Redis does not answer (%s)", self.holder, exc)
             return False
-        if held and self.standing_by is not False:
-            logger.info("clock %s holds the clock lock: it sends the sweeps", self.holder)
+        if held and self.standing_by is not False:  # news when it takes over, else DEBUG
+            level = logging.INFO if self.standing_by else logging.DEBUG
+            logger.log(level, "clock %s holds the clock lock: it sends the sweeps", self.holder)
         if not held and not self.standing_by:
             logger.warning(
                 "clock %s stands by: clock %s already runs (one clock per cluster; this one "

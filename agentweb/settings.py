@@ -222,15 +222,31 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = envint("AGENTWEB_MAX_BODY_BYTES", 10 * 1024 * 1024
 # How long a gateway hook (Claude Code's PreToolUse) is held for a person's decision.
 AGENTWEB_HOOK_WAIT_SECONDS = envint("AGENTWEB_HOOK_WAIT_SECONDS", 3300)
 
+# One log format for every process (up, daphne, the Celery workers and beat): text, or
+# JSON lines for a log shipper (AGENTWEB_LOG_FORMAT=json). agentweb's own loggers log at
+# AGENTWEB_LOG_LEVEL; libraries (Celery, daphne, Django) at AGENTWEB_LIBRARY_LOG_LEVEL:
+# WARNING, so Celery's line per task (the 5-second sweep's too) shows at INFO only.
+AGENTWEB_LOG_LEVEL = (os.environ.get("AGENTWEB_LOG_LEVEL") or "INFO").upper()
+AGENTWEB_LIBRARY_LOG_LEVEL = (os.environ.get("AGENTWEB_LIBRARY_LOG_LEVEL") or "WARNING").upper()
+AGENTWEB_LOG_FORMAT = os.environ.get("AGENTWEB_LOG_FORMAT") or "text"
+if AGENTWEB_LOG_FORMAT not in {"text", "json"}:
+    raise ImproperlyConfigured(f"AGENTWEB_LOG_FORMAT is {AGENTWEB_LOG_FORMAT!r}: text or json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {
+        "text": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+        "json": {"()": "agentweb.logformat.JsonFormatter"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": AGENTWEB_LOG_FORMAT},
+    },
+    "root": {"handlers": ["console"], "level": AGENTWEB_LIBRARY_LOG_LEVEL},
     "loggers": {
-        "tools_app": {
-            "handlers": ["console"],
-            "level": os.environ.get("AGENTWEB_LOG_LEVEL", "INFO"),
-        },
+        # Django's own console handler is replaced: its records reach the one above.
+        "django": {"level": AGENTWEB_LIBRARY_LOG_LEVEL},
+        "agentweb": {"level": AGENTWEB_LOG_LEVEL},
+        "tools_app": {"level": AGENTWEB_LOG_LEVEL},
     },
 }
 

@@ -64,6 +64,7 @@ def stack_env(var: Path) -> dict[str, str]:
         "DJANGO_SETTINGS_MODULE": "agentweb.settings",
         "DJANGO_DEBUG": "0",
         "AGENTWEB_LOG_LEVEL": "WARNING",
+        "AGENTWEB_LIBRARY_LOG_LEVEL": "INFO",  # Celery's `succeeded in` lines: bench_runtime's
         "NO_PROXY": "127.0.0.1,localhost",
     }
     return env

@@ -38,8 +38,10 @@ class Worker:
             "--loglevel", "INFO", "--without-heartbeat", "--without-mingle", "--without-gossip",
         ]  # fmt: skip
         handle = self.log.open("ab")
+        env = {**self.env, "AGENTWEB_LIBRARY_LOG_LEVEL": "INFO"}  # Celery's line per task:
+        # how the tests know the worker is ready and idle
         self.process = subprocess.Popen(
-            command, cwd=ROOT, env=self.env, stdout=handle, stderr=handle, start_new_session=True
+            command, cwd=ROOT, env=env, stdout=handle, stderr=handle, start_new_session=True
         )
         self._wait_ready()
 

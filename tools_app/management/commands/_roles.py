@@ -16,14 +16,19 @@ from django.conf import settings
 from tools_app.services.queueing import notify_queue
 
 SCHEDULER = "agentweb.clock:SingletonScheduler"
-CELERY = [sys.executable, "-m", "celery", "-A", "agentweb"]
+# --quiet: no banner (the queues and tasks it lists are in the settings and tasks.py).
+CELERY = [sys.executable, "-m", "celery", "-A", "agentweb", "--quiet"]
 
 
-def web_command(*, host: str, port: int, proxy_headers: bool = False) -> list[str]:
-    """daphne on HOST:PORT; behind a reverse proxy, its X-Forwarded-For/-Proto are read."""
+def web_command(
+    *, host: str, port: int, proxy_headers: bool = False, access_log: bool = True
+) -> list[str]:
+    """daphne on HOST:PORT; behind a reverse proxy, its X-Forwarded-For/-Proto are read.
+    Without `access_log` (`up`'s terminal), no line per request on stdout."""
     proxy = ["--proxy-headers"] if proxy_headers else []
+    quiet = [] if access_log else ["-v", "0"]
     return [
-        sys.executable, "-m", "daphne", "-b", host, "-p", str(port), *proxy,
+        sys.executable, "-m", "daphne", "-b", host, "-p", str(port), *proxy, *quiet,
         "agentweb.asgi:application",
     ]  # fmt: skip
 

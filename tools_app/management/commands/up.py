@@ -9,7 +9,7 @@ import contextlib
 import os
 import secrets
 import signal
-import subprocess
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agentweb.site_names import is_loopback
+from tools_app import supervision
 from tools_app.live import redis_server
 from tools_app.management.commands import _roles
 from tools_app.management.commands.demo import start_demo
@@ -27,7 +28,7 @@ from tools_app.models import AgentSession
 from tools_app.ops import metrics
 from tools_app.runtime import demo
 
-Child = subprocess.Popen[bytes]
+Child = supervision.Child
 
 
 class Command(BaseCommand):
@@ -45,59 +46,67 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        children: list[Child] = []
-        signal.signal(signal.SIGTERM, _raise_interrupt)
+        # SIGINT too: a shell starts a background job with SIGINT ignored; SIGHUP: its
+        # terminal closed.
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, _raise_interrupt)
+        _require_free_port(options["host"], options["port"])
+        stack = supervision.Supervisor(leftovers=_leftovers())
         try:
-            children += self._redis()
+            self._redis(stack)
             call_command("migrate", interactive=False, verbosity=0)
-            self._first_admin()
+            password = self._first_admin()
             metrics.counts_reset()
-            children.append(self._start_celery(options["concurrency"]))
-            children.append(self._start_notify_worker())
-            children.append(self._start_daphne(options["host"], options["port"]))
+            stack.start(_roles.worker_command(concurrency=options["concurrency"], beat=True))
+            stack.start(_roles.notify_command())
+            web = stack.start(
+                _roles.web_command(host=options["host"], port=options["port"], access_log=False)
+            )
+            _await_port(options["host"], options["port"], web)
             self._announce(site_url(options["port"]), options["host"])
             self._demo(site_url(options["port"]))
-            self._wait(children)
+            self._log_in(password)
+            self._wait(stack)
         except KeyboardInterrupt:
-            self.stdout.write("Stopping…")
+            with contextlib.suppress(OSError):  # a closed terminal takes stdout with it
+                self.stdout.write("Stopping…")
         finally:
-            _stop(children)
+            stack.stop()
 
-    def _redis(self) -> list[Child]:
+    def _redis(self, stack: supervision.Supervisor) -> None:
         if os.environ.get("REDIS_URL"):
             if not redis_server.is_reachable(settings.REDIS_URL):
                 raise CommandError(f"REDIS_URL {settings.REDIS_URL} does not answer.")
-            return []
+            return
         var = Path(settings.AGENTWEB_VAR)
         try:
             process = redis_server.start_embedded(Path(settings.REDIS_SOCKET), var / "redis")
         except RuntimeError as exc:
             raise CommandError(str(exc)) from exc
+        stack.adopt(process, infrastructure=True)
         self.stdout.write(f"Embedded Redis on {settings.REDIS_SOCKET}")
-        return [process]
 
-    def _first_admin(self) -> None:
-        """On the first run, make an admin with a random password and say how to log in."""
+    def _first_admin(self) -> str | None:
+        """On the first run, an admin with a random password: returned, to be shown last."""
         users = get_user_model().objects
         if users.filter(is_superuser=True).exists():
-            self.stdout.write("Log in with your admin account (manage.py changepassword to reset).")
-            return
+            return None
         password = secrets.token_urlsafe(12)
         users.create_superuser("admin", "", password)
-        self.stdout.write(f"Created the admin user: username 'admin', password '{password}'")
-        self.stdout.write("(shown once; change it with `python manage.py changepassword admin`).")
+        return password
 
-    def _start_celery(self, concurrency: int) -> Child:
-        command = _roles.worker_command(concurrency=concurrency, beat=True)
-        return subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True)
-
-    def _start_notify_worker(self) -> Child:
-        command = _roles.notify_command()
-        return subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True)
-
-    def _start_daphne(self, host: str, port: int) -> Child:
-        command = _roles.web_command(host=host, port=port)
-        return subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True)
+    def _log_in(self, password: str | None) -> None:
+        """How to log in, last, where a newcomer looks: the one-time password in a block."""
+        reset = "python manage.py changepassword admin"
+        if password is None:
+            self.stdout.write(f"Log in with your admin account (forgot its password? {reset}).")
+            return
+        rule = "=" * 64
+        self.stdout.write("\n".join([
+            "", rule, "  First run: agentweb made an admin account.",
+            "    username  admin", f"    password  {password}",
+            f"  Shown only this once. To set another: {reset}", rule,
+        ]))  # fmt: skip
 
     def _announce(self, url: str, host: str) -> None:
         if not os.environ.get("AGENTWEB_BASE_URL") and not is_loopback(host.strip("[]")):
@@ -125,14 +134,11 @@ class Command(BaseCommand):
             "this off)."
         )
 
-    def _wait(self, children: list[Child]) -> None:
+    def _wait(self, stack: supervision.Supervisor) -> None:
         """Until Ctrl-C, or until one child dies: then stop the rest too."""
-        while True:
-            for child in children:
-                if child.poll() is not None:
-                    self.stderr.write(f"process {child.pid} exited with code {child.returncode}")
-                    return
+        while (ended := stack.first_exit()) is None:
             time.sleep(0.5)
+        self.stderr.write(f"process {ended.pid} exited with code {ended.returncode}")
 
 
 def site_url(port: int) -> str:
@@ -147,22 +153,43 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def _stop(children: list[Child]) -> None:
-    """SIGTERM each child's process group (Celery's pool too), then SIGKILL what lingers."""
-    for child in reversed(children):
-        _signal_group(child, signal.SIGTERM)
-    deadline = time.monotonic() + 15
-    for child in reversed(children):
+def _leftovers() -> list[Path]:
+    """What the watchdog removes if `up` dies: the embedded Redis's socket."""
+    return [] if os.environ.get("REDIS_URL") else [Path(settings.REDIS_SOCKET)]
+
+
+def _require_free_port(host: str, port: int) -> None:
+    """Before anything starts: a port taken (another agentweb?) would answer for daphne."""
+    with socket.socket(_family(host)) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            child.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            _signal_group(child, signal.SIGKILL)
-            child.wait()
+            probe.bind((host.strip("[]"), port))
+        except OSError as exc:
+            raise CommandError(
+                f"{host}:{port} is taken ({exc.strerror}): another agentweb "
+                "running? Stop it, or choose another --port."
+            ) from exc
 
 
-def _signal_group(child: Child, signum: int) -> None:
-    try:
-        os.killpg(child.pid, signum)
-    except (ProcessLookupError, PermissionError):
-        with contextlib.suppress(ProcessLookupError):
-            child.send_signal(signum)
+def _await_port(host: str, port: int, web: Child, timeout: float = 120) -> None:
+    """Until daphne accepts connections: only then is agentweb running."""
+    target = (_connectable(host), port)
+    deadline = time.monotonic() + timeout
+    while web.poll() is None and time.monotonic() < deadline:
+        try:
+            with socket.create_connection(target, timeout=1):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise CommandError(f"daphne did not answer on {host}:{port} (its output is above).")
+
+
+def _connectable(host: str) -> str:
+    """Where to reach a server bound to `host`: a wildcard address means this machine."""
+    bare = host.strip("[]")
+    wildcards = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}  # noqa: S104 (read, not bound)
+    return wildcards.get(bare, bare)
+
+
+def _family(host: str) -> socket.AddressFamily:
+    return socket.AF_INET6 if ":" in host else socket.AF_INET
