@@ -279,11 +279,13 @@ def test_nothing_up_started_outlives_it(migrated: tuple[Path, int], signum: int)
     up = Up(up_env(var, AGENTWEB_DEMO="0"), port, terminal=terminal)
     try:
         up.wait_running()
-        pids = up.started()
+        deadline = time.monotonic() + 60  # the tool worker forks its pool and beat: wait
+        while len(pids := up.started()) < 7 and time.monotonic() < deadline:
+            time.sleep(0.2)
         lines = [command_line(pid) for pid in pids]
         for role in ("redis-server", "--beat", "notify@", "daphne", "tools_app.supervision"):
             assert any(role in line for line in lines), (role, lines)
-        assert len(pids) >= 7  # and the tool worker's pool process and its beat
+        assert len(pids) >= 7, lines  # the tool worker's pool process and its beat too
     finally:
         pids = up.started()
         if terminal:
