@@ -469,7 +469,9 @@ def _may_enter(info: os.stat_result, uid: int, gid: int) -> bool:
 
 def _probe_once() -> str:
     """ "" when a command runs in the copy-on-write sandbox and its one change is seen."""
-    with tempfile.TemporaryDirectory(prefix="agentweb-probe-") as tmp:
+    # Named as a scratch of this process: a worker killed while it probes leaves it to the
+    # next worker's sweep of dead processes' scratch (sweep_stale_scratch).
+    with tempfile.TemporaryDirectory(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-probe-") as tmp:
         workspace = Path(tmp) / "ws"
         workspace.mkdir()
         (workspace / "probe").write_text("x")
