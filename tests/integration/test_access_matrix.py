@@ -305,6 +305,9 @@ PROJECT_ENTRY_POINTS = {
     "api/hooks/claude-code": "test_gateway_hooks.py: no token, a bad or a review token: deny",
     "api/": "the API rows",
     "": "the PAGES rows",
+    "healthz": "test_ops.py: no login, says only alive",
+    "readyz": "test_ops.py: no login, booleans and fixed reasons only",
+    "metrics": "test_ops.py: 404 unless AGENTWEB_METRICS_TOKEN, then 401 without it",
 }
 
 

@@ -283,7 +283,7 @@ def test_nothing_up_started_outlives_it(migrated: tuple[Path, int], signum: int)
         while len(pids := up.started()) < 7 and time.monotonic() < deadline:
             time.sleep(0.2)
         lines = [command_line(pid) for pid in pids]
-        for role in ("redis-server", "--beat", "notify@", "daphne", "tools_app.supervision"):
+        for role in ("redis-server", "--beat", "notify@", "daphne", "tools_app.core.supervision"):
             assert any(role in line for line in lines), (role, lines)
         assert len(pids) >= 7, lines  # the tool worker's pool process and its beat too
     finally:

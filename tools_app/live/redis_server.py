@@ -9,7 +9,7 @@ from pathlib import Path
 
 import redis
 
-from tools_app import supervision
+from tools_app.core import supervision
 
 
 def redis_server_binary() -> str | None:

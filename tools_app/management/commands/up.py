@@ -20,7 +20,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agentweb.site_names import is_loopback
-from tools_app import supervision
+from tools_app.core import supervision
 from tools_app.live import redis_server
 from tools_app.management.commands import _roles
 from tools_app.management.commands.demo import start_demo

@@ -13,7 +13,7 @@ process it started ends within seconds:
   registered (SIGTERM, then SIGKILL after a grace) and removes the files they leave
   behind (the embedded Redis's socket). `up` releases a group once it stopped it itself.
 
-Pure Python, no Django: the watchdog runs as `python -m tools_app.supervision`.
+Pure Python, no Django: the watchdog runs as `python -m tools_app.core.supervision`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent  # where `python -m tools_app…` imports from
+ROOT = Path(__file__).resolve().parents[2]  # where `python -m tools_app…` imports from
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 GRACE_SECONDS = 8.0  # from SIGTERM to SIGKILL
 _libc = ctypes.CDLL(None, use_errno=True)  # loaded before any fork: the child only calls it
@@ -122,7 +122,7 @@ class Watchdog:
 
     def __init__(self, leftovers: Sequence[Path] = (), grace: float = GRACE_SECONDS) -> None:
         read, write = os.pipe()  # neither end is inherited by later children
-        command = [sys.executable, "-m", "tools_app.supervision", str(grace)]
+        command = [sys.executable, "-m", "tools_app.core.supervision", str(grace)]
         self.process = subprocess.Popen(
             [*command, *map(str, leftovers)], stdin=read, start_new_session=True, cwd=ROOT
         )
