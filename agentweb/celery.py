@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging.config
 import os
 import warnings
@@ -9,7 +10,7 @@ from typing import Any
 
 from celery import Celery
 from celery.exceptions import SecurityWarning
-from celery.signals import setup_logging
+from celery.signals import setup_logging, worker_process_init
 
 from tools_app.ops.heartbeat import WorkerHeartbeat
 
@@ -33,3 +34,19 @@ def use_django_logging(**kwargs: Any) -> None:
     from django.conf import settings
 
     logging.config.dictConfig(settings.LOGGING)
+
+
+@worker_process_init.connect
+def forget_inherited_pools(**kwargs: Any) -> None:
+    """A prefork child never uses a database pool its parent opened: the pool's connections
+    are the parent's sockets (a query or a close here would break the parent's) and its
+    threads did not survive the fork. Their descriptors are closed without a word to the
+    server, the pool forgotten; the child opens its own on first use."""
+    from django.db.backends.postgresql.base import DatabaseWrapper
+
+    pools: dict[str, Any] = DatabaseWrapper._connection_pools  # type: ignore[attr-defined]
+    for pool in list(pools.values()):
+        for connection in list(getattr(pool, "_pool", ())):
+            with contextlib.suppress(Exception):
+                os.close(connection.fileno())
+    pools.clear()

@@ -180,8 +180,26 @@ def _database() -> dict[str, object]:
     if url.startswith("sqlite:///"):
         return _sqlite(Path(url.removeprefix("sqlite:///")))
     if url:
-        return dict(dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True))
+        return _postgresql(url)
     return _sqlite(AGENTWEB_VAR / "agentweb.sqlite3")
+
+
+def _postgresql(url: str) -> dict[str, object]:
+    """A bounded pool per process (Django's psycopg pool): daphne runs each request's sync
+    code in a thread of its own, and one connection per thread made PostgreSQL answer "too
+    many clients" under 50 concurrent agents (BENCHMARKS.md, "Held waits"). A request
+    past the pool's size waits for a connection up to AGENTWEB_DB_POOL_TIMEOUT seconds.
+    With several web processes on one database, PgBouncer in front is the alternative."""
+    database: dict[str, Any] = dict(
+        dj_database_url.parse(url, conn_max_age=0, conn_health_checks=True)
+    )
+    options: dict[str, Any] = dict(database.get("OPTIONS") or {})
+    options.setdefault("connect_timeout", envint("AGENTWEB_DB_CONNECT_TIMEOUT", 5))
+    size = envint("AGENTWEB_DB_POOL_SIZE", 10)
+    if size > 0:  # 0: no pool (a connection per thread, closed after each request)
+        timeout = envint("AGENTWEB_DB_POOL_TIMEOUT", 20)
+        options["pool"] = {"min_size": 1, "max_size": size, "timeout": timeout}
+    return database | {"OPTIONS": options}
 
 
 DATABASES = {"default": _database()}

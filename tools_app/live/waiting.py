@@ -19,7 +19,9 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
+from django.db import connections
 
 from tools_app.live.events import session_group
 from tools_app.models import ToolCall
@@ -27,6 +29,7 @@ from tools_app.models import ToolCall
 logger = logging.getLogger(__name__)
 
 CHECK_EVERY_SECONDS = 1.0  # the slow database check when no event comes
+RECHECK_SECONDS = 10.0  # the same with a channel layer: a safety net for a lost event
 LAYER_TIMEOUT_SECONDS = 1.0  # joining or leaving a group never holds a request longer
 
 
@@ -75,7 +78,9 @@ class Listener:
             remaining = deadline - time.monotonic()
             if answer["status"] in until or remaining <= 0:
                 return answer
-            await self.until_final(call_id, min(remaining, CHECK_EVERY_SECONDS), until)
+            await sync_to_async(_give_back_connections)()  # the request's thread: its own
+            every = CHECK_EVERY_SECONDS if self.layer is None else RECHECK_SECONDS
+            await self.until_final(call_id, min(remaining, every), until)
 
     async def until_final(
         self, call_id: int, timeout: float, until: frozenset[str] = ToolCall.FINAL_STATUSES
@@ -127,6 +132,14 @@ class Listener:
             await asyncio.wait_for(
                 self.layer.group_discard(self.group, self.channel), LAYER_TIMEOUT_SECONDS
             )
+
+
+def _give_back_connections() -> None:
+    """What the end of a request does (Django's `close_old_connections`), for a request
+    that goes on waiting; a connection inside a transaction (a test's) is kept."""
+    for connection in connections.all(initialized_only=True):
+        if not connection.in_atomic_block:
+            connection.close_if_unusable_or_obsolete()
 
 
 _leaving: set[asyncio.Task[None]] = set()  # referenced until done, so not collected early

@@ -1,0 +1,122 @@
+"""Many agents at once against a live daphne: every allowed hook is allowed, while hooks
+that wait for a person are held, and the web process keeps to its database pool.
+
+Before the pool, daphne opened a connection per request thread and kept it for as long as
+a hook waited: on PostgreSQL, 50 agents got "too many clients" and half their allowed
+calls were denied as an internal error (issue 32, item 7)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from asgiref.sync import sync_to_async
+from django.contrib.auth.models import User
+from django.db import connection
+
+from tests.browser.server import Daphne
+from tools_app import services
+from tools_app.models import ToolCall
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
+
+POOL = 4
+AGENTS = 60
+
+
+@pytest.fixture
+def web(services_env: dict[str, str], tmp_path: Path) -> Iterator[Daphne]:
+    env = services_env | {
+        "AGENTWEB_DB_POOL_SIZE": str(POOL),
+        "AGENTWEB_HOOK_WAIT_SECONDS": "120",
+        "PGAPPNAME": "agentweb-test-web",  # libpq's: names daphne's connections
+    }
+    daphne = Daphne(env, tmp_path / "daphne.log")
+    daphne.start()
+    yield daphne
+    daphne.stop()
+
+
+def event(session: str, tool: str, tool_input: dict[str, Any], use: str) -> dict[str, Any]:
+    return {
+        "session_id": session,
+        "cwd": "/home/alice/project",
+        "hook_event_name": "PreToolUse",
+        "tool_name": tool,
+        "tool_input": tool_input,
+        "tool_use_id": use,
+        "permission_mode": "default",
+    }
+
+
+def write(n: int) -> dict[str, Any]:
+    """A write to `.env`: it waits for a person."""
+    return event(f"held-{n}", "Write", {"file_path": ".env", "content": f"K={n}\n"}, f"w{n}")
+
+
+def web_connections() -> int:
+    """daphne's connections to the database."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'agentweb-test-web'"
+        )
+        return int(cursor.fetchone()[0])
+
+
+def awaiting() -> int:
+    try:
+        return ToolCall.objects.filter(status="awaiting_approval").count()
+    finally:
+        connection.close()  # a thread's own: it would keep the test database open
+
+
+def test_sixty_agents_at_once_are_all_allowed_while_others_wait_for_a_person(
+    web: Daphne, creator: User
+) -> None:
+    token = services.api_token_create(user=creator, scope="agent")
+    headers = {"Authorization": f"Bearer {token}"}
+    url = f"{web.url}/api/hooks/claude-code"
+    on_postgres = connection.vendor == "postgresql"
+    seen: list[int] = []
+    sampling = threading.Event()
+
+    def sample() -> None:
+        try:
+            while not sampling.wait(0.05):
+                seen.append(web_connections())
+        finally:
+            connection.close()
+
+    async def agents() -> list[dict[str, Any]]:
+        limits = httpx.Limits(max_connections=2 * AGENTS)
+        async with httpx.AsyncClient(headers=headers, timeout=120, limits=limits) as http:
+            held = [asyncio.ensure_future(http.post(url, json=write(n))) for n in range(AGENTS)]
+            while await sync_to_async(awaiting, thread_sensitive=False)() < AGENTS:
+                await asyncio.sleep(0.1)
+            answers = await asyncio.gather(*(
+                http.post(url, json=event(f"ls-{n}", "Bash", {"command": "ls -la"}, f"toolu_{n}"))
+                for n in range(AGENTS)
+            ))  # fmt: skip
+            assert not any(task.done() for task in held), "a held hook was answered early"
+            for task in held:
+                task.cancel()
+            await asyncio.gather(*held, return_exceptions=True)
+        return [answer.json()["hookSpecificOutput"] for answer in answers]
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    if on_postgres:
+        sampler.start()
+    outputs = asyncio.run(agents())
+    sampling.set()
+    if on_postgres:
+        sampler.join()
+
+    reasons = [o["permissionDecisionReason"] for o in outputs if o["permissionDecision"] != "allow"]
+    assert reasons == [], reasons[:3]
+    if on_postgres:
+        assert 0 < max(seen) <= POOL, seen
