@@ -6,8 +6,9 @@ a Redis database number of its own (`--redis`, flushed before and after). Then, 
 process, with plain asyncio sockets (one connection per hook, as Claude Code's http hooks):
 
 (a) N Claude Code `PreToolUse` events that need a person (a `Write` to `.env`, spread over
-    50 agent sessions), all held at once (`AGENTWEB_HOOK_WAIT_SECONDS` large): daphne's RSS
-    before and with all held, per held wait; the Redis subscriptions they use;
+    50 agent sessions, sent 100 at a time), all held at once (`AGENTWEB_HOOK_WAIT_SECONDS`
+    large): daphne's RSS before and with all held, per held wait; the Redis
+    subscriptions they use;
 (b) while all are held, 50 concurrent agents each sending allowed `ls` hooks: p50/p99,
     and the most connections daphne held on PostgreSQL (pg_stat_activity, sampled);
 (c) while all are held, K of them decided one after another through the REST API
@@ -60,6 +61,8 @@ print(json.dumps({
 """
 SESSIONS = 50
 AGENTS = 50
+BATCH = 100  # held hooks sent at once: 5,000 at once would measure the listen backlog and
+# the pool's timeout (requests queue for a connection while daphne stores ~50 calls/s)
 PREFIX = "benchheld"
 
 
@@ -262,9 +265,8 @@ class Client:
     def run(self, coroutine: Any, timeout: float | None = None) -> Any:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
 
-    def hold(self, count: int) -> None:
-        """Send `count` held events (paced in batches: connecting 5,000 at once would
-        measure the listen backlog, not the waits)."""
+    def hold(self, indexes: range) -> None:
+        """Send the held events of `indexes`, each over its own connection."""
 
         async def one(index: int) -> None:
             use = f"toolu_held_{index}"
@@ -275,13 +277,11 @@ class Client:
                 return
             self.answered[use] = (time.perf_counter(), status, answer)
 
-        async def send_all() -> None:
-            for start in range(0, count, 100):
-                for index in range(start, min(count, start + 100)):
-                    self.tasks.add(self.loop.create_task(one(index)))
-                await asyncio.sleep(0.05)
+        async def send() -> None:
+            for index in indexes:
+                self.tasks.add(self.loop.create_task(one(index)))
 
-        self.run(send_all())
+        self.run(send())
 
     def allowed(self, agents: int, each: int) -> dict[str, Any]:
         """`agents` concurrent agents, each sending `each` allowed `ls` hooks in turn."""
@@ -332,7 +332,7 @@ def wait_for(condition: Any, timeout: float, what: str) -> float:
     while not condition():
         if time.monotonic() - start > timeout:
             raise RuntimeError(f"not within {timeout:g} s: {what}")
-        time.sleep(0.5)
+        time.sleep(0.1)
     return time.monotonic() - start
 
 
@@ -352,10 +352,11 @@ def measure(web: Web, tokens: dict[str, str], waits: int, decide: int, each: int
         warm = client.allowed(AGENTS // 5, 2)  # sessions and connections made, code loaded
         idle_rss = web.rss_mib()
         start = time.monotonic()
-        client.hold(waits)
-        held = f"{waits} calls awaiting approval"
-        with contextlib.suppress(RuntimeError):
-            wait_for(lambda: settled(web, client) >= waits, 120 + waits / 10, held)
+        for batch in range(0, waits, BATCH):  # each batch stored before the next is sent
+            sent = min(waits, batch + BATCH)
+            client.hold(range(batch, sent))
+            with contextlib.suppress(RuntimeError):
+                wait_for(lambda n=sent: settled(web, client) >= n, 120, f"{sent} held calls")
         stored_s = time.monotonic() - start
         held_now = awaiting(web)
         time.sleep(3)  # the last ones subscribe after they are stored

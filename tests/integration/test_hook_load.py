@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -96,7 +97,9 @@ def test_sixty_agents_at_once_are_all_allowed_while_others_wait_for_a_person(
         limits = httpx.Limits(max_connections=2 * AGENTS)
         async with httpx.AsyncClient(headers=headers, timeout=120, limits=limits) as http:
             held = [asyncio.ensure_future(http.post(url, json=write(n))) for n in range(AGENTS)]
-            while await sync_to_async(awaiting, thread_sensitive=False)() < AGENTS:
+            deadline = time.monotonic() + 60
+            while (count := await sync_to_async(awaiting, thread_sensitive=False)()) < AGENTS:
+                assert time.monotonic() < deadline, f"{count} of {AGENTS} hooks held"
                 await asyncio.sleep(0.1)
             answers = await asyncio.gather(*(
                 http.post(url, json=event(f"ls-{n}", "Bash", {"command": "ls -la"}, f"toolu_{n}"))

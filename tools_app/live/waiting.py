@@ -29,7 +29,7 @@ from tools_app.models import ToolCall
 logger = logging.getLogger(__name__)
 
 CHECK_EVERY_SECONDS = 1.0  # the slow database check when no event comes
-RECHECK_SECONDS = 10.0  # the same with a channel layer: a safety net for a lost event
+RECHECK_SECONDS = 60.0  # with a channel layer: a safety net (a reset layer wakes it at once)
 LAYER_TIMEOUT_SECONDS = 1.0  # joining or leaving a group never holds a request longer
 
 
