@@ -32,6 +32,11 @@ AGENTS = 60
 
 @pytest.fixture
 def web(services_env: dict[str, str], tmp_path: Path) -> Iterator[Daphne]:
+    if connection.vendor != "postgresql":
+        # SQLite has one writer and no pool: 120 concurrent hooks there measure the
+        # machine's load, not agentweb (it failed once beside a benchmark). make test's
+        # PostgreSQL run (DATABASE_URL) runs this test.
+        pytest.skip("the connection pool under load is PostgreSQL's: its run of make test")
     env = services_env | {
         "AGENTWEB_DB_POOL_SIZE": str(POOL),
         "AGENTWEB_HOOK_WAIT_SECONDS": "120",
@@ -82,7 +87,6 @@ def test_sixty_agents_at_once_are_all_allowed_while_others_wait_for_a_person(
     token = services.api_token_create(user=creator, scope="agent")
     headers = {"Authorization": f"Bearer {token}"}
     url = f"{web.url}/api/hooks/claude-code"
-    on_postgres = connection.vendor == "postgresql"
     seen: list[int] = []
     sampling = threading.Event()
 
@@ -112,14 +116,11 @@ def test_sixty_agents_at_once_are_all_allowed_while_others_wait_for_a_person(
         return [answer.json()["hookSpecificOutput"] for answer in answers]
 
     sampler = threading.Thread(target=sample, daemon=True)
-    if on_postgres:
-        sampler.start()
+    sampler.start()
     outputs = asyncio.run(agents())
     sampling.set()
-    if on_postgres:
-        sampler.join()
+    sampler.join()
 
     reasons = [o["permissionDecisionReason"] for o in outputs if o["permissionDecision"] != "allow"]
     assert reasons == [], reasons[:3]
-    if on_postgres:
-        assert 0 < max(seen) <= POOL, seen
+    assert 0 < max(seen) <= POOL, seen
