@@ -19,7 +19,9 @@ def deploy_env(var: Path) -> dict[str, str]:
         if line.strip() and not line.startswith("#"):
             key, _, value = line.partition("=")
             env[key] = value
-    return {**env, "AGENTWEB_VAR": str(var), "AGENTWEB_WORKSPACES": str(var / "ws")}
+    paths = {"AGENTWEB_VAR": var, "AGENTWEB_WORKSPACES": var / "ws"}
+    paths["PROMETHEUS_MULTIPROC_DIR"] = var / "metrics"  # never the host's /run
+    return {**env, **{key: str(path) for key, path in paths.items()}}
 
 
 def test_check_deploy_reports_nothing_with_the_deployment_pages_settings(tmp_path: Path) -> None:
