@@ -30,8 +30,8 @@ from tools_app.live import waiting
 from tools_app.models import ApiToken, ToolCall
 from tools_app.ops import metrics
 from tools_app.selectors import records
+from tools_app.selectors.decisions import approved_by_person
 from tools_app.services import gateway
-from tools_app.services.lifecycle import approved_by_person
 
 logger = logging.getLogger(__name__)
 

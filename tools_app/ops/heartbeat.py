@@ -10,10 +10,8 @@ since commands run on the worker's host, not the web's.
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
-from dataclasses import dataclass, field
 from typing import Any
 
 import redis
@@ -21,77 +19,9 @@ from celery import bootsteps
 from django.conf import settings
 
 from tools_app.core.tools.overlay import cow_unavailable_reason
+from tools_app.ops.workers import INTERVAL_SECONDS, TTL_SECONDS, client, forget_dead, prefix
 
 logger = logging.getLogger(__name__)
-
-INTERVAL_SECONDS = 2.0
-TTL_SECONDS = 6
-REDIS_TIMEOUT_SECONDS = 1.0
-
-
-class RedisDown(Exception):
-    """Redis did not answer within REDIS_TIMEOUT_SECONDS."""
-
-
-def _prefix() -> str:
-    """Keys scoped by the main queue: two installations sharing a Redis keep apart."""
-    return f"agentweb:workers:{settings.CELERY_TASK_DEFAULT_QUEUE}"
-
-
-@functools.cache
-def _client(url: str) -> redis.Redis:
-    return redis.Redis.from_url(
-        url, socket_timeout=REDIS_TIMEOUT_SECONDS, socket_connect_timeout=REDIS_TIMEOUT_SECONDS
-    )
-
-
-def client() -> redis.Redis:
-    return _client(settings.REDIS_URL)
-
-
-@dataclass
-class Seen:
-    """The live tool workers and the queues' depths, read in one round trip or two."""
-
-    workers: int = 0
-    sandboxed: int = 0
-    depths: dict[str, int] = field(default_factory=dict)
-
-
-def live_workers() -> list[dict[str, Any]]:
-    """What each live tool worker said in its last heartbeat; RedisDown when Redis is."""
-    try:
-        names = _names()
-        values = client().mget([f"{_prefix()}:{name}" for name in names]) if names else []
-    except (redis.RedisError, OSError) as exc:
-        raise RedisDown(str(exc)) from exc
-    return [json.loads(value) for value in values if value is not None]
-
-
-def queue_depths() -> Seen:
-    """Live workers and how many tasks wait in the main, notification and host queues."""
-    workers = live_workers()
-    queues = {settings.CELERY_TASK_DEFAULT_QUEUE, _notify_queue()}
-    queues.update(queue for worker in workers for queue in worker.get("queues", []))
-    ordered = sorted(queues)
-    try:
-        pipe = client().pipeline(transaction=False)
-        for queue in ordered:
-            pipe.llen(queue)
-        counts = pipe.execute()
-    except (redis.RedisError, OSError) as exc:
-        raise RedisDown(str(exc)) from exc
-    sandboxed = sum(1 for worker in workers if worker.get("sandbox"))
-    return Seen(len(workers), sandboxed, dict(zip(ordered, counts, strict=True)))
-
-
-def _names() -> list[str]:
-    found = client().smembers(_prefix())
-    return sorted(name.decode() if isinstance(name, bytes) else name for name in found)
-
-
-def _notify_queue() -> str:
-    return settings.AGENTWEB_NOTIFY_QUEUE or f"{settings.CELERY_TASK_DEFAULT_QUEUE}.notify"
 
 
 def serve_metrics() -> None:
@@ -110,20 +40,6 @@ def serve_metrics() -> None:
         logger.warning("metrics not served on %s: %s", settings.AGENTWEB_METRICS_ADDRESS, exc)
 
 
-def _forget_dead() -> None:
-    """Drop the names of workers whose key expired (a worker starting tidies the set)."""
-    try:
-        names = _names()
-        if not names:
-            return
-        keys = [f"{_prefix()}:{name}" for name in names]
-        dead = [name for name, value in zip(names, client().mget(keys), strict=True) if not value]
-        if dead:
-            client().srem(_prefix(), *dead)
-    except (redis.RedisError, OSError) as exc:
-        logger.debug("dead workers not forgotten: %s", exc)
-
-
 class WorkerHeartbeat(bootsteps.StartStopStep):
     """A consumer step (`app.steps["consumer"]`): renews this worker's key from the
     consumer's timer while it takes tasks; removes it on a clean stop."""
@@ -140,10 +56,10 @@ class WorkerHeartbeat(bootsteps.StartStopStep):
         if settings.CELERY_TASK_DEFAULT_QUEUE not in queues:
             return  # a notification worker runs no tool call
         self.worker = parent.hostname
-        self.key = f"{_prefix()}:{self.worker}"
+        self.key = f"{prefix()}:{self.worker}"
         sandbox = cow_unavailable_reason() == ""
         self.value = json.dumps({"queues": queues, "sandbox": sandbox})
-        _forget_dead()
+        forget_dead()
         self.beat()
         serve_metrics()
         self.timer_ref = parent.timer.call_repeatedly(INTERVAL_SECONDS, self.beat, priority=10)
@@ -152,7 +68,7 @@ class WorkerHeartbeat(bootsteps.StartStopStep):
         try:
             pipe = client().pipeline(transaction=False)
             pipe.set(self.key, self.value, ex=TTL_SECONDS)
-            pipe.sadd(_prefix(), self.worker)
+            pipe.sadd(prefix(), self.worker)
             pipe.execute()
         except (redis.RedisError, OSError) as exc:
             logger.debug("worker heartbeat not written: %s", exc)

@@ -23,7 +23,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from tools_app.models import ToolCall
-from tools_app.ops import heartbeat
+from tools_app.ops import workers
 from tools_app.selectors import ops as ops_selectors
 
 Status = ToolCall.Status
@@ -118,8 +118,8 @@ def _database_gauges() -> Iterator[Metric]:
 
 def _redis_gauges() -> Iterator[Metric]:
     try:
-        seen = heartbeat.queue_depths()
-    except heartbeat.RedisDown:
+        seen = workers.queue_depths()
+    except workers.RedisDown:
         return  # Redis is down: no queue to read (/readyz says so)
     yield _gauge(
         "agentweb_tool_workers_live", "Tool workers whose heartbeat is current.", seen.workers

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from django.db import DatabaseError
 
-from tools_app.ops import heartbeat
+from tools_app.ops import workers as heartbeats
 from tools_app.selectors import ops as ops_selectors
 
 logger = logging.getLogger(__name__)
@@ -30,8 +30,8 @@ def readiness() -> dict[str, Check]:
     """The database, Redis, a live tool worker, and a working sandbox on one of them."""
     checks = {"database": _database()}
     try:
-        workers = heartbeat.live_workers()
-    except heartbeat.RedisDown as exc:
+        workers = heartbeats.live_workers()
+    except heartbeats.RedisDown as exc:
         logger.warning("readiness: Redis does not answer: %s", exc)
         down = Check(False, "Redis does not answer")
         return {**checks, "redis": down, "workers": down, "sandbox": down}

@@ -29,8 +29,9 @@ from tools_app.core.tools.catalogue import EFFECT_TOOL
 from tools_app.core.tools.effect_apply import drop_held_effect
 from tools_app.core.tools.errors import ToolError
 from tools_app.live import events
-from tools_app.models import AgentSession, Decision, ToolCall
+from tools_app.models import AgentSession, ToolCall
 from tools_app.ops import metrics
+from tools_app.selectors.decisions import approved_by_person, mark_judged_by_nobody
 from tools_app.services.notifications import notify_moved
 from tools_app.services.queueing import agent_turn_enqueue
 
@@ -186,7 +187,7 @@ def tool_call_move(
         for name, value in {**fields, "status": target}.items():
             setattr(call, name, value)
         if previous == Status.PENDING and target != Status.AWAITING_APPROVAL:
-            call.__dict__[_APPROVED_BY_PERSON] = False  # judged now, run or ended: by nobody
+            mark_judged_by_nobody(call)  # judged now, run or ended: by nobody
         if then is not None:
             then(call)
         events.tool_call_events(call, [*spec.passes_through, target], first=first)
@@ -224,25 +225,6 @@ def _after(call: ToolCall, after: str) -> None:
         session_refresh_status(session_id=call.session_id)
     elif after == WAKE and call.agent_key:
         session_wake_agent(session_id=call.session_id)
-
-
-_APPROVED_BY_PERSON = "_approved_by_person"
-
-
-def approved_by_person(call: ToolCall) -> bool:
-    """A person approved this call: their `Decision` row says so, not the policy's verdict
-    (a call the policy sent to a person is not approved until one decides).
-
-    Once the call runs (or ended) no decision can come any more: the answer is kept on
-    the instance, so that running and finishing it (the sandbox, the redaction, the
-    session's refresh) ask the database once, not three times."""
-    known: bool | None = call.__dict__.get(_APPROVED_BY_PERSON)
-    if known is not None:
-        return known
-    found = Decision.objects.filter(tool_call_id=call.pk, decision=Decision.Choice.APPROVE).exists()
-    if call.status == Status.RUNNING or call.status in ToolCall.FINAL_STATUSES:
-        call.__dict__[_APPROVED_BY_PERSON] = found
-    return found
 
 
 def effect_store() -> Path:

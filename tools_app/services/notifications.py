@@ -24,6 +24,7 @@ from django.utils import timezone
 from tools_app import access
 from tools_app.errors import Invalid, Unavailable
 from tools_app.models import Channel, Delivery, NotifyPreference, ToolCall
+from tools_app.selectors.decisions import approved_by_person
 from tools_app.services.queueing import notify_queue, task_send
 
 logger = logging.getLogger(__name__)
@@ -52,21 +53,14 @@ def notify_moved(call: ToolCall, move: str, previous: str) -> None:
             deliveries__tool_call=call, deliveries__event__in=(WAITING, ESCALATED)
         ).exclude(kind=Channel.Kind.EMAIL)
         deliveries_create(call=call, event=DECIDED, channels=list(told.distinct()))
-    elif move == "finish" and call.status in FINISHED_RUNS and _person_approved(call):
+    elif move == "finish" and call.status in FINISHED_RUNS and approved_by_person(call):
         # A webhook told that a person decided hears what the run then changed (its
-        # outcome): the decision alone does not say whether anything was applied.
+        # outcome): the decision alone does not say whether anything was applied. Known
+        # on the running call already: no statement on the hot path of allowed calls.
         told = Channel.objects.filter(
             kind=Channel.Kind.WEBHOOK, deliveries__tool_call=call, deliveries__event=DECIDED
         )
         deliveries_create(call=call, event=FINISHED, channels=list(told.distinct()))
-
-
-def _person_approved(call: ToolCall) -> bool:
-    """Known on the running call already (asked once by its run): no query of its own
-    on the hot path of calls the policy allowed."""
-    from tools_app.services.lifecycle import approved_by_person  # lifecycle imports us
-
-    return approved_by_person(call)
 
 
 def channels_for(call: ToolCall, *, escalation: bool) -> list[Channel]:

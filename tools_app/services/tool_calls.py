@@ -26,6 +26,7 @@ from tools_app.core.tools.forge import ForgeSettings
 from tools_app.core.tools.jsonsafe import storable_args, storable_text
 from tools_app.errors import Conflict
 from tools_app.models import AgentSession, Policy, ToolCall
+from tools_app.selectors.decisions import approved_by_person
 from tools_app.services import cache, effects, subagents
 from tools_app.services.audit import Action as AuditAction
 from tools_app.services.audit import Via as AuditVia
@@ -34,7 +35,6 @@ from tools_app.services.lifecycle import (
     AGENT,
     POLICY,
     WORKER,
-    approved_by_person,
     effect_store,
     tool_call_create,
     tool_call_move,

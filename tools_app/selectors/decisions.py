@@ -1,0 +1,32 @@
+"""Whether a person approved a tool call: read once, then kept on the call.
+
+Its own module because the lifecycle (which marks a call judged by nobody) and the
+notifications it calls (a finished call's message) both ask it.
+"""
+
+from __future__ import annotations
+
+from tools_app.models import Decision, ToolCall
+
+APPROVED_BY_PERSON = "_approved_by_person"  # where the answer is kept on the instance
+
+
+def approved_by_person(call: ToolCall) -> bool:
+    """A person approved this call: their `Decision` row says so, not the policy's verdict
+    (a call the policy sent to a person is not approved until one decides).
+
+    Once the call runs (or ended) no decision can come any more: the answer is kept on
+    the instance, so that running and finishing it (the sandbox, the redaction, the
+    session's refresh) ask the database once, not three times."""
+    known: bool | None = call.__dict__.get(APPROVED_BY_PERSON)
+    if known is not None:
+        return known
+    found = Decision.objects.filter(tool_call_id=call.pk, decision=Decision.Choice.APPROVE).exists()
+    if call.status == ToolCall.Status.RUNNING or call.status in ToolCall.FINAL_STATUSES:
+        call.__dict__[APPROVED_BY_PERSON] = found
+    return found
+
+
+def mark_judged_by_nobody(call: ToolCall) -> None:
+    """A call judged and run, or ended, by the policy alone: no person approved it."""
+    call.__dict__[APPROVED_BY_PERSON] = False
