@@ -14,6 +14,6 @@ class ToolsAppConfig(AppConfig):
         from django.conf import settings
 
         from tools_app import checks  # noqa: F401  (registers them)
-        from tools_app.core.tools import git_runner
+        from tools_app.core.tools import git_env
 
-        git_runner.use_home(Path(settings.AGENTWEB_VAR) / "git-home")
+        git_env.use_home(Path(settings.AGENTWEB_VAR) / "git-home")

@@ -24,7 +24,6 @@ variables, so it is replaced rather than configured with `update_environment`.
 
 from __future__ import annotations
 
-import atexit
 import os
 import shutil
 import subprocess
@@ -37,6 +36,8 @@ from typing import Any
 import git as gitpython
 
 from tools_app.core.tools.errors import ToolError
+from tools_app.core.tools.git_env import git_env as git_env  # re-exported: callers build on it
+from tools_app.core.tools.git_env import private_home
 from tools_app.core.tools.paths import (
     is_inside_git_dir,
     protected_match,
@@ -94,48 +95,6 @@ class CommitPreview:
     base: str | None
     # Secret files the commit records whose content diff and stat leave out.
     left_out: list[str] = field(default_factory=list)
-
-
-_home: dict[str, str] = {}
-
-
-def use_home(path: Path) -> None:
-    """Make `path` git's empty HOME: once per installation (the app names
-    AGENTWEB_VAR/git-home), kept there, so that no process leaves one behind in the temp
-    dir (a Celery pool process ends with os._exit: nothing it registers at exit runs)."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if path.is_symlink() or not path.is_dir():
-        raise RuntimeError(f"git's HOME {path} must be a directory of agentweb's own")
-    _home["path"] = str(path)
-
-
-def _private_home() -> str:
-    """An empty HOME of our own: a shared /tmp could hold someone's .ssh/config. Without
-    `use_home` (a script without Django), a temporary one that is removed at exit."""
-    if "path" not in _home:
-        made = tempfile.mkdtemp(prefix="agentweb-git-home-")
-        atexit.register(shutil.rmtree, made, ignore_errors=True)
-        _home["path"] = made
-    return _home["path"]
-
-
-def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """A minimal environment: nothing GIT_* is inherited, no prompts, no global config."""
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "LANG": "C.UTF-8",
-        "HOME": _private_home(),
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_TERMINAL_PROMPT": "0",
-        "GIT_LITERAL_PATHSPECS": "1",
-        "GIT_PAGER": "cat",
-        "PAGER": "cat",
-        "GIT_EDITOR": ":",
-        "GIT_SEQUENCE_EDITOR": ":",
-    }
-    env.update(extra or {})
-    return env
 
 
 def run_git(workspace: Path, args: list[str], env: dict[str, str] | None = None) -> str:
@@ -307,7 +266,7 @@ def check_branch_name(name: str, argument: str = "name") -> str:
     """
     if name.startswith("-") or "@{" in name or name == "HEAD" or not name.strip():
         raise ToolError(f"`{argument}` {name!r} is not a valid branch name; {_NAME_HINT}")
-    home = _private_home()
+    home = private_home()
     env = git_env({"GIT_CEILING_DIRECTORIES": os.path.dirname(home)})
     done = subprocess.run(
         ["git", *HARDENING, "check-ref-format", "--branch", name],
