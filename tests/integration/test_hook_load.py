@@ -24,7 +24,12 @@ from tests.browser.server import Daphne
 from tools_app import services
 from tools_app.models import ToolCall
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
+# serialized_rollback, as every transactional test here: a plain flush re-creates the
+# content types, which the next serialized test then inserts again.
+pytestmark = [
+    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+    pytest.mark.postgres,
+]
 
 POOL = 4
 AGENTS = 60
