@@ -102,7 +102,7 @@ _RG = Program(
     operands="pattern_then_paths",
     recursive=True,
 )
-_FIND_PRIMARIES: dict[str, Kind] = {
+FIND_PRIMARIES: dict[str, Kind] = {
     "-name": "text",
     "-iname": "text",
     "-path": "text",
@@ -132,7 +132,6 @@ FIND_FLAGS = frozenset(
     | {"-true", "-false", "-readable", "-writable", "-executable", "-xdev", "-mount"}
     | {"-depth", "-nouser", "-nogroup", "-daystart", "-noleaf", "-ls"}
 )
-FIND_PRIMARIES = _FIND_PRIMARIES
 _SORT = Program(
     short=_flags(*"nrufhbdiMRVsgc") | {"k": "text", "t": "text"},
     long=_flags("--numeric-sort", "--reverse", "--unique", "--ignore-case")

@@ -109,10 +109,10 @@ class _Reader:
             if last and not command.redirects and command.joined_by == ";":
                 return  # a trailing `;` or newline ends the last command
             raise Unproven("a command is missing around a `&&`, `||`, `;` or `|`")
-        command.end = self._end_of(command)
+        command.end = self._end_of_text()
         self.commands.append(command)
 
-    def _end_of(self, command: Simple) -> int:
+    def _end_of_text(self) -> int:
         end = self.at
         while end > 0 and self.text[end - 1] in _BLANKS:
             end -= 1
