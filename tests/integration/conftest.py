@@ -7,9 +7,12 @@ are the same people speaking to the REST API with their tokens."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.contrib.auth.models import Group, User
 
+from tests.integration.gateway_helpers import Hook
 from tests.integration.helpers import Api
 from tools_app import services
 
@@ -57,3 +60,16 @@ def rita(reviewer: User) -> Api:
 def charlie(outsider: User) -> Api:
     """Charlie's review token opens nothing of anyone else's."""
     return Api(services.api_token_create(user=outsider, scope="review"))
+
+
+@pytest.fixture
+def no_hook_wait(settings: Any) -> None:
+    """A hook call that needs a person is answered "still awaiting approval" at once, and
+    the agent's retry finds the decision."""
+    settings.AGENTWEB_HOOK_WAIT_SECONDS = 0
+
+
+@pytest.fixture
+def claude(creator: User) -> Hook:
+    """Alice's Claude Code: hook events posted with her agent token."""
+    return Hook(services.api_token_create(user=creator, scope="agent"))

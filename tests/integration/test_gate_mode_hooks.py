@@ -15,14 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 
 from tests.integration.gateway_helpers import Hook
 from tests.unit.gate_scratch import Scratch, bash_available
-from tools_app import services
 from tools_app.models import Policy, ToolCall
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_hook_wait")]
 
 ATTACKS = [
     "test -v 'a[$(touch X)]'",
@@ -63,11 +61,6 @@ READS = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def no_wait(settings: Any) -> None:
-    settings.AGENTWEB_HOOK_WAIT_SECONDS = 0
-
-
 @pytest.fixture
 def machine(tmp_path: Path) -> Iterator[Scratch]:
     if not bash_available():
@@ -75,11 +68,6 @@ def machine(tmp_path: Path) -> Iterator[Scratch]:
     made = Scratch(tmp_path / "machine")
     yield made
     made.remove()
-
-
-@pytest.fixture
-def claude(creator: User) -> Hook:
-    return Hook(services.api_token_create(user=creator, scope="agent"))
 
 
 def bash(claude: Hook, machine: Scratch, command: str) -> dict[str, Any]:

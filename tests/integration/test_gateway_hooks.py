@@ -21,17 +21,7 @@ from tests.integration.helpers import Api
 from tools_app import services
 from tools_app.models import AgentSession, Policy, PolicyRule, ToolCall
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def no_wait(settings: Any) -> None:
-    settings.AGENTWEB_HOOK_WAIT_SECONDS = 0
-
-
-@pytest.fixture
-def claude(creator: User) -> Hook:
-    return Hook(services.api_token_create(user=creator, scope="agent"))
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_hook_wait")]
 
 
 # --- bad input: always a deny that names the problem -----------------------------------

@@ -4,7 +4,6 @@ agent will run (its native input), and the session pages show the cwd and what r
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -12,20 +11,9 @@ from django.test import Client
 
 from tests.integration.conftest import PASSWORD
 from tests.integration.gateway_helpers import CWD, Hook
-from tools_app import services
 from tools_app.models import ToolCall
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def no_wait(settings: Any) -> None:
-    settings.AGENTWEB_HOOK_WAIT_SECONDS = 0
-
-
-@pytest.fixture
-def claude(creator: User) -> Hook:
-    return Hook(services.api_token_create(user=creator, scope="agent"))
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_hook_wait")]
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ would also allow."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -15,17 +14,7 @@ from tests.integration.gateway_helpers import Hook
 from tools_app import services
 from tools_app.models import AgentSession, Policy, PolicyRule, ToolCall
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def no_wait(settings: Any) -> None:
-    settings.AGENTWEB_HOOK_WAIT_SECONDS = 0
-
-
-@pytest.fixture
-def claude(creator: User) -> Hook:
-    return Hook(services.api_token_create(user=creator, scope="agent"))
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_hook_wait")]
 
 
 @pytest.fixture
