@@ -18,7 +18,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import Http404
 
-from tools_app.models import AgentSession, PullRequest, ToolCall
+from tools_app.models import AgentSession, ApiToken, PullRequest, ToolCall
 
 REVIEWERS_GROUP = "reviewers"
 FULL_SCOPES = frozenset({"session", "review"})
@@ -113,6 +113,24 @@ def check_see_audit(user: Any, scope: str) -> None:
         )
 
 
+def may_take_token_scope(user: Any, scope: str) -> bool:
+    """A person makes their own tokens: `agent` for anyone, `review` (all their rights,
+    deciding included) only for a reviewer."""
+    if scope == ApiToken.Scope.REVIEW:
+        return is_reviewer(user)
+    return scope == ApiToken.Scope.AGENT and _active(user)
+
+
+def is_token_admin(user: Any) -> bool:
+    """Staff and superusers see everyone's tokens and may revoke any of them."""
+    return _active(user) and bool(user.is_staff or user.is_superuser)
+
+
+def visible_api_tokens(user: Any) -> QuerySet[ApiToken]:
+    tokens = ApiToken.objects.select_related("user")
+    return tokens if is_token_admin(user) else tokens.filter(user__pk=user.pk)
+
+
 # --- fetch and check: 404 to outsiders ---------------------------------------------------
 
 
@@ -143,6 +161,13 @@ def pull_request_for(user: Any, pull_id: int, *, scope: str = BROWSER) -> PullRe
     if pull is None or not _active(user) or not may_see_pull_request(user, pull, scope):
         raise Http404(f"There is no pull request {pull_id}.")
     return pull
+
+
+def api_token_for(user: Any, token_id: int) -> ApiToken:
+    token = visible_api_tokens(user).filter(pk=token_id).first()
+    if token is None or not _active(user):
+        raise Http404(f"There is no token {token_id}.")
+    return token
 
 
 def _active(user: Any) -> bool:

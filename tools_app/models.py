@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
 from django.conf import settings
 from django.db import models
@@ -439,10 +440,14 @@ class ApiToken(models.Model):
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
     )
+    # What its owner calls it ("laptop Claude Code"): a token is otherwise only its prefix.
+    name = models.CharField(max_length=100, blank=True)
     scope = models.CharField(max_length=10, choices=Scope.choices, default=Scope.AGENT)
     token_hash = models.CharField(max_length=64, unique=True)
     prefix = models.CharField(max_length=12)
     created_at = models.DateTimeField(auto_now_add=True)
+    # None: never expires (every token made before expiry existed stays valid).
+    expires_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked = models.BooleanField(default=False)
 
@@ -483,6 +488,9 @@ class PullRequest(models.Model):
 
     def __str__(self) -> str:
         return spelled(f"#{self.number} {self.title}")
+
+    def expired(self, now: datetime) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
 
 
 # In their own modules (one app): imported here so that Django and `tools_app.models`

@@ -22,7 +22,6 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from tools_app import services
 from tools_app.api.entry_checks import entry_refusal
 from tools_app.core.tools.jsonsafe import UnsafeJSON, loads
 from tools_app.errors import ServiceError
@@ -31,7 +30,7 @@ from tools_app.models import ApiToken, ToolCall
 from tools_app.ops import metrics
 from tools_app.selectors import records
 from tools_app.selectors.decisions import approved_by_person
-from tools_app.services import gateway
+from tools_app.services import gateway, tokens
 
 logger = logging.getLogger(__name__)
 
@@ -148,9 +147,9 @@ def _token(header: str) -> ApiToken | str:
             "agentweb refused the hook: no bearer token (send `Authorization: Bearer "
             "$AGENTWEB_TOKEN`, with AGENTWEB_TOKEN in the hook's allowedEnvVars)"
         )
-    found = services.api_token_authenticate(token=value.strip())
-    if found is None:
-        return "agentweb refused the hook: the bearer token is not valid (unknown or revoked)"
+    found = tokens.api_token_verify(token=value.strip())
+    if isinstance(found, str):
+        return f"agentweb refused the hook: the bearer token is not valid ({found})"
     if found.scope != ApiToken.Scope.AGENT:
         return "agentweb refused the hook: use an `agent` token, not a review token"
     return found

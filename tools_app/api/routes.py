@@ -16,7 +16,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI, Query, Schema, Status
-from ninja.errors import AuthenticationError
+from ninja.errors import AuthenticationError, HttpError
 from ninja.security import HttpBearer, SessionAuth
 from pydantic import Field
 
@@ -41,6 +41,7 @@ from tools_app.models import AgentSession, AuditEntry, ToolCall
 from tools_app.ops import metrics
 from tools_app.selectors import records
 from tools_app.selectors.pagination import PageQuery, page
+from tools_app.services import tokens
 
 MAX_WAIT_SECONDS = 300.0
 
@@ -51,9 +52,9 @@ class BearerToken(HttpBearer):
     """`Authorization: Bearer TOKEN`; the token's scope limits what the user may do."""
 
     def authenticate(self, request: HttpRequest, token: str) -> Any:
-        found = services.api_token_authenticate(token=token)
-        if found is None:
-            return None
+        found = tokens.api_token_verify(token=token)
+        if isinstance(found, str):
+            raise HttpError(401, f"The bearer token is not valid: {found}.")
         request.agentweb_scope = found.scope  # type: ignore[attr-defined]
         request.user = found.user
         return found.user

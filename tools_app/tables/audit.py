@@ -48,6 +48,7 @@ class AuditEntry(models.Model):
         CHANNEL_CHANGE = "channel.change", "channel change"
         CHANNEL_DELETE = "channel.delete", "channel deleted"
         TOKEN_CREATE = "token.create", "token created"
+        TOKEN_REVOKE = "token.revoke", "token revoked"
         SESSION_CANCEL = "session.cancel", "session cancelled"
         # What a command's run changed (ToolCall.outcome), recorded by the system.
         RUN_OUTCOME = "tool_call.outcome", "run outcome"
