@@ -6,6 +6,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from tools_app.api.hook_check import hook_check, hook_download
 from tools_app.api.hooks import claude_code_hook
 from tools_app.api.routes import api
 from tools_app.ops import views as ops
@@ -18,6 +19,8 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/hooks/claude-code", claude_code_hook, name="hook_claude_code"),
+    path("api/hooks/check", hook_check, name="hook_check"),
+    path("api/hooks/agentweb-hook.py", hook_download, name="hook_download"),
     path("api/", api.urls),
     path("", include("tools_app.urls")),
 ]

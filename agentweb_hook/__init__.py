@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """`agentweb-hook claude-code|codex|gemini`: an agent's command hook, forwarded to agentweb.
 
 Reads one hook event on stdin, POSTs it to `$AGENTWEB_URL/api/hooks/claude-code` with
@@ -27,7 +28,8 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["main"]
+__all__ = ["__version__", "main", "older"]
+__version__ = "1.0"
 
 HOOK_PATH = "/api/hooks/claude-code"
 MAX_EVENT_BYTES = 64 * 1024 * 1024
@@ -35,6 +37,16 @@ BLOCK = 2
 # Gemini CLI's events as Claude Code names them (agentweb speaks one); its tool names stay
 # as they are, agentweb maps them (tools_app/core/gateway/).
 GEMINI_EVENTS = {"BeforeTool": "PreToolUse", "AfterTool": "PostToolUse"}
+
+
+def older(version: str, than: str) -> bool:
+    """Whether dotted `version` comes before `than` (numbers compared as numbers; a part
+    that is not a number counts as 0)."""
+
+    def parts(text: str) -> tuple[int, ...]:
+        return tuple(int(p) if p.isdigit() else 0 for p in text.split("."))
+
+    return parts(version) < parts(than)
 
 
 class HookFailure(Exception):

@@ -7,10 +7,13 @@ are the same people speaking to the REST API with their tokens."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group, User
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
 
 from tests.integration.gateway_helpers import Hook
 from tests.integration.helpers import Api
@@ -73,3 +76,15 @@ def no_hook_wait(settings: Any) -> None:
 def claude(creator: User) -> Hook:
     """Alice's Claude Code: hook events posted with her agent token."""
     return Hook(services.api_token_create(user=creator, scope="agent"))
+
+
+@pytest.fixture
+def connections_kept() -> Iterator[None]:
+    """For a request sent to the ASGI app from the test's thread: as Django's test client
+    does, the handler's request signals must not close the test's database connection
+    (its transaction holds the test's rows)."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)

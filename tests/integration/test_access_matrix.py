@@ -303,6 +303,8 @@ PROJECT_ENTRY_POINTS = {
     "login/": "Django's login view",
     "logout/": "Django's logout view",
     "api/hooks/claude-code": "test_gateway_hooks.py: no token, a bad or a review token: deny",
+    "api/hooks/check": "test_hook_check.py: an agent token (401 without one), no login",
+    "api/hooks/agentweb-hook.py": "test_hook_check.py: public code, no login, Host checked",
     "api/": "the API rows",
     "": "the PAGES rows",
     "healthz": "test_ops.py: no login, says only alive",

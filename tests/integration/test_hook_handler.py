@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -14,15 +13,13 @@ import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from asgiref.testing import ApplicationCommunicator
 from django.contrib.auth.models import User
-from django.core.signals import request_finished, request_started
-from django.db import close_old_connections
 
 from agentweb.asgi import application
 from tools_app import services
 from tools_app.models import ToolCall
 from tools_app.selectors import records
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("connections_kept")]
 
 EVENT = {
     "session_id": "s-1", "cwd": "/home/alice/project", "hook_event_name": "PreToolUse",
@@ -45,17 +42,6 @@ def send(method: str, path: str, token: str, body: Any = None) -> httpx.Response
     # async_to_sync from the test's thread: the view's database work runs back in this
     # thread, in the test's transaction.
     return async_to_sync(_send)(method, path, token, body)
-
-
-@pytest.fixture(autouse=True)
-def connections_kept() -> Iterator[None]:
-    """As Django's test client does: the handler's request signals must not close the
-    test's database connection (its transaction holds the test's rows)."""
-    request_started.disconnect(close_old_connections)
-    request_finished.disconnect(close_old_connections)
-    yield
-    request_started.connect(close_old_connections)
-    request_finished.connect(close_old_connections)
 
 
 @pytest.fixture
