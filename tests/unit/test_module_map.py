@@ -1,4 +1,5 @@
-"""The README's module map names every room and module of tools_app/, and nothing else."""
+"""The module map (docs/architecture.md) names every room and module of tools_app/, and
+nothing else; the life of a tool call there names files that exist."""
 
 from __future__ import annotations
 
@@ -7,11 +8,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "tools_app"
+PAGE = ROOT / "docs" / "architecture.md"
 
 
 def _map_rows() -> list[str]:
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("### Module map", 1)[1].split("\n## ", 1)[0]
+    section = PAGE.read_text().split("\n## Module map", 1)[1].split("\n## ", 1)[0]
     return [line for line in section.splitlines() if line.startswith("| `")]
 
 
@@ -41,12 +42,14 @@ def _rooms() -> set[str]:
 
 def test_the_module_map_names_every_room_of_tools_app() -> None:
     missing = _rooms() - _named_paths()
-    assert not missing, f"README's module map misses {sorted(missing)}"
+    assert not missing, f"the module map in docs/architecture.md misses {sorted(missing)}"
 
 
 def test_the_module_map_names_nothing_that_is_not_there() -> None:
     absent = {path for path in _named_paths() if not (ROOT / path).exists()}
-    assert not absent, f"README's module map names {sorted(absent)}, which do not exist"
+    assert not absent, (
+        f"the module map in docs/architecture.md names {sorted(absent)}, which do not exist"
+    )
 
 
 def test_the_top_level_is_a_handful_of_rooms() -> None:
@@ -55,8 +58,8 @@ def test_the_top_level_is_a_handful_of_rooms() -> None:
 
 
 def test_every_file_path_in_the_life_of_a_tool_call_exists() -> None:
-    readme = (ROOT / "README.md").read_text()
-    life = readme.split("## The life of a tool call", 1)[1].split("### Module map", 1)[0]
+    page = PAGE.read_text()
+    life = page.split("\n## The life of a tool call", 1)[1].split("\n## Module map", 1)[0]
     paths = set(re.findall(r"`([a-z_/]+\.py)`", life))
     absent = {path for path in paths if not (APP / path).exists()}
     assert paths and not absent, f"the life of a tool call names {sorted(absent)}"
