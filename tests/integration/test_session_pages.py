@@ -157,6 +157,21 @@ def test_the_form_shows_the_fields_and_the_configured_roles(creator: User, setti
     assert '<option value="default" selected>default</option>' in page
 
 
+def test_a_role_that_is_not_configured_names_the_setting_that_configures_it(
+    creator: User, settings
+) -> None:
+    settings.AGENTWEB_MODEL_FAST = "openai:gpt-4.1-mini"
+    settings.AGENTWEB_MODEL_CODER = "openai:gpt-4.1"
+    settings.AGENTWEB_MODEL_ARCHITECT = ""
+    page = browser(creator).get("/sessions/new/").content.decode()
+    architect = re.search(r'<li id="role-architect">(.*?)</li>', page, re.S)
+    assert architect is not None
+    assert "not configured</em>: set <code>AGENTWEB_MODEL_ARCHITECT</code>" in architect[1]
+    assert "<code>AGENTWEB_MODEL_ARCHITECT=anthropic:claude-sonnet-4-5</code>, and restart" in page
+    coder = re.search(r'<li id="role-coder">(.*?)</li>', page, re.S)
+    assert coder is not None and "AGENTWEB_MODEL_CODER" not in coder[1]
+
+
 def test_a_valid_form_starts_a_session_and_opens_its_page(creator: User, workspace: Path) -> None:
     answer = browser(creator).post(
         "/sessions/new/",

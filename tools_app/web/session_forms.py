@@ -3,6 +3,7 @@ mistake is shown on its field instead of as one message for the whole form."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django import forms
@@ -10,6 +11,7 @@ from django.conf import settings
 
 from tools_app.errors import ServiceError
 from tools_app.models import Policy
+from tools_app.runtime.providers.specs import ROLE_SETTINGS
 from tools_app.services import workspaces
 from tools_app.services.providers import model_roles, model_spec_resolve
 
@@ -70,6 +72,18 @@ class SessionForm(forms.Form):
         return model
 
 
-def configured_roles() -> list[tuple[str, str]]:
-    """(role, its spec or "") for the form's hints."""
-    return list(model_roles().items())
+@dataclass(frozen=True)
+class RoleHint:
+    """A model role as the form explains it: its spec, or the setting that would give one."""
+
+    role: str
+    spec: str  # "" when the role is not configured
+    setting: str  # the environment variable that configures it
+
+
+def configured_roles() -> list[RoleHint]:
+    """Each role with its spec or the setting to set, for the form's hints."""
+    return [
+        RoleHint(role=role, spec=spec, setting=ROLE_SETTINGS[role])
+        for role, spec in model_roles().items()
+    ]

@@ -64,7 +64,9 @@ def session_new(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"Session {session.pk} started.")
             return redirect("session", session_id=session.pk)
-    context = {"form": form, "roles": configured_roles()}
+    roles = configured_roles()
+    unconfigured = next((hint for hint in roles if not hint.spec), None)
+    context = {"form": form, "roles": roles, "unconfigured": unconfigured}
     return render(request, "tools_app/session_new.html", context)
 
 
