@@ -60,12 +60,26 @@ def may_see_pull_request(user: Any, pull: PullRequest, scope: str = BROWSER) -> 
 
 
 def may_decide(user: Any, scope: str, call: ToolCall, *, approve: bool) -> bool:
-    """Reviewers decide; under `require_distinct_reviewer` a creator may only deny."""
+    """Reviewers decide; under `require_distinct_reviewer` a creator may only deny. A
+    call with a quorum (more than one approval, or a named group) is approved only by
+    members of its group, never by its session's creator; anyone who reviews may deny."""
     if not may_review(user, scope):
         return False
+    if not approve:
+        return True
     own_session = call.session.creator_id == user.pk
-    distinct = call.session.policy.require_distinct_reviewer
-    return not (approve and distinct and own_session)
+    if has_quorum(call):
+        return not own_session and in_group(user, call.approvers)
+    return not (call.session.policy.require_distinct_reviewer and own_session)
+
+
+def has_quorum(call: ToolCall) -> bool:
+    return call.approvals_needed > 1 or bool(call.approvers)
+
+
+def in_group(user: Any, group: str) -> bool:
+    """In the named group (an empty name: any reviewer is)."""
+    return not group or user.groups.filter(name=group).exists()
 
 
 def is_policy_admin(user: Any) -> bool:

@@ -49,14 +49,15 @@ class PolicyRuleInline(admin.TabularInline[PolicyRule, Policy]):
     """The rules in the order the engine tries them, with who made each and whether a
     reviewer's "approve & remember" did (such a rule never allows its author's own
     sessions' calls under require_distinct_reviewer), and whether a reviewer who is not
-    a policy admin widened it (it never allows a risky call; an admin may clear that)."""
+    a policy admin widened it (it never allows a risky call; an admin may clear that).
+    A require_approval rule may ask for more than one approval (its quorum)."""
 
     model = PolicyRule
     form = PolicyRuleForm
     extra = 0
     fields = (
-        "position", "tool", "args", "decision", "reason", "created_by", "remembered",
-        "reviewer_bounded",
+        "position", "tool", "args", "decision", "reason", "approvals", "approvers",
+        "created_by", "remembered", "reviewer_bounded",
     )  # fmt: skip
     readonly_fields = ("created_by", "remembered")
     ordering = ("position", "id")

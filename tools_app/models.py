@@ -101,6 +101,14 @@ class PolicyRule(models.Model):
         "that a protected or secret path, a risky or opaque command or a pull request "
         "sends to a person. Clear it to make the rule an admin's.",
     )
+    # A require_approval rule's quorum: this many distinct people approve (of this group,
+    # when named), none of them the session's creator.
+    approvals = models.PositiveSmallIntegerField(
+        default=1, help_text="How many distinct people must approve (require_approval only)."
+    )
+    approvers = models.CharField(
+        max_length=150, blank=True, help_text="The group they must belong to (empty: any reviewer)."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -262,6 +270,10 @@ class ToolCall(models.Model):
     native_input = models.JSONField(null=True, blank=True)
     tool_use_id = models.CharField(max_length=200, blank=True)
     hook_answered_at = models.DateTimeField(null=True, blank=True)
+    # The quorum it waits for (`core/policy/types.Quorum`): how many distinct people
+    # approve, of which group (empty: any reviewer). One approval is a plain decision.
+    approvals_needed = models.PositiveSmallIntegerField(default=1)
+    approvers = models.CharField(max_length=150, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     decided_at = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
@@ -322,28 +334,6 @@ class AgentMessage(models.Model):
 
     def __str__(self) -> str:
         return f"message {self.index} of session {self.session_id} ({self.role})"
-
-
-class Decision(models.Model):
-    """A person's decision on a tool call awaiting approval: who, what, why, when (the
-    policy's answer is the call's `verdict`)."""
-
-    class Choice(models.TextChoices):
-        APPROVE = "approve"
-        DENY = "deny"
-
-    tool_call = models.OneToOneField(ToolCall, on_delete=models.CASCADE, related_name="human")
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
-    decision = models.CharField(max_length=10, choices=Choice.choices)
-    reason = models.TextField(blank=True)
-    edited_args = models.JSONField(null=True, blank=True)
-    remember = models.BooleanField(default=False)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    def __str__(self) -> str:
-        return f"{self.decision} on tool call {self.tool_call_id}"
 
 
 class Event(models.Model):
@@ -454,6 +444,9 @@ class ApiToken(models.Model):
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.scope}) for {self.user}"
 
+    def expired(self, now: datetime) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
+
 
 class PullRequest(models.Model):
     """A pull request recorded in agentweb itself, for a repository with no forge."""
@@ -489,9 +482,6 @@ class PullRequest(models.Model):
     def __str__(self) -> str:
         return spelled(f"#{self.number} {self.title}")
 
-    def expired(self, now: datetime) -> bool:
-        return self.expires_at is not None and self.expires_at <= now
-
 
 # In their own modules (one app): imported here so that Django and `tools_app.models`
 # know them.
@@ -501,3 +491,5 @@ from tools_app.tables.channels import Delivery as Delivery  # noqa: E402
 from tools_app.tables.channels import DeliveryAttempt as DeliveryAttempt  # noqa: E402
 from tools_app.tables.channels import NotifyPreference as NotifyPreference  # noqa: E402
 from tools_app.tables.channels import SlackUser as SlackUser  # noqa: E402
+from tools_app.tables.decisions import Approval as Approval  # noqa: E402
+from tools_app.tables.decisions import Decision as Decision  # noqa: E402

@@ -3,7 +3,16 @@ from __future__ import annotations
 from django.urls import path
 
 from tools_app.api import slack
-from tools_app.web import approvals, audit, notify_settings, pull_requests, sessions, skills
+from tools_app.web import (
+    approvals,
+    audit,
+    connect,
+    notify_settings,
+    pull_requests,
+    sessions,
+    skills,
+    tokens,
+)
 
 urlpatterns = [
     path("", approvals.approvals, name="home"),
@@ -34,6 +43,9 @@ urlpatterns = [
         name="slack_interactivity",
     ),
     path("settings/notifications/", notify_settings.notify_settings, name="notify_settings"),
+    path("settings/tokens/", tokens.tokens, name="tokens"),
+    path("settings/tokens/<int:token_id>/revoke/", tokens.token_revoke, name="token_revoke"),
+    path("connect/", connect.connect, name="connect"),
     path("skills/", skills.skill_list, name="skills"),
     path("skills/new/", skills.skill_new, name="skill_new"),
     path("skills/export/", skills.skill_export, name="skill_export"),

@@ -22,16 +22,19 @@ from tools_app.models import ToolCall
 WAIT_SECONDS = 120  # agentweb's hook wait in these tests
 
 
-def printed_settings(agent: str) -> dict[str, Any]:
-    """What `python manage.py hook_settings AGENT` prints: the tests run exactly that."""
+def printed_settings(agent: str, url: str) -> dict[str, Any]:
+    """What `python manage.py hook_settings AGENT --url URL` prints: the tests run exactly
+    that (the hook finds agentweb at the URL on its command line)."""
     out = StringIO()
-    call_command("hook_settings", agent, stdout=out)
+    call_command("hook_settings", agent, "--url", url, stdout=out)
     return json.loads(out.getvalue())  # type: ignore[no-any-return]
 
 
-def hook_env(hook_bin: Path, url: str, token: str) -> dict[str, str]:
+def hook_env(hook_bin: Path, token: str) -> dict[str, str]:
+    """The agent's environment: the token, and no AGENTWEB_URL (the printed hooks name it)."""
     path = f"{hook_bin}:{os.environ.get('PATH', '/usr/bin:/bin')}"
-    return {**os.environ, "PATH": path, "AGENTWEB_URL": url, "AGENTWEB_TOKEN": token}
+    environ = {name: value for name, value in os.environ.items() if name != "AGENTWEB_URL"}
+    return {**environ, "PATH": path, "AGENTWEB_TOKEN": token}
 
 
 def awaiting_call(agent: subprocess.Popen[Any] | None = None) -> ToolCall:

@@ -96,8 +96,8 @@ def run_codex(
     home.mkdir(exist_ok=True)
     (home / "models.json").write_text(json.dumps({"models": [MODEL]}))
     (home / "config.toml").write_text(codex_config(fake.url, home / "models.json"))
-    (home / "hooks.json").write_text(json.dumps(printed_settings("codex")))
-    env = {**hook_env(hook_bin, url, token), "CODEX_HOME": str(home), "HOME": str(home)}
+    (home / "hooks.json").write_text(json.dumps(printed_settings("codex", url)))
+    env = {**hook_env(hook_bin, token), "CODEX_HOME": str(home), "HOME": str(home)}
     if system_path:  # nothing but the system's programs (no virtualenv's agentweb-hook)
         env["PATH"] = f"{hook_bin}:/usr/local/bin:/usr/bin:/bin"
     command = [

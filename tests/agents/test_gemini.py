@@ -36,10 +36,10 @@ pytestmark = [
 ]  # fmt: skip
 
 
-def gemini_settings() -> dict[str, Any]:
+def gemini_settings(url: str) -> dict[str, Any]:
     """The printed hooks, an API key's auth, and nothing reaching out."""
     return {
-        **printed_settings("gemini"),
+        **printed_settings("gemini", url),
         "security": {"auth": {"selectedType": "gemini-api-key"}},
         "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
         "privacy": {"usageStatisticsEnabled": False},
@@ -53,9 +53,9 @@ def run_gemini(
     """`gemini -p … --yolo` in `project` with the printed hooks, in the background."""
     home = project.parent / "gemini-home"
     (home / ".gemini").mkdir(parents=True, exist_ok=True)
-    (home / ".gemini" / "settings.json").write_text(json.dumps(gemini_settings()))
+    (home / ".gemini" / "settings.json").write_text(json.dumps(gemini_settings(url)))
     env = {
-        **hook_env(hook_bin, url, token),
+        **hook_env(hook_bin, token),
         "HOME": str(home),
         "GOOGLE_GEMINI_BASE_URL": fake.url,
         "GEMINI_API_KEY": "fake-key",

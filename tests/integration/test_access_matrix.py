@@ -34,7 +34,7 @@ from tools_app.admin import PolicyAdmin
 from tools_app.api.routes import api
 from tools_app.core.tools.forge import Proposal
 from tools_app.live import routing
-from tools_app.models import AgentSession, Policy, PullRequest, ToolCall
+from tools_app.models import AgentSession, ApiToken, Policy, PullRequest, ToolCall
 from tools_app.services.pull_request_store import PullRequestStore
 
 pytestmark = pytest.mark.django_db
@@ -110,6 +110,16 @@ PAGES = [
     Row("notify_settings", "GET", "/settings/notifications/", EVERYONE_LOGGED_IN),
     Row("notify_settings", "POST", "/settings/notifications/", expect(302, 302, 302, 302, 302),
         {"mode": "off", "digest_minutes": "30", "email": ""}),
+    Row("tokens", "GET", "/settings/tokens/", EVERYONE_LOGGED_IN),
+    Row("tokens", "POST", "/settings/tokens/", EVERYONE_LOGGED_IN,  # the new token, shown once
+        {"name": "laptop", "scope": "agent", "expires": "30"}),
+    Row("tokens", "POST", "/settings/tokens/", expect(200, 200, 200, 200, 302),  # a form error
+        {"name": "laptop", "scope": "review", "expires": "30"}),  # for all but reviewers
+    Row("token_revoke", "POST", "/settings/tokens/{token}/revoke/",
+        expect(302, 404, 404, 302, 302), {"confirm": "yes"}),  # Alice's: she and staff only
+    Row("connect", "GET", "/connect/", EVERYONE_LOGGED_IN),
+    Row("connect", "POST", "/connect/", EVERYONE_LOGGED_IN,
+        {"agent": "claude-code", "policy": "default", "expires": "7"}),
     Row("audit", "GET", "/audit/", AUDIT_PAGE),
     Row("audit", "GET", "/audit/?decision=deny", AUDIT_PAGE),
     Row("audit_export", "GET", "/audit/export/?format=csv", AUDIT_PAGE),
@@ -170,8 +180,8 @@ SOCKETS = {
 
 @dataclass
 class World:
-    """Alice's session with a call awaiting a decision, its pull request, and an older
-    pull request whose session is gone."""
+    """Alice's session with a call awaiting a decision, its pull request, an older
+    pull request whose session is gone, and her agent token."""
 
     session: AgentSession
     call: ToolCall
@@ -179,11 +189,12 @@ class World:
     orphan_pull: PullRequest
     repo: Path
     people: dict[str, User | None]
+    token: ApiToken  # Alice's agent token
 
     def fill(self, text: str) -> str:
         ids = {"session": self.session.pk, "call": self.call.pk, "pull": self.pull.pk,
                "orphan_pull": self.orphan_pull.pk, "repo": self.repo,
-               "policy": self.session.policy_id}  # fmt: skip
+               "policy": self.session.policy_id, "token": self.token.pk}  # fmt: skip
         for name, value in ids.items():
             text = text.replace(f"{{{name}}}", str(value))
         return text
@@ -217,7 +228,9 @@ def world(workspace: Path, creator: User, reviewer: User, outsider: User, superu
     )  # fmt: skip
     pull = _pull(session, "feature/a")
     orphan = _pull(None, "feature/old")
-    return World(session, call, pull, orphan, workspace, people)
+    services.api_token_create(user=creator, scope="agent", name="laptop")
+    token = ApiToken.objects.get(user=creator)
+    return World(session, call, pull, orphan, workspace, people, token)
 
 
 def _pull(session: AgentSession | None, head: str) -> PullRequest:

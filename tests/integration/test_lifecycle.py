@@ -170,7 +170,7 @@ def test_a_call_born_waiting_is_followed_as_one_that_moved_there() -> None:
 
 def test_only_a_person_decides_and_only_the_clock_expires() -> None:
     assert {m for m, spec in TOOL_CALL_MOVES.items() if PERSON in spec.by} == {
-        "decide_approve", "decide_deny", "cancel"
+        "decide_approve", "decide_deny", "approve_partly", "cancel"
     }  # fmt: skip
     assert {m for m, spec in TOOL_CALL_MOVES.items() if CLOCK in spec.by} == {"expire"}
 

@@ -291,7 +291,7 @@ def policy_detail(request: HttpRequest, name: str) -> dict[str, Any]:
 
 
 @api.post("/policies/{name}/evaluate", response={200: VerdictOut, 404: ErrorOut})
-def policy_evaluate(request: HttpRequest, name: str, body: EvaluateIn) -> dict[str, str]:
+def policy_evaluate(request: HttpRequest, name: str, body: EvaluateIn) -> dict[str, Any]:
     """A dry run: what the policy would decide; nothing is stored or run."""
     policy = records.policy_by_name(name)
     if policy is None:

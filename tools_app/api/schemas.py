@@ -52,6 +52,13 @@ class ToolCallIn(StrictIn):
     args: dict[str, Any] = Field(default_factory=dict)
 
 
+class QuorumOut(Schema):
+    needed: int
+    group: str = Field(description="The group approvers must belong to; empty: any reviewer.")
+    approved_by: list[str]
+    still_needed: int
+
+
 class ToolCallOut(Schema):
     id: int
     session: int
@@ -93,6 +100,12 @@ class ToolCallOut(Schema):
         default=None, description="A gateway call: the agent's input, what will run."
     )
     tool_use_id: str = Field(default="", description="A gateway call: the agent's tool use.")
+    approvals: QuorumOut | None = Field(
+        default=None,
+        description="A call that needs several approvals (its rule's quorum): who has "
+        "approved its arguments as they are now, and how many more are needed; null when "
+        "one person decides.",
+    )
 
 
 class DecisionIn(StrictIn):
@@ -122,6 +135,9 @@ class VerdictOut(Schema):
     decision: str
     reason: str
     rule: str
+    approvals: dict[str, Any] | None = Field(
+        default=None, description="The quorum a require_approval asks for: {count, group}."
+    )
     note: str | None = Field(
         default=None, description="A warning about the workspace (a tracked secret path)."
     )

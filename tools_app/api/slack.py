@@ -29,6 +29,7 @@ from tools_app import access, services
 from tools_app.core.digits import ascii_int
 from tools_app.core.notify import messages, signing
 from tools_app.models import AuditEntry, Channel, SlackUser, ToolCall
+from tools_app.selectors.decisions import quorum_status
 
 DECISIONS = {"approve": "approve", "deny": "deny"}
 NOT_LINKED = (
@@ -156,12 +157,18 @@ def _decide(slack_id: str, decision: str, call_id: int, reason: str) -> tuple[bo
         return False, found
     user, call = found
     try:
-        services.tool_call_decide(
+        call = services.tool_call_decide(
             call=call, user=user, scope="review", decision=decision, reason=reason,
             via=AuditEntry.Via.SLACK,
         )  # fmt: skip
     except services.ServiceError as exc:
         return False, f"Tool call {call_id}: {exc}"
+    if call.status == call.Status.AWAITING_APPROVAL:  # one yes of several
+        quorum = quorum_status(call) or {"still_needed": 0}
+        return True, (
+            f"Tool call {call_id}: your approval is recorded; it waits for "
+            f"{quorum['still_needed']} more."
+        )
     verdict = "approved" if decision == "approve" else "denied"
     return True, f"Tool call {call_id} {verdict} by {user.get_username()}."
 

@@ -80,6 +80,14 @@ def args_hash(tool: str, args: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+def preview_hash(preview: object) -> str:
+    """The SHA-256 of a preview's canonical JSON: what a reviewer was shown."""
+    if preview is None:
+        return ""
+    text = json.dumps(preview, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def prepare(
     policy: PolicySpec,
     spec: ToolSpec,

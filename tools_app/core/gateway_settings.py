@@ -214,16 +214,22 @@ def _claude_command_hook(base_url: str, wait_seconds: int, policy: str) -> dict[
     return {"type": "command", "command": command, "timeout": wait_seconds + MARGIN_SECONDS}
 
 
-def command_hook_settings(agent: str, wait_seconds: int, *, policy: str = "") -> dict[str, Any]:
+def command_hook_settings(
+    agent: str, wait_seconds: int, *, policy: str = "", base_url: str = ""
+) -> dict[str, Any]:
     """Codex's and Gemini's command hooks: `agentweb-hook AGENT` before and after every
-    tool, reading AGENTWEB_URL and AGENTWEB_TOKEN from the environment (and the policy
-    named, as AGENTWEB_POLICY)."""
+    tool, reading AGENTWEB_TOKEN from the environment, told agentweb's URL (`base_url`;
+    none: AGENTWEB_URL from the environment) and the policy (AGENTWEB_POLICY) on its
+    command line. Both CLIs run a hook's command in a shell with their own environment
+    (tests/agents: test_codex.py, test_gemini.py), so the token set where the CLI starts
+    reaches the hook, and the URL printed here wins over any AGENTWEB_URL there."""
     timeout = wait_seconds + MARGIN_SECONDS
     # Codex lets a call run when its hook fails in any other way than exit 2: a missing
     # `agentweb-hook`, or the hook killed at its timeout. So the command exits 2 when it
     # cannot start, and gives up on agentweb (exit 2) well before the CLI kills it.
     patience = wait_seconds + MARGIN_SECONDS // 2
     chosen = f"AGENTWEB_POLICY={shlex.quote(policy)} " if policy else ""
+    chosen += f"AGENTWEB_URL={shlex.quote(base_url)} " if base_url else ""
     command = f"{chosen}AGENTWEB_HOOK_TIMEOUT={patience} agentweb-hook {agent} || exit 2"
     if agent == "gemini":
         hook = {"type": "command", "command": command, "timeout": timeout * 1000}

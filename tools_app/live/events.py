@@ -13,6 +13,7 @@ from django.db import connection, transaction
 
 from tools_app.live import publisher
 from tools_app.models import AgentSession, Event, ToolCall
+from tools_app.selectors.decisions import quorum_status
 
 logger = logging.getLogger(__name__)
 
@@ -96,7 +97,13 @@ def tool_call_payload(call: ToolCall) -> dict[str, Any]:
         "outcome_detail": call.outcome_detail,
         "held_call": call.held_call_id,
         "network": call.network,
-    }
+    } | _quorum(call)
+
+
+def _quorum(call: ToolCall) -> dict[str, Any]:
+    """Who has approved a call that needs several people (cards and agents show it)."""
+    status = quorum_status(call)
+    return {"approvals": status} if status is not None else {}
 
 
 def event_message(event: Event) -> dict[str, Any]:

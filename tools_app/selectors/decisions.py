@@ -6,6 +6,9 @@ notifications it calls (a finished call's message) both ask it.
 
 from __future__ import annotations
 
+from typing import Any
+
+from tools_app.core.engine import preview_hash
 from tools_app.models import Decision, ToolCall
 
 APPROVED_BY_PERSON = "_approved_by_person"  # where the answer is kept on the instance
@@ -30,3 +33,21 @@ def approved_by_person(call: ToolCall) -> bool:
 def mark_judged_by_nobody(call: ToolCall) -> None:
     """A call judged and run, or ended, by the policy alone: no person approved it."""
     call.__dict__[APPROVED_BY_PERSON] = False
+
+
+def quorum_status(call: ToolCall) -> dict[str, Any] | None:
+    """Who has approved a call that needs several approvals (on its arguments as they are
+    now), how many it needs and from which group; None for a call one person decides."""
+    if call.approvals_needed <= 1 and not call.approvers:
+        return None
+    shown = preview_hash(call.preview)
+    names = [
+        approval.user.get_username()
+        for approval in call.approvals.select_related("user").filter(preview_hash=shown)
+    ]
+    return {
+        "needed": call.approvals_needed,
+        "group": call.approvers,
+        "approved_by": names,
+        "still_needed": max(0, call.approvals_needed - len(names)),
+    }

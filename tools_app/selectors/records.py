@@ -35,6 +35,7 @@ from tools_app.models import (
     SkillTool,
     ToolCall,
 )
+from tools_app.selectors.decisions import quorum_status
 
 
 def policy_as_dict(policy: Policy) -> dict[str, Any]:
@@ -48,12 +49,15 @@ def policy_as_dict(policy: Policy) -> dict[str, Any]:
 
 
 def rule_as_dict(rule: PolicyRule) -> dict[str, Any]:
-    return {
+    data = {
         "tool": rule.tool,
         "args": dict(rule.args),
         "decision": rule.decision,
         "reason": rule.reason,
     }
+    if rule.approvals > 1 or rule.approvers:
+        data["approvals"] = {"count": rule.approvals, "group": rule.approvers}
+    return data
 
 
 def policy_spec(policy: Policy) -> PolicySpec:
@@ -149,6 +153,7 @@ def tool_call_as_dict(call: ToolCall) -> dict[str, Any]:
         "native_tool": call.native_tool,
         "native_input": call.native_input,
         "tool_use_id": call.tool_use_id,
+        "approvals": quorum_status(call),
     }
 
 

@@ -7,8 +7,6 @@ transaction: the entry exists exactly when the change does.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from datetime import timedelta
 from typing import Any
 
@@ -80,14 +78,6 @@ def audit_tool_call(
         preview_hash=seen,
         **fields,
     )
-
-
-def preview_hash(preview: object) -> str:
-    """The SHA-256 of a preview's canonical JSON: what a reviewer was shown."""
-    if preview is None:
-        return ""
-    text = json.dumps(preview, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def via_for_scope(scope: str) -> str:

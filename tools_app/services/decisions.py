@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from tools_app import access
 from tools_app.core import engine
+from tools_app.core.engine import preview_hash
 from tools_app.core.policy.remember import fits_the_call, remember_is_exact, remembered_args
 from tools_app.core.policy.risky_commands import APPROVE
-from tools_app.core.policy.types import PolicySpec
+from tools_app.core.policy.types import PolicySpec, Quorum
 from tools_app.core.tools.jsonsafe import storable_args
 from tools_app.errors import Conflict, Forbidden, Invalid
-from tools_app.models import Decision, ToolCall
-from tools_app.services.audit import Action, audit_tool_call, preview_hash, via_for_scope
+from tools_app.models import Approval, Decision, ToolCall
+from tools_app.services.audit import Action, audit_tool_call, via_for_scope
 from tools_app.services.gateway import gateway_prepare_edit
 from tools_app.services.lifecycle import PERSON, tool_call_move
 from tools_app.services.policies import (
@@ -25,7 +29,7 @@ from tools_app.services.policies import (
     widening_needs_admin,
 )
 from tools_app.services.queueing import EXECUTE_TOOL_CALL, tool_call_enqueue
-from tools_app.services.tool_calls import prepare_call
+from tools_app.services.tool_calls import prepare_call, quorum_fields
 from tools_app.services.tool_specs import tool_spec_edited
 
 Status = ToolCall.Status
@@ -55,18 +59,19 @@ def tool_call_decide(
         raise Invalid("Rule patterns are only for approving with remember.")
     if rule_args is not None:
         rule_args = _widened(call, rule_args, user)
-    seen = preview_hash(call.preview)  # before an edit replaces it: what the person saw
-    edited = _edited_names(call, args)
+    person = Person(
+        user=user, reason=reason, via=via or via_for_scope(scope),
+        seen=preview_hash(call.preview),  # before an edit replaces it: what the person saw
+        args=args, edited=_edited_names(call, args),
+    )  # fmt: skip
     status, outcome = _outcome(call, approve=approve, reason=reason, args=args)
+    if status == Status.APPROVED and _quorum_of(call, outcome) != Quorum():
+        if remember:
+            raise Invalid(_no_remembering(call, outcome))
+        return _approve_towards_quorum(call, person, outcome)
+    remember = remember and approve
+    record = _recorder(person, decision=decision, remember=remember, rule_args=rule_args)
     now = timezone.now()
-    via = via or via_for_scope(scope)
-
-    def record(call: ToolCall) -> None:
-        person = {"user": user, "decision": decision, "reason": reason, "via": via, "seen": seen}
-        _record(call, **person, args=args, edited=edited, remember=remember and approve)
-        if remember and call.status == Status.APPROVED:
-            _remember(call, user, rule_args, via=via, seen=seen)
-
     move = "decide_approve" if status == Status.APPROVED else "decide_deny"
     # Still waiting and not past its deadline (the sweep may not have expired it yet).
     live = Q(expires_at__isnull=True) | Q(expires_at__gt=now)
@@ -77,6 +82,108 @@ def tool_call_decide(
     if call.status == Status.APPROVED and not call.native_tool:  # a gateway's runs elsewhere
         tool_call_enqueue(tool_call_id=call.pk, task=EXECUTE_TOOL_CALL, session=call.session)
     return call
+
+
+@dataclass(frozen=True)
+class Person:
+    """Who decides, and what they saw and sent."""
+
+    user: Any
+    reason: str
+    via: str
+    seen: str  # the preview's hash before any edit
+    args: dict[str, Any] | None
+    edited: list[str]
+
+
+def _quorum_of(call: ToolCall, outcome: dict[str, Any]) -> Quorum:
+    """The approvals the call needs now: an edit never asks for fewer than the call did."""
+    count = max(call.approvals_needed, outcome.get("approvals_needed", 1))
+    return Quorum(count, call.approvers or outcome.get("approvers", ""))
+
+
+def _approve_towards_quorum(call: ToolCall, person: Person, outcome: dict[str, Any]) -> ToolCall:
+    """One person's yes to a call that needs several: recorded on the arguments as they
+    now are (an edit first replaces them and starts the count again); the yes that
+    completes the quorum approves the call, exactly as a single decision does. The call's
+    row is locked, so two people completing it at once cannot both approve it."""
+    quorum = _quorum_of(call, outcome)
+    if not access.in_group(person.user, quorum.group) or _own(call, person.user):
+        raise Forbidden(_forbidden_reason(person.user, "", call, quorum=quorum))
+    now = timezone.now()
+    with transaction.atomic():
+        locked = (
+            ToolCall.objects.select_for_update().select_related("session__policy").get(pk=call.pk)
+        )
+        live = locked.status == Status.AWAITING_APPROVAL and (
+            locked.expires_at is None or locked.expires_at > now
+        )
+        if not live or locked.args_hash != call.args_hash:
+            raise Conflict(_lost_claim(call.pk, now))
+        fields = {**outcome, "approvals_needed": quorum.count, "approvers": quorum.group}
+        if person.args is not None:
+            Approval.objects.filter(tool_call=locked).delete()  # the count starts again
+        given = _approval_add(locked, person, fields.get("preview", locked.preview))
+        if given < quorum.count:
+            tool_call_move(locked, "approve_partly", by=PERSON, **fields)
+            _audit_partial(locked, person, given, quorum)
+            return locked
+        record = _recorder(person, decision=Decision.Choice.APPROVE, remember=False)
+        tool_call_move(locked, "decide_approve", by=PERSON, then=record, decided_at=now, **fields)
+    if not locked.native_tool:
+        tool_call_enqueue(tool_call_id=locked.pk, task=EXECUTE_TOOL_CALL, session=locked.session)
+    return locked
+
+
+def _recorder(
+    person: Person, *, decision: str, remember: bool, rule_args: dict[str, str] | None = None
+) -> Callable[[ToolCall], None]:
+    """What a decision writes in its claim's transaction: the Decision, its audit entry
+    and, approved with remember, the rule."""
+
+    def record(call: ToolCall) -> None:
+        _record(
+            call, user=person.user, decision=decision, reason=person.reason, via=person.via,
+            seen=person.seen, args=person.args, edited=person.edited, remember=remember,
+        )  # fmt: skip
+        if remember and call.status == Status.APPROVED:
+            _remember(call, person.user, rule_args, via=person.via, seen=person.seen)
+
+    return record
+
+
+def _own(call: ToolCall, user: Any) -> bool:
+    return bool(call.session.creator_id == user.pk)
+
+
+def _approval_add(call: ToolCall, person: Person, preview: Any) -> int:
+    """This person's yes on the arguments as they now are; how many such yeses there are."""
+    shown = preview_hash(preview)
+    if Approval.objects.filter(tool_call=call, user=person.user, preview_hash=shown).exists():
+        raise Conflict(f"You have already approved tool call {call.pk}; it waits for others.")
+    Approval.objects.update_or_create(
+        tool_call=call, user=person.user, defaults={"preview_hash": shown, "via": person.via}
+    )
+    return Approval.objects.filter(tool_call=call, preview_hash=shown).count()
+
+
+def _audit_partial(call: ToolCall, person: Person, given: int, quorum: Quorum) -> None:
+    details: dict[str, Any] = {"status": call.status, "edited": person.args is not None}
+    details |= {"approvals": given, "needed": quorum.count, "group": quorum.group}
+    if person.args is not None:
+        details["edited_args"] = person.edited
+    audit_tool_call(
+        call=call, action=Action.DECISION, via=person.via, actor=person.user, seen=person.seen,
+        decision=Decision.Choice.APPROVE, reason=person.reason, details=details,
+    )  # fmt: skip
+
+
+def _no_remembering(call: ToolCall, outcome: dict[str, Any]) -> str:
+    quorum = _quorum_of(call, outcome)
+    return (
+        f"Tool call {call.pk} needs {quorum.count} approvals: a remembered rule would "
+        "approve such calls alone. Approve without remembering; nothing was decided."
+    )
 
 
 def _check_decidable(call: ToolCall, user: Any, scope: str, decision: str) -> bool:
@@ -203,6 +310,7 @@ def _outcome_for_edit(call: ToolCall, args: dict[str, Any]) -> tuple[str, dict[s
         "reason": prepared.verdict.reason,
         "rule": prepared.verdict.rule,
         "policy_version": spec.version,
+        **quorum_fields(prepared.verdict),
     }
     if prepared.verdict.kind == "deny":
         reason = f"The edited arguments are denied by the policy: {prepared.verdict.reason}"
@@ -221,9 +329,16 @@ def _prepare_edit(spec: PolicySpec, call: ToolCall, args: dict[str, Any]) -> eng
     return prepare_call(spec, tool, args, call.session)
 
 
-def _forbidden_reason(user: Any, scope: str, call: ToolCall) -> str:
+def _forbidden_reason(
+    user: Any, scope: str, call: ToolCall, *, quorum: Quorum | None = None
+) -> str:
+    quorum = quorum or Quorum(call.approvals_needed, call.approvers)
     if scope == "agent":
         return "Agent tokens cannot decide tool calls; use a review token or the browser."
     if not access.is_reviewer(user):
         return "You are not a reviewer; ask an admin to add you to the 'reviewers' group."
+    if quorum != Quorum() and _own(call, user):
+        return "The session's creator may not approve a call that needs several approvals."
+    if quorum.group and not access.in_group(user, quorum.group):
+        return f"Only members of the group {quorum.group!r} may approve this call."
     return "This policy requires a reviewer other than the session's creator to approve."

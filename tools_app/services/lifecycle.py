@@ -84,6 +84,9 @@ TOOL_CALL_MOVES: dict[str, Move] = {
         {Status.PENDING}, {Status.RUNNING}, {POLICY}, passes_through=(Status.APPROVED,)
     ),
     "decide_approve": _move({Status.AWAITING_APPROVAL}, {Status.APPROVED}, {PERSON}, after=REFRESH),
+    # one person's yes towards a quorum, or an edit that starts its count again: the call
+    # still waits for the others, announced again so that every card shows who approved
+    "approve_partly": _move({Status.AWAITING_APPROVAL}, {Status.AWAITING_APPROVAL}, {PERSON}),
     "decide_deny": _move(
         {Status.AWAITING_APPROVAL},
         {Status.DENIED},

@@ -7,12 +7,18 @@ import re
 from pathlib import Path
 from typing import Any
 
+from django.contrib.auth.models import Group
 from django.db import transaction
 from django.db.models import F, Max
 
 from tools_app.core import engine
 from tools_app.core.policy.engine import WIDENABLE_APPROVALS
-from tools_app.core.policy.loader import PolicyInvalid, policy_from_dict, validate_policy_dict
+from tools_app.core.policy.loader import (
+    PolicyInvalid,
+    PolicyProblem,
+    policy_from_dict,
+    validate_policy_dict,
+)
 from tools_app.core.policy.remember import remember_patterns
 from tools_app.core.policy.types import (
     POLICY_SETTINGS,
@@ -36,6 +42,7 @@ def policy_import(*, data: object, user: Any = None, via: str = Via.CLI) -> Poli
         raise ServiceError("A policy file holds one JSON object with a `name`.")
     # Raises PolicyInvalid naming each bad field; the description is ours, not the engine's.
     spec = policy_from_dict({key: value for key, value in data.items() if key != "description"})
+    _check_approver_groups(spec)
     policy, created = Policy.objects.get_or_create(name=spec.name)
     _policy_apply(policy, spec, description=str(data.get("description", "")))
     if not created:
@@ -50,6 +57,8 @@ def policy_import(*, data: object, user: Any = None, via: str = Via.CLI) -> Poli
             args=dict(rule.args),
             decision=rule.verdict,
             reason=rule.reason,
+            approvals=rule.quorum.count if rule.quorum else 1,
+            approvers=rule.quorum.group if rule.quorum else "",
         )
         for index, rule in enumerate(spec.rules)
     )
@@ -57,6 +66,18 @@ def policy_import(*, data: object, user: Any = None, via: str = Via.CLI) -> Poli
     details = {"imported": True, "created": created, "version": policy.version}
     _audit_policy(policy, Action.POLICY_CHANGE, user=user, via=via, details=details)
     return policy
+
+
+def _check_approver_groups(spec: PolicySpec) -> None:
+    """A quorum names a group that exists: else nobody could ever approve its calls."""
+    problems = [
+        PolicyProblem(f"rules[{index}].approvals.group", f"no group is named {group!r}")
+        for index, rule in enumerate(spec.rules)
+        if rule.quorum and (group := rule.quorum.group)
+        and not Group.objects.filter(name=group).exists()
+    ]  # fmt: skip
+    if problems:
+        raise PolicyInvalid(problems)
 
 
 def policy_changed(

@@ -17,7 +17,7 @@ from django.utils import timezone
 from tools_app.core import engine
 from tools_app.core.outcomes import CallOutcome
 from tools_app.core.policy.paths import workspace_relative
-from tools_app.core.policy.types import PolicySpec, SessionCounters, Verdict
+from tools_app.core.policy.types import PolicySpec, Quorum, SessionCounters, Verdict
 from tools_app.core.tools import redaction, secret_files
 from tools_app.core.tools.base import SandboxOptions, ToolContext, ToolSpec
 from tools_app.core.tools.catalogue import facts_for
@@ -192,7 +192,14 @@ def verdict_fields(
         "decided_at": None if awaiting else now,
         "finished_at": now if final else None,
         "expires_at": _expiry(call.session.policy) if awaiting else None,
+        **quorum_fields(verdict if awaiting else None),
     }
+
+
+def quorum_fields(verdict: Verdict | None) -> dict[str, Any]:
+    """The approvals a waiting call needs (one, from any reviewer, unless its rule says)."""
+    quorum = verdict.quorum if verdict is not None and verdict.quorum else Quorum()
+    return {"approvals_needed": quorum.count, "approvers": quorum.group}
 
 
 def _expiry(policy: Policy) -> Any:

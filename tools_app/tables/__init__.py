@@ -1,3 +1,4 @@
-"""Tables kept out of models.py to keep it short: the audit trail (audit.py) and notification
-channels with their deliveries (channels.py). models.py imports them, so Django and
+"""Tables kept out of models.py to keep it short: the audit trail (audit.py), notification
+channels with their deliveries (channels.py), and people's decisions with each approval
+towards a quorum (decisions.py). models.py imports them, so Django and
 `tools_app.models` know every one."""

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from django import forms
+from django.contrib.auth.models import Group
 
 from tools_app.core.policy.loader import validate_policy_dict
 from tools_app.core.policy.types import POLICY_SETTINGS, PolicyField
@@ -68,7 +69,11 @@ class PolicyForm(forms.ModelForm[Policy]):
 class PolicyRuleForm(forms.ModelForm[PolicyRule]):
     class Meta:
         model = PolicyRule
-        fields = ("position", "tool", "args", "decision", "reason")
+        fields = ("position", "tool", "args", "decision", "reason", "approvals", "approvers")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["approvals"].required = False  # left empty: one approval, as before
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -77,8 +82,15 @@ class PolicyRuleForm(forms.ModelForm[PolicyRule]):
         rule = {key: cleaned.get(key) for key in ("tool", "args", "decision", "reason")}
         rule["args"] = rule["args"] or {}
         rule["reason"] = rule["reason"] or ""
+        cleaned["approvals"] = count = cleaned.get("approvals") or 1
+        group = cleaned.get("approvers") or ""
+        if count > 1 or group:
+            rule["approvals"] = {"count": count, "group": group}
+            if group and not Group.objects.filter(name=group).exists():
+                self.add_error("approvers", f"No group is named {group!r}.")
         for problem in validate_policy_dict({"name": "rule-check", "rules": [rule]}):
             field = problem.field.removeprefix("rules[0].").split(".")[0]
+            field = "approvers" if problem.field.endswith(".group") else field
             self.add_error(
                 field if field in self.fields else None, f"{problem.field}: {problem.message}"
             )

@@ -120,7 +120,7 @@ def _decide(request: HttpRequest, call: ToolCall, action: str) -> str:
     if action not in ACTIONS:
         raise ValueError(f"unknown action {action!r}")
     decision, remember, edit = ACTIONS[action]
-    services.tool_call_decide(
+    decided = services.tool_call_decide(
         call=call,
         user=request.user,
         scope=access.BROWSER,
@@ -130,6 +130,8 @@ def _decide(request: HttpRequest, call: ToolCall, action: str) -> str:
         remember=remember,
         rule_args=_widened_only(call, _rule_args(request)) if remember else None,
     )
+    if decided.status == ToolCall.Status.AWAITING_APPROVAL:
+        return "your approval is recorded; it waits for the others"
     return "denied" if decision == "deny" else "approved"
 
 

@@ -16,6 +16,7 @@ from tools_app.core.policy.remember import remember_patterns
 from tools_app.core.skills.executors import unfilled_placeholders
 from tools_app.core.tools.catalogue import facts_for
 from tools_app.models import Decision, PullRequest, ToolCall
+from tools_app.selectors.decisions import quorum_status
 from tools_app.selectors.sessions import long_text
 
 # An escaped pair (`\\` and any character), or an invisible character on its own.
@@ -90,12 +91,17 @@ def card_context(call: ToolCall, user: Any, **extra: Any) -> dict[str, Any]:
     """Everything `_card.html` needs; `extra` carries an error and the reviewer's text."""
     field, edited = edit_target(call)
     awaiting = call.status == ToolCall.Status.AWAITING_APPROVAL
+    quorum = quorum_status(call)
+    approved_already = quorum is not None and user.get_username() in quorum["approved_by"]
     context = {
         **call_view(call),
         "call": call,
         "awaiting": awaiting,
         "decided": None if awaiting else decided_text(call),
-        "may_approve": access.may_decide(user, access.BROWSER, call, approve=True),
+        "quorum": quorum,
+        "approved_already": approved_already,
+        "may_approve": not approved_already
+        and access.may_decide(user, access.BROWSER, call, approve=True),
         "edit_field": field,
         "edit_value": _edit_value(edited, field),
         "args_json": json.dumps(edited, indent=2, ensure_ascii=False),
@@ -217,4 +223,8 @@ def decided_text(call: ToolCall) -> str:
     if human.remember and how == "approved":
         how = "approved and remembered"
     reason = f" ({human.reason})" if human.reason else ""
+    quorum = quorum_status(call) if how.startswith("approved") else None
+    if quorum is not None:
+        how += f" ({len(quorum['approved_by'])} of {quorum['needed']}: "
+        how += ", ".join(quorum["approved_by"]) + ")"
     return f"Decided by {who}: {how}{reason}"

@@ -11,6 +11,8 @@ author created (`rules.self_approval`): the four-eyes rule outranks it. And a ru
 reviewer widened without being a policy admin (`Rule.reviewer_bounded`) never allows a
 call that a risky built-in approval (`RISKY_APPROVALS`) sends to a person: step 4 passes
 it over, and if no later rule decides, that approval does, saying why the rule did not.
+Nor does a reviewer's rule lower a quorum: where an admin's rule asks N people to
+approve a call, a remembered or widened allow rule that matches first is passed over.
 """
 
 from __future__ import annotations
@@ -76,6 +78,9 @@ def _allow_rule_verdict(context: CallContext) -> Verdict | None:
     applies: the next rule (not bounded) in order decides, else that approval does."""
     rules = context.policy.rules
     rule = first_matching_rule(rules, context, deny=False)
+    quorum_rule = _quorum_kept(rule, rules, context)
+    if quorum_rule is not None:
+        return _rule_verdict(quorum_rule)
     if rule is None or not _bounded(rule):
         return _rule_verdict(rule)
     risky = _first(RISKY_APPROVALS, context)
@@ -84,6 +89,18 @@ def _allow_rule_verdict(context: CallContext) -> Verdict | None:
     unbounded = tuple(other for other in rules if not _bounded(other))
     later = first_matching_rule(unbounded, context, deny=False)
     return _rule_verdict(later) or _passed_over(risky, rule)
+
+
+def _quorum_kept(rule: Rule | None, rules: tuple[Rule, ...], context: CallContext) -> Rule | None:
+    """Remembered rules never lower a quorum: a reviewer's rule (remembered or widened)
+    does not allow a call that an admin's rule sends to more than one person; that rule
+    decides instead."""
+    if rule is None or rule.verdict != "allow":
+        return None
+    if not (rule.remembered_by or rule.reviewer_bounded):
+        return None
+    quorums = tuple(other for other in rules if other.quorum is not None)
+    return first_matching_rule(quorums, context, deny=False) if quorums else None
 
 
 def _bounded(rule: Rule) -> bool:
@@ -103,7 +120,8 @@ def _passed_over(approval: Verdict, rule: Rule) -> Verdict:
 def _rule_verdict(rule: Rule | None) -> Verdict | None:
     if rule is None:
         return None
-    return Verdict(rule.verdict, rule.reason or _generated_reason(rule), f"rule {rule.id}")
+    reason = rule.reason or _generated_reason(rule)
+    return Verdict(rule.verdict, reason, f"rule {rule.id}", quorum=rule.quorum)
 
 
 _VERBS = {"deny": "denies", "allow": "allows", "require_approval": "asks a person to approve"}

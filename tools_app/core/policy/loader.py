@@ -15,10 +15,12 @@ from tools_app.core.policy.defaults import DEFAULT_SPEC
 from tools_app.core.policy.patterns import compile_pattern
 from tools_app.core.policy.rules import value_pattern_problem
 from tools_app.core.policy.types import (
+    MAX_APPROVALS,
     PLAIN_FIELDS,
     POLICY_FIELDS,
     VERDICTS,
     PolicySpec,
+    Quorum,
     Rule,
     field_values,
 )
@@ -28,7 +30,8 @@ LIST_FIELDS = tuple(f.name for f in POLICY_FIELDS if f.kind == "list")
 INT_FIELDS = {f.name: f.minimum for f in POLICY_FIELDS if f.kind == "int"}
 BOOL_FIELDS = tuple(f.name for f in POLICY_FIELDS if f.kind == "bool")
 POLICY_KEYS = tuple(f.name for f in POLICY_FIELDS)
-RULE_KEYS = ("id", "tool", "args", "decision", "reason")
+RULE_KEYS = ("id", "tool", "args", "decision", "reason", "approvals")
+QUORUM_KEYS = ("count", "group")
 
 
 @dataclass(frozen=True)
@@ -131,7 +134,34 @@ def _rule_problems(where: str, rule: Any) -> list[PolicyProblem]:
     rule_id = rule.get("id", "")
     if isinstance(rule_id, bool) or not isinstance(rule_id, str | int):
         problems.append(PolicyProblem(f"{where}.id", "must be a string or a number"))
+    if "approvals" in rule:
+        problems += _quorum_problems(f"{where}.approvals", rule["approvals"], rule.get("decision"))
     return problems + _args_problems(f"{where}.args", rule.get("args", {}))
+
+
+def _quorum_problems(where: str, quorum: Any, decision: Any) -> list[PolicyProblem]:
+    """`approvals: {count: N, group: NAME}`: N distinct people (of group NAME, when
+    named) approve a call the rule sends to a person."""
+    if decision != "require_approval":
+        return [PolicyProblem(where, "is only for a rule whose decision is require_approval")]
+    if not isinstance(quorum, Mapping):
+        return [PolicyProblem(where, f"must be an object {{count, group}}, not {_kind(quorum)}")]
+    problems = [
+        PolicyProblem(f"{where}.{key}", f"unknown key (known: {', '.join(QUORUM_KEYS)})")
+        for key in quorum
+        if key not in QUORUM_KEYS
+    ]
+    count = quorum.get("count", 1)
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_APPROVALS:
+        problems.append(
+            PolicyProblem(f"{where}.count", f"must be a number from 1 to {MAX_APPROVALS}")
+        )
+    group = quorum.get("group", "")
+    if not isinstance(group, str) or len(group) > 150 or group != group.strip():
+        problems.append(
+            PolicyProblem(f"{where}.group", "must be a group's name (at most 150 characters)")
+        )
+    return problems
 
 
 def _args_problems(where: str, args: Any) -> list[PolicyProblem]:
@@ -188,7 +218,14 @@ def _rule_from_dict(index: int, data: Mapping[str, Any]) -> Rule:
         args=dict(data.get("args", {})),
         verdict=data["decision"],
         reason=data.get("reason", ""),
+        quorum=_quorum_from_dict(data.get("approvals")),
     )
+
+
+def _quorum_from_dict(data: Mapping[str, Any] | None) -> Quorum | None:
+    """None for no quorum, or for one that asks no more than any reviewer's yes."""
+    quorum = Quorum(**data) if data else None
+    return quorum if quorum != Quorum() else None
 
 
 def policy_from_dict(data: Mapping[str, Any]) -> PolicySpec:
@@ -208,7 +245,8 @@ def policy_from_dict(data: Mapping[str, Any]) -> PolicySpec:
 def _rule_to_dict(index: int, rule: Rule) -> dict[str, Any]:
     data: dict[str, Any] = {} if rule.id == str(index + 1) else {"id": rule.id}
     data |= {"tool": rule.tool, "args": dict(rule.args), "decision": rule.verdict}
-    return data | {"reason": rule.reason}
+    data |= {"reason": rule.reason}
+    return data | ({"approvals": rule.quorum.as_dict()} if rule.quorum else {})
 
 
 def policy_to_dict(spec: PolicySpec) -> dict[str, Any]:

@@ -20,10 +20,29 @@ class Verdict:
     kind: VerdictKind
     reason: str
     rule: str
+    quorum: Quorum | None = None  # a require_approval that needs more than anyone's yes
 
-    def as_dict(self) -> dict[str, str]:
+    def as_dict(self) -> dict[str, Any]:
         # "decision": the key the API and the commands have always answered with.
-        return {"decision": self.kind, "reason": self.reason, "rule": self.rule}
+        answer: dict[str, Any] = {"decision": self.kind, "reason": self.reason, "rule": self.rule}
+        if self.quorum is not None:
+            answer["approvals"] = self.quorum.as_dict()
+        return answer
+
+
+MAX_APPROVALS = 10
+
+
+@dataclass(frozen=True)
+class Quorum:
+    """How many distinct people must approve a call (`count`), and from which group
+    (`group`; empty: any reviewer). None of them may be the session's creator."""
+
+    count: int = 1
+    group: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"count": self.count, "group": self.group}
 
 
 @dataclass(frozen=True)
@@ -38,7 +57,8 @@ class Rule:
     session they created (see `rules.first_matching_rule`). `reviewer_bounded`: a
     reviewer who is not a policy admin widened it, so it allows no more than such a
     reviewer may widen: never a call a risky built-in approval sends to a person (see
-    `engine.RISKY_APPROVALS`).
+    `engine.RISKY_APPROVALS`). `quorum`: the approvals a call this rule sends to a person
+    needs (a policy file's `approvals: {count, group}`).
     """
 
     id: str
@@ -48,6 +68,7 @@ class Rule:
     reason: str = ""
     remembered_by: str = ""
     reviewer_bounded: bool = False
+    quorum: Quorum | None = None  # only on a require_approval rule
 
 
 FieldKind = Literal["text", "int", "bool", "list", "rules"]
