@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -148,7 +149,7 @@ def test_a_page_costs_the_same_queries_whatever_the_number_of_sessions(reviewer:
 # --- the new-session form ------------------------------------------------------------------
 
 
-def test_the_form_shows_the_fields_and_the_configured_roles(creator: User, settings) -> None:
+def test_the_form_shows_the_fields_and_the_configured_roles(creator: User, settings: Any) -> None:
     settings.AGENTWEB_MODEL_CODER = "openai:gpt-4.1"
     page = browser(creator).get("/sessions/new/").content.decode()
     for label in ("Repository", "Task", "Model", "Policy"):
@@ -158,7 +159,7 @@ def test_the_form_shows_the_fields_and_the_configured_roles(creator: User, setti
 
 
 def test_a_role_that_is_not_configured_names_the_setting_that_configures_it(
-    creator: User, settings
+    creator: User, settings: Any
 ) -> None:
     settings.AGENTWEB_MODEL_FAST = "openai:gpt-4.1-mini"
     settings.AGENTWEB_MODEL_CODER = "openai:gpt-4.1"
@@ -194,7 +195,7 @@ def test_a_valid_form_starts_a_session_and_opens_its_page(creator: User, workspa
     ],
 )
 def test_a_bad_field_is_named_on_the_form_and_starts_nothing(
-    creator: User, workspace: Path, settings, field: str, value: str, error: str
+    creator: User, workspace: Path, settings: Any, field: str, value: str, error: str
 ) -> None:
     settings.AGENTWEB_MODEL_ARCHITECT = ""
     data = {"repo": str(workspace), "task": "add a test", "model": "", "policy": "default"}
@@ -378,3 +379,25 @@ def test_the_session_page_names_its_active_skills_and_the_words_that_matched(
     page = browser(creator).get(f"/sessions/{session.pk}/").content.decode()
     assert "Active skills" in page
     assert "release</a>, matched by “ship”, “&lt;release&gt;”" in page
+
+
+def test_a_session_without_a_model_says_how_to_drive_it(creator: User) -> None:
+    session = make_session(creator, model="", status=Status.RUNNING)
+    page = browser(creator).get(f"/sessions/{session.pk}/").content.decode()
+    calls = f"http://testserver/api/sessions/{session.pk}/tool-calls?wait=30"
+    assert f'<pre class="command" id="drive-curl">curl -sS -X POST &quot;{calls}&quot;' in page
+    assert '<code id="drive-mcp">http://testserver/mcp</code>' in page
+    assert f"{{&quot;path&quot;: &quot;.&quot;, &quot;session&quot;: {session.pk}}}" in page
+    assert "bin/agentweb create_api_token alice --scope agent" in page
+    assert '<a href="/connect/">Connect your agent</a>' in page
+    assert '<details class="drive" id="drive" open>' in page  # no call yet
+
+
+@pytest.mark.parametrize(
+    "fields", [{"model": "script:/tmp/plan.json"}, {"model": "", "status": Status.DONE}]
+)
+def test_a_session_with_a_model_or_over_has_no_driving_help(
+    creator: User, fields: dict[str, object]
+) -> None:
+    session = make_session(creator, **fields)
+    assert 'id="drive"' not in browser(creator).get(f"/sessions/{session.pk}/").content.decode()

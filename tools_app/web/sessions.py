@@ -19,6 +19,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 from tools_app import access, services
 from tools_app.models import AgentSession, AuditEntry
 from tools_app.selectors import records, sessions
+from tools_app.web.session_drive import drive_help
 from tools_app.web.session_forms import SessionForm, configured_roles
 
 STATUSES = AgentSession.Status
@@ -75,6 +76,7 @@ def session_new(request: HttpRequest) -> HttpResponse:
 def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
     session = access.session_for(request.user, session_id)
     context = _live_context(request, session)
+    context["drive"] = drive_help(request, session)
     if session.workspace:  # asked once per page, not on every live refresh
         context["tracked_secrets"] = records.tracked_secrets_note(
             session.policy, Path(session.workspace)
