@@ -7,6 +7,7 @@ audit entry) and follows the policy wherever the policy goes.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import httpx
@@ -26,17 +27,20 @@ DOWNLOAD = "/api/hooks/agentweb-hook.py"
 STORED = (AgentSession, ToolCall, Event, AuditEntry)
 
 
-async def _request(method: str, path: str, headers: dict[str, str], host: str) -> httpx.Response:
+async def _request(
+    method: str, path: str, headers: dict[str, str], host: str, body: bytes | None
+) -> httpx.Response:
     transport = httpx.ASGITransport(app=application)  # as daphne serves /api/hooks/
     async with httpx.AsyncClient(transport=transport, base_url=f"http://{host}") as client:
-        return await client.request(method, path, headers=headers)
+        return await client.request(method, path, headers=headers, content=body)
 
 
 def request(
-    path: str, method: str = "GET", host: str = "127.0.0.1", **headers: str
-) -> httpx.Response:
+    path: str, method: str = "GET", host: str = "127.0.0.1", body: bytes | None = None,
+    **headers: str,
+) -> httpx.Response:  # fmt: skip
     # From the test's thread: the view's database work runs back in it, in its transaction.
-    return async_to_sync(_request)(method, path, headers, host)
+    return async_to_sync(_request)(method, path, headers, host, body)
 
 
 def check(token: str, query: str = "", **headers: str) -> httpx.Response:
@@ -98,7 +102,7 @@ def test_a_policy_that_lets_env_through_fails_the_check(token: str) -> None:
     ("value", "detail"),
     [
         (None, "Send `Authorization: Bearer TOKEN`"),
-        ("aw_not-a-token", "The bearer token is not valid"),
+        ("aw_not-a-token", "The bearer token is not valid: the token is unknown."),
     ],
 )
 def test_no_token_or_a_bad_one_is_a_401(value: str | None, detail: str) -> None:
@@ -108,9 +112,12 @@ def test_no_token_or_a_bad_one_is_a_401(value: str | None, detail: str) -> None:
     assert detail in answer.json()["detail"]
 
 
-def test_a_revoked_token_is_a_401(token: str) -> None:
+def test_a_revoked_token_is_a_401_that_says_so(token: str) -> None:
     ApiToken.objects.update(revoked=True)
-    assert check(token).status_code == 401
+    answer = check(token)
+    assert answer.status_code == 401
+    assert "The bearer token is not valid: the token aw_" in answer.json()["detail"]
+    assert "was revoked" in answer.json()["detail"]
 
 
 def test_a_review_token_fails_the_token_check(reviewer: User) -> None:
@@ -147,6 +154,25 @@ def test_a_hook_below_the_minimum_fails_and_an_older_one_is_told(token: str) -> 
     assert "/api/hooks/agentweb-hook.py" in version["detail"]
     current = check(token, **{"User-Agent": f"agentweb-hook/{agentweb_hook.__version__}"})
     assert outcome(current)["hook version"] is True
+
+
+def test_the_hook_endpoint_refuses_a_hook_below_the_minimum_and_stores_nothing(
+    token: str,
+) -> None:
+    event = {
+        "session_id": "s-1", "cwd": "/home/alice/project", "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "toolu_1",
+    }  # fmt: skip
+    headers = {"Authorization": f"Bearer {token}", "User-Agent": "agentweb-hook/0.9"}
+    old = request("/api/hooks/claude-code", "POST", body=json.dumps(event).encode(), **headers)
+    output = old.json()["hookSpecificOutput"]
+    assert output["permissionDecision"] == "deny"
+    assert "agentweb-hook 0.9 is older than 1.0" in output["permissionDecisionReason"]
+    assert not AgentSession.objects.exists()
+    assert old.headers["X-Agentweb-Hook-Minimum"] == "1.0"
+    headers["User-Agent"] = f"agentweb-hook/{agentweb_hook.__version__}"
+    current = request("/api/hooks/claude-code", "POST", body=json.dumps(event).encode(), **headers)
+    assert current.json()["hookSpecificOutput"]["permissionDecision"] == "allow"
 
 
 def test_another_host_is_refused_naming_the_setting(token: str) -> None:

@@ -13,15 +13,14 @@ from pathlib import Path
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 import agentweb_hook
-from tools_app import services
 from tools_app.api.entry_checks import entry_refusal
 from tools_app.errors import ServiceError
 from tools_app.services import connection_check as check
+from tools_app.services import tokens
 
 HOOK_SOURCE = Path(agentweb_hook.__file__)
-# What to send and what was wrong: not secrets.
+# What to send: not a secret.
 NO_TOKEN = "Send `Authorization: Bearer TOKEN`, an agent token (AGENTWEB_TOKEN)."  # noqa: S105
-BAD_TOKEN = "The bearer token is not valid (unknown, expired or revoked)."  # noqa: S105
 
 
 def hook_check(request: HttpRequest) -> JsonResponse:
@@ -33,9 +32,9 @@ def hook_check(request: HttpRequest) -> JsonResponse:
     scheme, _, value = request.headers.get("Authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not value.strip():
         return _error(NO_TOKEN, 401)
-    token = services.api_token_authenticate(token=value.strip())
-    if token is None:
-        return _error(BAD_TOKEN, 401)
+    token = tokens.api_token_verify(token=value.strip())
+    if isinstance(token, str):
+        return _error(f"The bearer token is not valid: {token}.", 401)
     try:
         report = check.connection_check(
             token=token,

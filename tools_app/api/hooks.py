@@ -30,7 +30,7 @@ from tools_app.models import ApiToken, ToolCall
 from tools_app.ops import metrics
 from tools_app.selectors import records
 from tools_app.selectors.decisions import approved_by_person
-from tools_app.services import gateway, tokens
+from tools_app.services import connection_check, gateway, tokens
 
 logger = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ async def claude_code_hook(request: HttpRequest) -> JsonResponse:
             "details): it is denied to be safe"
         )
     metrics.hook_answered(answer, time.monotonic() - started)
-    return JsonResponse(answer, status=200)
+    return JsonResponse(answer, status=200, headers=connection_check.hook_version_headers())
 
 
 async def _answer(request: HttpRequest) -> dict[str, Any]:
@@ -115,6 +115,9 @@ def _answer_now(request: HttpRequest) -> tuple[dict[str, Any], tuple[int, int] |
     refused = entry_refusal(request)  # Host and Origin: no middleware runs before a hook
     if refused is not None:
         return deny(f"agentweb refused the hook: {refused.detail}"), None
+    outdated = connection_check.hook_client_refusal(request.headers.get("User-Agent", ""))
+    if outdated is not None:  # it may misread this server's answers: judged by nothing
+        return deny(f"agentweb refused the hook: {outdated}"), None
     token = _token(request.headers.get("Authorization", ""))
     if isinstance(token, str):
         return deny(token), None

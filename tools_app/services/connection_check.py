@@ -9,6 +9,7 @@ last-used time is the one write, made by authenticating it).
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -67,6 +68,7 @@ class Check:
     detail: str
 
 
+@functools.cache  # asked on every hook answer
 def server_version() -> str:
     try:
         return importlib.metadata.version("agentweb")
