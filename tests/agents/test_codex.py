@@ -151,15 +151,22 @@ def test_a_dangerous_command_is_denied_and_the_model_reads_why(
 def test_a_write_waits_is_approved_and_lands_on_disk(
     agentweb: str, token: str, project: Path, hook_bin: Path, rita: User
 ) -> None:
+    assert approved_env_write(agentweb, token, project, hook_bin, rita).status == "succeeded"
+
+
+def approved_env_write(
+    url: str, token: str, project: Path, hook_bin: Path, rita: User, *, system_path: bool = False
+) -> ToolCall:
+    """Codex writes .env: the call waits (nothing on disk), Rita approves, it lands."""
     with FakeOpenAI("exec_command", shell("printf 'API_KEY=approved\\n' > .env")) as fake:
-        process = run_codex(project, agentweb, token, fake, hook_bin)
+        process = run_codex(project, url, token, fake, hook_bin, system_path=system_path)
         call = awaiting_call(process)
         assert not (project / ".env").exists()  # held while a person decides
         services.tool_call_decide(call=call, user=rita, scope="session", decision="approve")
         finished(process)
     assert (project / ".env").read_text() == "API_KEY=approved\n"
     call.refresh_from_db()
-    assert call.status == "succeeded"
+    return call
 
 
 def test_edit_then_approve_runs_the_edited_command(
