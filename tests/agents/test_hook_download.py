@@ -9,10 +9,10 @@ virtualenv offline (its build backend is the standard library).
 
 from __future__ import annotations
 
-import ensurepip
 import os
 import shutil
 import subprocess
+import sys
 import venv
 from pathlib import Path
 
@@ -139,21 +139,22 @@ def test_a_hook_older_than_the_minimum_is_blocked_and_says_why(
 def test_pip_installs_the_hook_package_offline_into_an_empty_venv(
     agentweb: str, token: str, tmp_path: Path
 ) -> None:
-    """No index, no find-links, no configuration: the build needs nothing downloaded. (No
-    build isolation either: it would only add an empty environment, for 4 s here.)"""
+    """No index, no find-links, no configuration: the build needs nothing downloaded. pip
+    is the test's own, installing into the laptop's Python (`--python`, as pipx's shared
+    pip does), with build isolation as by default."""
     source = tmp_path / "agentweb_hook"
     shutil.copytree(ROOT / "agentweb_hook", source, ignore=shutil.ignore_patterns("__pycache__"))
     laptop = tmp_path / "venv"
     venv.create(laptop, with_pip=False)
-    pip = Path(ensurepip.__file__).parent / "_bundled"
-    wheel = next(pip.glob("pip-*.whl"))  # pip runs from its own wheel, as get-pip does
     env = {"PATH": "/usr/bin:/bin", "PIP_CONFIG_FILE": os.devnull, "HOME": str(tmp_path)}
     install = [
-        str(laptop / "bin" / "python"), f"{wheel}/pip", "install", "--isolated",
-        "--no-index", "--no-build-isolation", "--disable-pip-version-check", "--quiet", str(source),
+        sys.executable, "-m", "pip", "--python", str(laptop / "bin" / "python"), "install",
+        "--isolated", "--no-index", "--disable-pip-version-check", "--quiet", str(source),
     ]  # fmt: skip
     done = subprocess.run(install, env=env, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert not (source / "build").exists()
+    script = laptop / "bin" / "agentweb-hook"
+    assert script.read_text().startswith(f"#!{laptop}/bin/python")
     checked = on_laptop(laptop / "bin", agentweb, token, "agentweb-hook", "check")
     assert checked.returncode == 0, checked.stderr
