@@ -82,9 +82,11 @@ def migrated_rows(browser: Any) -> None:
 
 @pytest.fixture(scope="session")
 def live_server_url(stack: Worker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """daphne on a free port of 127.0.0.1, with the worker's database, Redis and queues."""
+    """daphne on a free port of 127.0.0.1, with the worker's database, Redis and queues,
+    reached at its own URL (AGENTWEB_BASE_URL: what the Connect page tells agents)."""
     log = tmp_path_factory.mktemp("daphne") / "daphne.log"
     server = Daphne({**stack.env, "DJANGO_DEBUG": "0"}, log)
+    server.env["AGENTWEB_BASE_URL"] = server.url
     server.start()
     yield server.url
     server.stop()
