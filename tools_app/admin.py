@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from django.contrib.admin.options import _FieldGroups, _FieldOpts
 
 
-class PolicyRuleInline(admin.TabularInline[PolicyRule, Policy]):
+class PolicyRuleInline(admin.StackedInline[PolicyRule, Policy]):
     """The rules in the order the engine tries them, with who made each and whether a
     reviewer's "approve & remember" did (such a rule never allows its author's own
     sessions' calls under require_distinct_reviewer), and whether a reviewer who is not

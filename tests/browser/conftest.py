@@ -17,6 +17,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.db import connection
 
+from tests.browser.layout import checked_contexts
 from tests.browser.server import PASSWORD, Agent, Daphne
 from tests.helpers import ROOT, Worker
 from tools_app import services
@@ -135,23 +136,19 @@ def agent(live_server_url: str) -> Iterator[Agent]:
 
 @pytest.fixture
 def log_in(browser: Any, live_server_url: str) -> Iterator[Any]:
-    """`log_in(user)`: a page in a fresh browser context, logged in through /login/."""
-    contexts: list[Any] = []
+    """`log_in(user)`: a page in a fresh browser context, logged in through /login/.
 
-    def open_page(user: User) -> Any:
-        context = browser.new_context(
-            base_url=live_server_url, viewport={"width": 1280, "height": 900}
-        )
-        context.set_default_timeout(20_000)
-        contexts.append(context)
-        page = context.new_page()
-        page.goto("/login/")
-        page.get_by_label("Username").fill(user.get_username())
-        page.get_by_label("Password").fill(PASSWORD)
-        page.get_by_role("button", name="Log in").click()
-        page.wait_for_load_state()
-        return page
+    Every page the test opens in that context is then checked for sideways scrolling at
+    desktop and phone width (tests/browser/layout.py), before the context closes."""
+    with checked_contexts(browser, live_server_url, SCREENSHOTS) as new_context:
 
-    yield open_page
-    for context in contexts:
-        context.close()
+        def open_page(user: User) -> Any:
+            page = new_context().new_page()
+            page.goto("/login/")
+            page.get_by_label("Username").fill(user.get_username())
+            page.get_by_label("Password").fill(PASSWORD)
+            page.get_by_role("button", name="Log in").click()
+            page.wait_for_load_state()
+            return page
+
+        yield open_page
