@@ -59,3 +59,26 @@ def test_a_skill_author_creates_checks_exports_and_imports_a_skill(
     skill = Skill.objects.get(name="shipping")
     assert skill.triggers == ["ship", "release notes"]
     assert [tool.name for tool in skill.tools.all()] == ["announce"]
+
+
+def test_the_tools_field_says_what_is_wrong_as_it_is_typed_and_inserts_the_example(
+    log_in: Any,
+) -> None:
+    sam = User.objects.create_user("sam", "sam@example.com", PASSWORD, is_staff=True)
+    page: Page = log_in(sam)
+    page.goto("/skills/new/")
+    tools, said = page.get_by_label("Tools (JSON)"), page.locator("#id_tools_check")
+    tools.fill('[{"name": "announce",}]')
+    expect(said).to_contain_text("Not valid JSON")
+    expect(said).to_contain_text("line 1, column")
+    expect(tools).to_have_attribute("aria-invalid", "true")
+    tools.fill(json.dumps([{**TOOL, "executor": {"kind": "shell", "command": "make"}}]))
+    expect(said).to_have_text("tools[0].executor: `kind` must be one of command, http, prompt")
+
+    tools.fill("")
+    page.get_by_role("button", name="Insert the example tool").click()
+    expect(said).to_contain_text("1 tool(s): run_lint.")
+    page.get_by_label("Name").fill("linting")
+    page.get_by_role("button", name="Save skill").click()
+    page.wait_for_url("**/skills/")
+    assert [tool.name for tool in Skill.objects.get(name="linting").tools.all()] == ["run_lint"]

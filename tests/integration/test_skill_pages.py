@@ -3,7 +3,9 @@ enable/disable, delete, export/import round trip, and who may write."""
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from typing import Any
 
 import pytest
@@ -106,13 +108,34 @@ def test_tools_that_are_not_json_and_a_taken_name_are_field_errors(
 ) -> None:
     before = Skill.objects.count()
     answer = sam.post("/skills/new/", {**DEPLOY, "name": "other", "tools": "[{"})
-    assert "Not valid JSON" in answer.context["form"].errors["tools"][0]
+    assert "tools is not valid JSON: Expecting" in answer.context["form"].errors["tools"][0]
+    assert "line 1 column 3" in answer.context["form"].errors["tools"][0]
     taken = sam.post("/skills/new/", {**DEPLOY, "tools": "[]"})
     assert "already a skill named" in taken.context["form"].errors["name"][0]
     core = [{"name": "read_file", "inputSchema": {"type": "object"}}]
     shadow = sam.post("/skills/new/", {**DEPLOY, "name": "x", "tools": json.dumps(core)})
     assert "tools" in shadow.context["form"].errors
     assert Skill.objects.count() == before
+
+
+def test_tools_that_are_not_a_list_are_named_so_and_nothing_is_saved(sam: Client) -> None:
+    answer = sam.post("/skills/new/", {**DEPLOY, "tools": json.dumps(TOOLS[0])})
+    error = answer.context["form"].errors["tools"][0]
+    assert error == "tools must be a JSON list [ … ] of tools, not an object { … }."
+    assert not Skill.objects.filter(name="deploy").exists()
+
+
+def test_the_form_shows_an_example_tool_that_saves_as_it_is(sam: Client) -> None:
+    page = sam.get("/skills/new/").content.decode()
+    shown = re.search(r'<pre id="example-tool">(.*?)</pre>', page, re.S)
+    assert shown is not None
+    example = json.loads(html.unescape(shown[1]))
+    assert example["executor"]["kind"] == "command"
+    assert 'data-executor-kinds="command http prompt"' in page
+    assert "/static/agentweb/skill_tools.js" in page
+    answer = sam.post("/skills/new/", {**DEPLOY, "tools": json.dumps([example])})
+    assert answer.status_code == 302, answer.context["form"].errors
+    assert Skill.objects.get(name="deploy").tools.get().name == example["name"]
 
 
 def test_edit_shows_the_skill_and_saves_it(sam: Client, deploy: Skill) -> None:

@@ -10,7 +10,8 @@ from typing import Any
 
 from django import forms
 
-from tools_app.core.skills.definitions import SkillInvalid
+from tools_app.core.skills.definitions import TOOL_KEYS, TOOL_NAME, SkillInvalid
+from tools_app.core.skills.executors import KINDS
 from tools_app.core.skills.skillmd import skill_dict_from_markdown
 from tools_app.core.tools.jsonsafe import UnsafeJSON, loads
 from tools_app.errors import Conflict, ServiceError
@@ -18,9 +19,32 @@ from tools_app.services.skills import SkillRefused
 
 _TEXT_FIELDS = ("name", "description", "triggers", "instructions", "enabled")
 TOOLS_HELP = (
-    'A JSON list of tools: {"name", "description", "inputSchema", "executor", "enabled"}; '
-    'executor is {"kind": "command" | "http" | "prompt", …} (see README, Skills).'
+    'A JSON list of tools, each {"name", "description", "inputSchema", "executor"} '
+    '(and "enabled": false to hide one). The executor is {"kind": "command", "command", '
+    '"timeout"} (the arguments arrive as AGENTWEB_ARG_NAME variables and JSON on stdin), '
+    '{"kind": "http", "url", "method", "headers": {"NAME": {"env": "VARIABLE"}}} (the '
+    'arguments POSTed as JSON) or {"kind": "prompt", "template"} ($name fills an argument).'
 )
+# A real tool, valid as it is: shown beside the tools field and inserted by its button.
+EXAMPLE_TOOL: dict[str, Any] = {
+    "name": "run_lint",
+    "description": "Run the linter on one file or folder and report what it finds",
+    "inputSchema": {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "A file or folder in the workspace"}
+        },
+        "required": ["path"],
+    },
+    "executor": {"kind": "command", "command": 'ruff check -- "$AGENTWEB_ARG_PATH"', "timeout": 60},
+}
+# What the page's own check (static/agentweb/skill_tools.js) knows, from the one source.
+TOOLS_CHECK_ATTRS = {
+    "data-tool-keys": " ".join(sorted(TOOL_KEYS)),
+    "data-tool-name": TOOL_NAME.pattern,
+    "data-executor-kinds": " ".join(KINDS),
+    "aria-describedby": "id_tools_helptext id_tools_check",
+}
 
 
 class SkillForm(forms.Form):
@@ -49,7 +73,9 @@ class SkillForm(forms.Form):
         label="Tools (JSON)",
         required=False,
         initial="[]",
-        widget=forms.Textarea(attrs={"rows": 14, "spellcheck": "false", "class": "code"}),
+        widget=forms.Textarea(
+            attrs={"rows": 14, "spellcheck": "false", "class": "code", **TOOLS_CHECK_ATTRS}
+        ),
         help_text=TOOLS_HELP,
     )
 
@@ -60,9 +86,14 @@ class SkillForm(forms.Form):
     def clean_tools(self) -> object:
         text = (self.cleaned_data.get("tools") or "").strip() or "[]"
         try:
-            return loads(text.encode(), name="tools")
+            tools = loads(text.encode(), name="tools")
         except UnsafeJSON as exc:
-            raise forms.ValidationError(f"Not valid JSON: {exc}") from None
+            raise forms.ValidationError(f"{exc}.") from None
+        if not isinstance(tools, list):
+            raise forms.ValidationError(
+                f"tools must be a JSON list [ … ] of tools, not {_json_kind(tools)}."
+            )
+        return tools
 
     def skill_dict(self) -> dict[str, Any]:
         """The skill file's dict (valid form only)."""
@@ -71,6 +102,15 @@ class SkillForm(forms.Form):
     def refuse(self, exc: ServiceError) -> None:
         """Show the service's refusal on the field it names (else on the form)."""
         self.add_error(_field_of(exc), str(exc))
+
+
+def _json_kind(value: object) -> str:
+    names = {dict: "an object { … }", str: "a string", bool: "true or false"}
+    return names.get(type(value), "a number" if isinstance(value, int | float) else "null")
+
+
+def example_tool_json() -> str:
+    return json.dumps(EXAMPLE_TOOL, indent=2)
 
 
 def _field_of(exc: ServiceError) -> str | None:

@@ -22,7 +22,7 @@ from tools_app.errors import ServiceError
 from tools_app.models import AuditEntry, Skill
 from tools_app.selectors import records
 from tools_app.services import skills as skill_services
-from tools_app.web.skill_forms import SkillForm, SkillImportForm, skill_initial
+from tools_app.web.skill_forms import SkillForm, SkillImportForm, example_tool_json, skill_initial
 
 GET_OR_POST = ["GET", "HEAD", "POST"]
 
@@ -62,7 +62,7 @@ def skill_new(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"Skill {skill.name} created.")
             return redirect("skills")
-    return render(request, "tools_app/skill_form.html", {"form": form, "skill": None})
+    return _form_page(request, form, None)
 
 
 @login_required
@@ -72,7 +72,7 @@ def skill_edit(request: HttpRequest, name: str) -> HttpResponse:
     access.check_edit_skills(request.user, access.BROWSER)
     if request.method != "POST":
         form = SkillForm(initial=skill_initial(skill_to_dict(records.skill_data(skill))))
-        return render(request, "tools_app/skill_form.html", {"form": form, "skill": skill})
+        return _form_page(request, form, skill)
     form = SkillForm(request.POST)
     if form.is_valid():
         try:
@@ -84,7 +84,12 @@ def skill_edit(request: HttpRequest, name: str) -> HttpResponse:
         else:
             messages.success(request, f"Skill {saved.name} saved.")
             return redirect("skills")
-    return render(request, "tools_app/skill_form.html", {"form": form, "skill": skill})
+    return _form_page(request, form, skill)
+
+
+def _form_page(request: HttpRequest, form: SkillForm, skill: Skill | None) -> HttpResponse:
+    context = {"form": form, "skill": skill, "example_tool": example_tool_json()}
+    return render(request, "tools_app/skill_form.html", context)
 
 
 @login_required
