@@ -52,7 +52,7 @@ def connect_claude_code(page: Page, policy: str) -> tuple[dict[str, Any], str]:
 
 
 def test_a_new_user_connects_claude_code_and_its_write_of_env_waits_in_the_inbox(
-    live_server_url: str, log_in: Any, reviewer: User, tmp_path: Path
+    live_server_url: str, log_in: Any, reviewer: User, tmp_path: Path, screenshots: Path
 ) -> None:
     secrets = [path for path in default_secret_paths() if not path.startswith(".env")]
     Policy.objects.create(name="team", secret_paths=secrets)
@@ -70,6 +70,7 @@ def test_a_new_user_connects_claude_code_and_its_write_of_env_waits_in_the_inbox
     assert checks.count() >= 3
     expect(page.locator("#check-results li.check-failed")).to_have_count(0)
     assert not ToolCall.objects.exists()  # a dry run
+    page.screenshot(path=screenshots / "connect-claude-code.png", full_page=True)
 
     project = tmp_path / "project"
     project.mkdir()

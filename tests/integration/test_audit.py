@@ -210,7 +210,9 @@ def test_skill_changes_tokens_and_cancels_are_recorded(
 
     made = AuditEntry.objects.filter(action="token.create").order_by("id")
     by_sam = made.get(actor_name="sam")
-    assert by_sam.details == {"user": "sam", "scope": "review", "prefix": by_sam.details["prefix"]}
+    prefix = by_sam.details["prefix"]
+    assert by_sam.details == {"user": "sam", "scope": "review", "prefix": prefix, "name": "",
+                              "expires_at": None}  # fmt: skip
     assert made.filter(actor_name="", via="cli").count() == 1  # Alice's, from the fixture
 
     session = AgentSession.objects.create(

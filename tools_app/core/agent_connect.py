@@ -116,12 +116,14 @@ def claude_code(connection: Connection) -> tuple[Snippet, ...]:
             " Command hooks: Claude Code refuses http hooks to a private address such as "
             "this server's."
         )
-    if connection.sandbox.secret_paths:
+    secrets = connection.sandbox.secret_paths
+    if secrets:
         # Checked with Claude Code 2.1.332 (tests/browser/test_connect_agent.py): a Read
         # deny rule stops its Write of that file as well, before any hook.
+        named = ", ".join(secrets[:3]) + (" …" if len(secrets) > 3 else "")
         where += (
             " Claude Code then refuses its own reads and writes of the policy's secret "
-            "files (such as .env) outright: they never reach a reviewer."
+            f"files ({named}) outright: they never reach a reviewer."
         )
     snippets = [Snippet("settings", "Claude Code settings", where, _json(settings))]
     if transport == "command":
