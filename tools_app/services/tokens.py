@@ -69,6 +69,17 @@ def api_token_revoke(*, token: ApiToken, by: Any, via: str = Via.BROWSER) -> Api
     return token
 
 
+def api_tokens_revoke_all(*, user: Any, by: Any, via: str = Via.ADMIN) -> int:
+    """Revoke every live token of `user` (a person who left, or whose account is in
+    doubt), each recorded in the audit trail as its own revocation; how many were."""
+    revoked = 0
+    with transaction.atomic():
+        for token in ApiToken.objects.filter(user=user, revoked=False).select_related("user"):
+            api_token_revoke(token=token, by=by, via=via)
+            revoked += 1
+    return revoked
+
+
 def api_token_verify(*, token: str) -> ApiToken | str:
     """The live token behind a bearer string, its use recorded; or why it is refused
     (unknown, revoked, expired), in words its holder can act on."""
