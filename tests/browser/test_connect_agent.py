@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from django.contrib.auth.models import User
 from playwright.sync_api import Page, expect
@@ -90,3 +91,18 @@ def test_a_new_user_connects_claude_code_and_its_write_of_env_waits_in_the_inbox
         finished(process)
     assert not (project / ".env").exists()
     assert ToolCall.objects.get().status == "denied"
+    revoke_on_the_tokens_page(page)
+    check = httpx.get(f"{live_server_url}/api/hooks/check?policy=team&agent=claude-code",
+                      headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+    assert check.status_code == 401, check.text
+
+
+def revoke_on_the_tokens_page(page: Page) -> None:
+    """The token from the Connect page is listed on the tokens page, and revoked there."""
+    page.get_by_role("link", name="your tokens").click()
+    row = page.locator("tr", has_text="Claude Code (Connect)")
+    expect(row).to_contain_text("active")
+    row.get_by_text("Revoke…").click()
+    row.get_by_role("button", name=re.compile(r"^Revoke aw_")).click()
+    expect(page.get_by_role("status").first).to_contain_text("is revoked")
+    expect(page.locator("tr", has_text="Claude Code (Connect)")).to_contain_text("revoked")
