@@ -175,3 +175,16 @@ def test_create_api_token_takes_a_name_and_an_expiry(creator: User) -> None:
     with pytest.raises(CommandError, match="--expires-days: a whole number of days"):
         call_command("create_api_token", "alice", "--expires-days", "0", stdout=StringIO())
     assert ApiToken.objects.count() == 1
+
+
+def test_the_admin_shows_tokens_read_only_so_every_revocation_is_audited(
+    creator: User, superuser: User
+) -> None:
+    services.api_token_create(user=creator, scope="agent", name="alice's laptop")
+    row = ApiToken.objects.get()
+    sam = browser(superuser)
+    assert "alice&#x27;s laptop" in sam.get("/admin/tools_app/apitoken/").content.decode()
+    url = f"/admin/tools_app/apitoken/{row.pk}/change/"
+    assert 'name="revoked"' not in sam.get(url).content.decode()
+    sam.post(url, {"revoked": "on"})
+    assert not ApiToken.objects.get().revoked
