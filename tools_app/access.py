@@ -15,36 +15,92 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import Http404
 
-from tools_app.models import AgentSession, ApiToken, PullRequest, ToolCall
+from tools_app.models import AgentSession, ApiToken, AuditEntry, Project, PullRequest, ToolCall
+from tools_app.tables.projects import REVIEWERS_GROUP as REVIEWERS_GROUP
 
-REVIEWERS_GROUP = "reviewers"
 FULL_SCOPES = frozenset({"session", "review"})
 BROWSER = "session"
 
 
-def is_reviewer(user: Any) -> bool:
-    if not user.is_active:
+# --- projects: who sees and decides whose sessions -----------------------------------------
+
+
+def reviews_everything(user: Any) -> bool:
+    """Superusers, and users given `decide_toolcall` itself, review every project."""
+    if not _active(user):
         return False
-    if user.is_superuser or user.has_perm("tools_app.decide_toolcall"):
-        return True
-    return bool(user.groups.filter(name=REVIEWERS_GROUP).exists())
+    return bool(user.is_superuser or user.has_perm("tools_app.decide_toolcall"))
+
+
+def reviewed_projects(user: Any) -> QuerySet[Project]:
+    """The projects whose calls this person decides (through their groups)."""
+    if reviews_everything(user):
+        return Project.objects.all()
+    if not _active(user):
+        return Project.objects.none()
+    return Project.objects.filter(reviewers__in=user.groups.all()).distinct()
+
+
+def seen_projects(user: Any) -> QuerySet[Project]:
+    """The projects whose sessions this person sees: as a member or a reviewer."""
+    if reviews_everything(user):
+        return Project.objects.all()
+    if not _active(user):
+        return Project.objects.none()
+    groups = user.groups.all()
+    return Project.objects.filter(Q(reviewers__in=groups) | Q(members__in=groups)).distinct()
+
+
+def may_use_project(user: Any, project: Project) -> bool:
+    """Start sessions in it (or take a token for it): its members and reviewers."""
+    return seen_projects(user).filter(pk=project.pk).exists()
+
+
+def is_reviewer(user: Any) -> bool:
+    """Reviews at least one project."""
+    return reviewed_projects(user).exists()
 
 
 def may_review(user: Any, scope: str) -> bool:
+    """Decides some project's calls: from the browser or with a review token."""
     return scope in FULL_SCOPES and is_reviewer(user)
 
 
+def may_review_project(user: Any, scope: str, project_id: int | None) -> bool:
+    if scope not in FULL_SCOPES or project_id is None:
+        return False
+    return reviewed_projects(user).filter(pk=project_id).exists()
+
+
+def reviewable_calls(user: Any, scope: str, calls: QuerySet[ToolCall]) -> QuerySet[ToolCall]:
+    """The calls of `calls` this person may decide: those of the projects they review."""
+    if scope not in FULL_SCOPES or not _active(user):
+        return calls.none()
+    if reviews_everything(user):
+        return calls
+    return calls.filter(session__project__in=reviewed_projects(user))
+
+
 def may_see_session(user: Any, session: AgentSession, scope: str = BROWSER) -> bool:
-    """A creator sees their own sessions; a reviewer (or superuser) sees every one."""
-    return bool(session.creator_id == user.pk or may_review(user, scope))
+    """A creator sees their own sessions; a project's members and reviewers see its
+    sessions from the browser or with a review token; an agent token only its own."""
+    if session.creator_id == user.pk:
+        return True
+    if scope not in FULL_SCOPES or session.project_id is None:
+        return False
+    return seen_projects(user).filter(pk=session.project_id).exists()
 
 
 def visible_sessions(user: Any, scope: str = BROWSER) -> QuerySet[AgentSession]:
     sessions = AgentSession.objects.all()
-    return sessions if may_review(user, scope) else sessions.filter(creator=user)
+    if scope in FULL_SCOPES and reviews_everything(user):
+        return sessions
+    if scope not in FULL_SCOPES:
+        return sessions.filter(creator=user)
+    return sessions.filter(Q(creator=user) | Q(project__in=seen_projects(user)))
 
 
 def may_act_on_session(user: Any, session: AgentSession) -> bool:
@@ -60,10 +116,11 @@ def may_see_pull_request(user: Any, pull: PullRequest, scope: str = BROWSER) -> 
 
 
 def may_decide(user: Any, scope: str, call: ToolCall, *, approve: bool) -> bool:
-    """Reviewers decide; under `require_distinct_reviewer` a creator may only deny. A
-    call with a quorum (more than one approval, or a named group) is approved only by
-    members of its group, never by its session's creator; anyone who reviews may deny."""
-    if not may_review(user, scope):
+    """Reviewers of the call's project decide; under `require_distinct_reviewer` a
+    creator may only deny. A call with a quorum (more than one approval, or a named
+    group) is approved only by members of its group, never by its session's creator;
+    any of the project's reviewers may deny."""
+    if not may_review_project(user, scope, call.session.project_id):
         return False
     if not approve:
         return True
@@ -119,6 +176,15 @@ def may_see_audit(user: Any, scope: str) -> bool:
     return bool(user.is_staff or user.is_superuser or user.has_perm("tools_app.view_auditentry"))
 
 
+def visible_audit(user: Any, entries: QuerySet[AuditEntry]) -> QuerySet[AuditEntry]:
+    """Staff and superusers (admins) read every entry; a person given `view_auditentry`
+    reads the entries of the projects they see, none about no project (a policy, a
+    skill, a token)."""
+    if user.is_staff or user.is_superuser:
+        return entries
+    return entries.filter(project_name__in=seen_projects(user).values("name"))
+
+
 def check_see_audit(user: Any, scope: str) -> None:
     if not may_see_audit(user, scope):
         raise PermissionDenied(
@@ -149,7 +215,7 @@ def visible_api_tokens(user: Any) -> QuerySet[ApiToken]:
 
 
 def session_for(user: Any, session_id: int, *, scope: str = BROWSER) -> AgentSession:
-    session = AgentSession.objects.select_related("policy").filter(pk=session_id).first()
+    session = AgentSession.objects.select_related("policy", "project").filter(pk=session_id).first()
     if session is None or not _active(user) or not may_see_session(user, session, scope):
         raise Http404(f"There is no session {session_id}.")
     return session

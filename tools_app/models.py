@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
 
 from django.conf import settings
 from django.db import models
@@ -11,6 +10,7 @@ from django.db import models
 from tools_app.core import outcomes
 from tools_app.core.policy.defaults import DEFAULT_POLICY
 from tools_app.core.rendering import spelled
+from tools_app.tables.projects import default_project_id
 
 
 def default_protected_paths() -> list[str]:
@@ -145,6 +145,13 @@ class AgentSession(models.Model):
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.AGENT)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
     policy = models.ForeignKey(Policy, on_delete=models.PROTECT, related_name="sessions")
+    # Who sees and decides it (tools_app/access.py): chosen when it starts, never moved.
+    project = models.ForeignKey(
+        "tools_app.Project",
+        on_delete=models.PROTECT,
+        default=default_project_id,
+        related_name="sessions",
+    )
     model = models.CharField(max_length=200, blank=True)
     creator = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
@@ -420,34 +427,6 @@ class SkillTool(models.Model):
         return f"{self.skill.name}.{self.name}"
 
 
-class ApiToken(models.Model):
-    """A bearer token; only its SHA-256 is stored."""
-
-    class Scope(models.TextChoices):
-        AGENT = "agent"
-        REVIEW = "review"
-
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
-    )
-    # What its owner calls it ("laptop Claude Code"): a token is otherwise only its prefix.
-    name = models.CharField(max_length=100, blank=True)
-    scope = models.CharField(max_length=10, choices=Scope.choices, default=Scope.AGENT)
-    token_hash = models.CharField(max_length=64, unique=True)
-    prefix = models.CharField(max_length=12)
-    created_at = models.DateTimeField(auto_now_add=True)
-    # None: never expires (every token made before expiry existed stays valid).
-    expires_at = models.DateTimeField(null=True, blank=True)
-    last_used_at = models.DateTimeField(null=True, blank=True)
-    revoked = models.BooleanField(default=False)
-
-    def __str__(self) -> str:
-        return f"{self.prefix}… ({self.scope}) for {self.user}"
-
-    def expired(self, now: datetime) -> bool:
-        return self.expires_at is not None and self.expires_at <= now
-
-
 class PullRequest(models.Model):
     """A pull request recorded in agentweb itself, for a repository with no forge."""
 
@@ -493,3 +472,5 @@ from tools_app.tables.channels import NotifyPreference as NotifyPreference  # no
 from tools_app.tables.channels import SlackUser as SlackUser  # noqa: E402
 from tools_app.tables.decisions import Approval as Approval  # noqa: E402
 from tools_app.tables.decisions import Decision as Decision  # noqa: E402
+from tools_app.tables.projects import Project as Project  # noqa: E402
+from tools_app.tables.tokens import ApiToken as ApiToken  # noqa: E402

@@ -74,7 +74,7 @@ def test_events_are_published_only_after_commit(
     session: AgentSession, django_capture_on_commit_callbacks: Any
 ) -> None:
     session_channel = listen(events.session_group(session.pk))
-    reviewers_channel = listen(events.APPROVALS_GROUP)
+    reviewers_channel = listen(events.approvals_group(session.project_id))
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         services.tool_call_run_in_process(
             session=session, tool="write_file", args={"path": ".env", "content": "x"}

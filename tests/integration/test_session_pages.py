@@ -152,10 +152,12 @@ def test_a_page_costs_the_same_queries_whatever_the_number_of_sessions(reviewer:
 def test_the_form_shows_the_fields_and_the_configured_roles(creator: User, settings: Any) -> None:
     settings.AGENTWEB_MODEL_CODER = "openai:gpt-4.1"
     page = browser(creator).get("/sessions/new/").content.decode()
-    for label in ("Repository", "Task", "Model", "Policy"):
+    for label in ("Repository", "Task", "Model", "Project", "Policy"):
         assert f">{label}</label>" in page
     assert "<code>openai:gpt-4.1</code>" in page
-    assert '<option value="default" selected>default</option>' in page
+    assert '<option value="" selected>The project&#x27;s policy</option>' in page
+    assert '<option value="default">default</option>' in page
+    assert '<option value="" selected>By repository</option>' in page
 
 
 def test_a_role_that_is_not_configured_names_the_setting_that_configures_it(

@@ -24,11 +24,13 @@ router = Router(tags=["audit"])
 _FILTER_DOC = {
     "person": "The username of who acted.",
     "action": "decision, rule.remember, policy.change, policy.delete, skill.change, "
-    "skill.delete, channel.change, channel.delete, token.create or session.cancel.",
+    "skill.delete, project.change, channel.change, channel.delete, token.create, token.revoke, "
+    "session.cancel or tool_call.outcome.",
     "decision": "approve or deny.",
     "tool": "A tool name.",
     "session": "A session id.",
     "policy": "A policy name.",
+    "project": "A project name: only its entries (you see only your projects' entries).",
     "via": "browser, api, slack, admin, cli or system.",
     "since": "ISO 8601 date or time: entries at or after it.",
     "until": "ISO 8601 date or time: entries before it (a date: until the end of that day).",
@@ -42,6 +44,7 @@ class AuditFilterQuery(Schema):
     tool: str | None = Field(default=None, description=_FILTER_DOC["tool"])
     session: int | None = Field(default=None, description=_FILTER_DOC["session"])
     policy: str | None = Field(default=None, description=_FILTER_DOC["policy"])
+    project: str | None = Field(default=None, description=_FILTER_DOC["project"])
     via: str | None = Field(default=None, description=_FILTER_DOC["via"])
     since: str | None = Field(default=None, description=_FILTER_DOC["since"])
     until: str | None = Field(default=None, description=_FILTER_DOC["until"])
@@ -71,6 +74,7 @@ class AuditEntryOut(Schema):
     tool_call: int | None
     tool: str
     policy: str
+    project: str = Field(default="", description="The project of its session; empty: none.")
     preview_hash: str = Field(description="SHA-256 of the preview the person saw.")
     reason: str
     details: dict[str, Any]
@@ -90,7 +94,7 @@ def audit_list(request: HttpRequest, query: Query[AuditPageQuery]) -> dict[str, 
     """Audit entries, newest first, a page at a time."""
     access.check_see_audit(request.user, _scope(request))
     filters = audit_selectors.audit_filters(query.dict())
-    entries = audit_selectors.audit_entries(filters)
+    entries = access.visible_audit(request.user, audit_selectors.audit_entries(filters))
     return page(entries, query, audit_selectors.audit_as_dict, order="newest")
 
 
@@ -109,7 +113,8 @@ def audit_export(request: HttpRequest, query: Query[AuditExportQuery]) -> Stream
     """Every matching entry as CSV or JSON Lines, streamed in constant memory."""
     access.check_see_audit(request.user, _scope(request))
     filters = audit_selectors.audit_filters(query.dict())
-    return audit_selectors.audit_stream(audit_selectors.audit_entries(filters), query.format)
+    entries = access.visible_audit(request.user, audit_selectors.audit_entries(filters))
+    return audit_selectors.audit_stream(entries, query.format)
 
 
 def register(api: NinjaAPI) -> None:

@@ -222,6 +222,7 @@ def _receive(token: ApiToken, event: dict[str, Any], policy: str) -> ToolCall:
         agent_id=event.get("agent_id") or "",
         agent_type=str(event.get("agent_type") or "")[:100],
         policy=policy,
+        project=token.project,
     )
     return gateway.gateway_call_receive(
         session=session,
@@ -287,6 +288,7 @@ def _post_tool_use(token: ApiToken, event: dict[str, Any], policy: str) -> dict[
         cwd=event["cwd"],
         agent_id=event.get("agent_id") or "",
         policy=policy,
+        project=token.project,
     )
     failed = name == POST_FAILURE
     response = event.get("error") if failed else event.get("tool_response")

@@ -126,8 +126,9 @@ def _session_to_act_on(request: HttpRequest, session_id: int) -> AgentSession:
 @api.post("/sessions", response={201: SessionOut, 400: ErrorOut, 503: ErrorOut})
 def session_create(request: HttpRequest, body: SessionIn) -> Status[dict[str, Any]]:
     session = services.session_start(
-        user=request.user, task=body.task, repo=body.repo, model=body.model, policy_name=body.policy
-    )
+        user=request.user, task=body.task, repo=body.repo, model=body.model,
+        policy_name=body.policy, project_name=body.project,
+    )  # fmt: skip
     return Status(201, records.session_as_dict(session))
 
 
@@ -136,7 +137,9 @@ def session_list(
     request: HttpRequest, pages: Query[PageQuery], status: str | None = None
 ) -> dict[str, Any]:
     """The sessions this user may see, newest first, a page at a time."""
-    sessions = access.visible_sessions(request.user, scope(request)).select_related("policy")
+    sessions = access.visible_sessions(request.user, scope(request)).select_related(
+        "policy", "project"
+    )
     sessions = sessions.prefetch_related("children")
     if status:
         sessions = sessions.filter(status=status)
@@ -252,9 +255,7 @@ def _current(call_id: int) -> dict[str, Any]:
 @api.get("/approvals", response={200: ToolCallPage, 422: ErrorOut})
 def approvals(request: HttpRequest, pages: Query[PageQuery]) -> dict[str, Any]:
     """Calls awaiting a decision this user may make, oldest first, a page at a time."""
-    calls = records.approvals_awaiting()
-    if not access.may_review(request.user, scope(request)):
-        calls = calls.none()
+    calls = access.reviewable_calls(request.user, scope(request), records.approvals_awaiting())
     return page(calls, pages, records.tool_call_as_dict, order="oldest")
 
 

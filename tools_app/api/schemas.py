@@ -17,7 +17,15 @@ class SessionIn(StrictIn):
     task: str = Field(min_length=1, max_length=20000)
     repo: str = Field(min_length=1, max_length=1000)
     model: str = Field(default="", max_length=200)
-    policy: str = Field(default="default", max_length=100)
+    policy: str = Field(
+        default="", max_length=100, description="Empty: the project's policy, else `default`."
+    )
+    project: str = Field(
+        default="",
+        max_length=100,
+        description="Empty: the project whose repository patterns claim `repo`, else "
+        "`default`. Only a project you are a member or reviewer of.",
+    )
 
 
 class SessionOut(Schema):
@@ -27,6 +35,7 @@ class SessionOut(Schema):
     repo: str
     workspace: str
     policy: str
+    project: str = Field(default="", description="The project it belongs to.")
     model: str
     kind: str
     cwd: str = Field(default="", description="A gateway session: the agent's directory.")

@@ -100,16 +100,25 @@ class SessionConsumer(JsonConsumer):
 
 
 class ApprovalsConsumer(JsonConsumer):
+    """A reviewer's inbox: the calls of the projects they review (as of connecting)."""
+
+    projects: list[int] = []
+
     async def connect(self) -> None:
-        if not await database_sync_to_async(_may_review)(self.scope):
+        self.projects = await database_sync_to_async(_reviewed_project_ids)(self.scope)
+        if not self.projects:
             await self.close()
             return
-        await self.channel_layer.group_add(events.APPROVALS_GROUP, self.channel_name)
+        for project in self.projects:
+            await self.channel_layer.group_add(events.approvals_group(project), self.channel_name)
         await self.accept()
         await self._catch_up(_last_seq(self.scope))
 
     async def disconnect(self, code: int) -> None:
-        await self.channel_layer.group_discard(events.APPROVALS_GROUP, self.channel_name)
+        for project in self.projects:
+            await self.channel_layer.group_discard(
+                events.approvals_group(project), self.channel_name
+            )
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         if isinstance(content, dict) and isinstance(content.get("last_seq"), int):
@@ -122,9 +131,11 @@ class ApprovalsConsumer(JsonConsumer):
 
     async def _catch_up(self, last_seq: int | None) -> None:
         if last_seq is None:
-            await self.send_json(await database_sync_to_async(_approvals_snapshot)())
+            snapshot = await database_sync_to_async(_approvals_snapshot)(self.projects)
+            await self.send_json(snapshot)
             return
-        for event in await database_sync_to_async(_approval_events_after)(last_seq):
+        missed = await database_sync_to_async(_approval_events_after)(last_seq, self.projects)
+        for event in missed:
             await self.session_event({"event": event})
 
 
@@ -148,9 +159,11 @@ def _may_see_session(scope: dict[str, Any], session_id: int) -> bool:
     return True
 
 
-def _may_review(scope: dict[str, Any]) -> bool:
+def _reviewed_project_ids(scope: dict[str, Any]) -> list[int]:
     user = _user(scope)
-    return bool(user and access.may_review(user, access.BROWSER))
+    if user is None or not access.may_review(user, access.BROWSER):
+        return []
+    return list(access.reviewed_projects(user).values_list("pk", flat=True))
 
 
 def _session_snapshot(session_id: int) -> dict[str, Any]:
@@ -171,9 +184,9 @@ def _session_events_after(session_id: int, last_seq: int) -> list[dict[str, Any]
     return [events.event_message(event) for event in missed[:REPLAY_LIMIT]]
 
 
-def _approvals_snapshot() -> dict[str, Any]:
+def _approvals_snapshot(projects: list[int]) -> dict[str, Any]:
     last = Event.objects.order_by("-id").values_list("id", flat=True).first() or 0
-    calls = records.approvals_awaiting()
+    calls = records.approvals_awaiting().filter(session__project__in=projects)
     return {
         "type": "snapshot",
         "seq": last,
@@ -181,6 +194,8 @@ def _approvals_snapshot() -> dict[str, Any]:
     }
 
 
-def _approval_events_after(last_seq: int) -> list[dict[str, Any]]:
-    missed = Event.objects.filter(id__gt=last_seq, type__startswith="tool_call.").order_by("id")
+def _approval_events_after(last_seq: int, projects: list[int]) -> list[dict[str, Any]]:
+    missed = Event.objects.filter(
+        id__gt=last_seq, type__startswith="tool_call.", session__project__in=projects
+    ).order_by("id")
     return [events.event_message(event) for event in missed[:REPLAY_LIMIT]]

@@ -116,11 +116,26 @@ def event_message(event: Event) -> dict[str, Any]:
     }
 
 
-def event_groups(event: Event) -> list[str]:
+def approvals_group(project_id: int) -> str:
+    """The inbox stream of one project's reviewers: a reviewer's inbox socket joins the
+    streams of the projects they review, and hears nothing of the others."""
+    return f"{APPROVALS_GROUP}.project.{project_id}"
+
+
+def event_groups(event: Event, project_of: dict[int, int]) -> list[str]:
+    """The session's stream and, for a call's event, its project's inbox stream
+    (`project_of`: session id -> project id)."""
     groups = [session_group(event.session_id)]
     if event.type.startswith("tool_call."):
-        groups.append(APPROVALS_GROUP)
+        groups.append(approvals_group(project_of[event.session_id]))
     return groups
+
+
+def _projects_of(events: Sequence[Event]) -> dict[int, int]:
+    calls = {event.session_id for event in events if event.type.startswith("tool_call.")}
+    if not calls:
+        return {}
+    return dict(AgentSession.objects.filter(pk__in=calls).values_list("pk", "project_id"))
 
 
 def publish(event: Event) -> None:
@@ -133,17 +148,18 @@ def publish_all(events: Sequence[Event]) -> None:
     layer = get_channel_layer()
     if layer is None or not events:
         return
-    sends = [
-        (group, {"type": "session.event", "event": event_message(event)})
-        for event in events
-        for group in event_groups(event)
-    ]
-
-    async def send() -> None:
-        for group, message in sends:
-            await layer.group_send(group, message)
-
     try:
+        project_of = _projects_of(events)
+        sends = [
+            (group, {"type": "session.event", "event": event_message(event)})
+            for event in events
+            for group in event_groups(event, project_of)
+        ]
+
+        async def send() -> None:
+            for group, message in sends:
+                await layer.group_send(group, message)
+
         if isinstance(layer, InMemoryChannelLayer):
             async_to_sync(send)()  # its queues live in the caller's event loop
         else:

@@ -30,14 +30,18 @@ from tools_app.models import AuditEntry
 EXPORT_CHUNK = 200  # rows a query and a chunk sent: the export's memory
 FIELDS = (
     "id", "created_at", "actor", "via", "action", "decision", "object_type", "object_id",
-    "object", "session", "tool_call", "tool", "policy", "preview_hash", "reason", "details",
+    "object", "session", "tool_call", "tool", "policy", "project", "preview_hash", "reason",
+    "details",
 )  # fmt: skip
 _COLUMNS = (
     "id", "created_at", "actor_name", "via", "action", "decision", "object_type", "object_id",
-    "object_repr", "session_ref", "tool_call_ref", "tool", "policy_name", "preview_hash",
-    "reason", "details",
+    "object_repr", "session_ref", "tool_call_ref", "tool", "policy_name", "project_name",
+    "preview_hash", "reason", "details",
 )  # fmt: skip
-FILTERS = ("person", "action", "decision", "tool", "session", "policy", "via", "since", "until")
+FILTERS = (
+    "person", "action", "decision", "tool", "session", "policy", "project", "via", "since",
+    "until",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,7 @@ class AuditFilters:
     tool: str = ""
     session: int | None = None
     policy: str = ""
+    project: str = ""
     via: str = ""
     since: datetime | None = None
     until: datetime | None = None
@@ -78,6 +83,7 @@ def audit_filters(params: Mapping[str, Any]) -> AuditFilters:
         tool=text["tool"],
         session=session,
         policy=text["policy"],
+        project=text["project"],
         via=text["via"],
         since=_moment("since", text["since"], end_of_day=False),
         until=_moment("until", text["until"], end_of_day=True),
@@ -112,6 +118,7 @@ def audit_entries(filters: AuditFilters) -> QuerySet[AuditEntry]:
         "decision": filters.decision,
         "tool": filters.tool,
         "policy_name": filters.policy,
+        "project_name": filters.project,
         "via": filters.via,
     }
     rows = rows.filter(**{field: value for field, value in exact.items() if value})

@@ -33,6 +33,7 @@ def channel_as_dict(channel: Channel) -> dict[str, Any]:
         "recipients": list(channel.recipients),
         "to_reviewers": channel.to_reviewers,
         "groups": sorted(group.name for group in channel.groups.all()),
+        "projects": sorted(project.name for project in channel.projects.all()),
         "policies": sorted(policy.name for policy in channel.policies.all()),
         "sessions": list(channel.sessions),
         "rules": list(channel.rules),
@@ -42,7 +43,7 @@ def channel_as_dict(channel: Channel) -> dict[str, Any]:
 
 def channels_export() -> dict[str, Any]:
     """Every channel and Slack link (what `import_channels` reads back; secrets left out)."""
-    channels = Channel.objects.prefetch_related("policies", "groups").order_by("name")
+    channels = Channel.objects.prefetch_related("projects", "policies", "groups").order_by("name")
     links = SlackUser.objects.select_related("user").order_by("slack_id")
     return {
         "channels": [channel_as_dict(channel) for channel in channels],

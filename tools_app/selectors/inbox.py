@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.db.models import QuerySet
+
 from tools_app.models import ToolCall
-from tools_app.selectors.records import approvals_awaiting
 
 PAGE_SIZE = 20
 MAX_PAGE_SIZE = 200
@@ -24,9 +25,11 @@ class InboxPage:
     total: int  # every call awaiting a decision, on every page
 
 
-def inbox_page(*, before: int | None = None, limit: int = PAGE_SIZE) -> InboxPage:
-    """The `limit` newest calls awaiting a decision with an id below `before`."""
-    awaiting = approvals_awaiting()
+def inbox_page(
+    awaiting: QuerySet[ToolCall], *, before: int | None = None, limit: int = PAGE_SIZE
+) -> InboxPage:
+    """The `limit` newest of `awaiting` (the calls a reviewer may decide, from
+    `approvals_awaiting`) with an id below `before`."""
     rows = awaiting if before is None else awaiting.filter(id__lt=before)
     found = list(rows.select_related("session__creator").order_by("-id")[: limit + 1])
     shown = found[:limit]

@@ -95,6 +95,7 @@ def session_as_dict(session: AgentSession) -> dict[str, Any]:
         "repo": session.repo,
         "workspace": session.workspace,
         "policy": session.policy.name,
+        "project": session.project.name,
         "model": session.model,
         "kind": session.kind,
         "cwd": session.cwd,
@@ -158,7 +159,7 @@ def tool_call_as_dict(call: ToolCall) -> dict[str, Any]:
 
 
 def session_get(session_id: int) -> AgentSession | None:
-    return AgentSession.objects.select_related("policy").filter(pk=session_id).first()
+    return AgentSession.objects.select_related("policy", "project").filter(pk=session_id).first()
 
 
 def tool_call_overdue(call: ToolCall) -> bool:

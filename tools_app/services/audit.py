@@ -32,12 +32,14 @@ def audit_record(
     tool_call_id: int | None = None,
     tool: str = "",
     policy: str = "",
+    project: str = "",
     decision: str = "",
     preview_hash: str = "",
     reason: str = "",
     details: dict[str, Any] | None = None,
 ) -> AuditEntry:
-    """Append one entry; `actor` is a user (or None: the system, a command)."""
+    """Append one entry; `actor` is a user (or None: the system, a command); `project`:
+    the project of the session it is about (empty: none, e.g. a policy change)."""
     if via not in Via.values:
         raise ValueError(f"unknown audit channel {via!r}")
     person = actor if getattr(actor, "is_authenticated", False) else None
@@ -53,6 +55,7 @@ def audit_record(
         tool_call_ref=tool_call_id,
         tool=tool,
         policy_name=policy,
+        project_name=project,
         decision=decision,
         preview_hash=preview_hash,
         reason=reason,
@@ -75,6 +78,7 @@ def audit_tool_call(
         tool_call_id=call.pk,
         tool=call.tool,
         policy=call.session.policy.name,
+        project=call.session.project.name,
         preview_hash=seen,
         **fields,
     )

@@ -28,7 +28,7 @@ from django.db import transaction
 from tools_app.core.digits import ascii_int
 from tools_app.core.notify.outbound import url_problem
 from tools_app.errors import Invalid
-from tools_app.models import AuditEntry, Channel, Policy, SlackUser
+from tools_app.models import AuditEntry, Channel, Policy, Project, SlackUser
 from tools_app.services.audit import audit_record
 from tools_app.services.delivery import SLACK_API
 
@@ -38,7 +38,7 @@ SECRETS = ("secret", "signing_secret")
 SLACK_ID = re.compile(r"^[UW][A-Z0-9]{2,29}$")
 TEXTS = ("url", "slack_channel", *SECRETS)
 FLAGS = ("enabled", "interactive", "to_reviewers", "escalation")
-LISTS = ("recipients", "rules", "sessions", "policies", "groups")
+LISTS = ("recipients", "rules", "sessions", "projects", "policies", "groups")
 FIELDS = frozenset(("name", "kind", *TEXTS, *FLAGS, *LISTS))
 
 
@@ -177,6 +177,7 @@ def _planned_channel(entry: object, index: int, problems: list[str]) -> dict[str
         **{key: entry.get(key) or getattr(saved, key, "") for key in SECRETS},
     }  # fmt: skip
     values["secrets_given"] = [key for key in SECRETS if entry.get(key)]  # names, for the audit
+    values["projects"] = _named(Project, entry.get("projects", []), "project", where, problems)
     values["policies"] = _named(Policy, entry.get("policies", []), "policy", where, problems)
     values["groups"] = _named(Group, entry.get("groups", []), "group", where, problems)
     problems += [f"{where}: {field}: {text}" for field, text in channel_problems(values).items()]
@@ -235,6 +236,7 @@ def _save_channel(values: dict[str, Any], *, user: Any, via: str) -> Channel:
     channel, created = Channel.objects.update_or_create(
         name=values["name"], defaults={"kind": values["kind"], **fields}
     )
+    channel.projects.set(values["projects"])
     channel.policies.set(values["policies"])
     channel.groups.set(values["groups"])
     details = {"imported": True, "created": created, "kind": channel.kind,

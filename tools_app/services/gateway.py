@@ -25,9 +25,10 @@ from tools_app.core.policy.types import PolicySpec, Verdict
 from tools_app.core.tools.jsonsafe import storable_args, storable_text
 from tools_app.errors import ServiceError
 from tools_app.live import events
-from tools_app.models import AgentSession, Policy, ToolCall
+from tools_app.models import AgentSession, Policy, Project, ToolCall
 from tools_app.services.lifecycle import AGENT, POLICY, tool_call_create, tool_call_move
 from tools_app.services.policies import load_policy_or_denial, policy_named
+from tools_app.services.projects import project_choose, project_policy_name
 from tools_app.services.tool_calls import session_counters, verdict_fields
 
 Status = ToolCall.Status
@@ -53,11 +54,15 @@ def gateway_session_for(
     agent_id: str = "",
     agent_type: str = "",
     policy: str = "",
+    project: Project | None = None,
 ) -> AgentSession:
-    """The session of one agent session (made on its first event, under the policy named,
-    else `default`; it keeps that policy); a sub-agent's calls go to a child session of
-    it. Raises ServiceError for a policy name that does not exist."""
-    session = _session_get_or_create(user, external_id, cwd, parent=None, policy=policy)
+    """The session of one agent session (made on its first event, in the token's
+    `project`, else the one whose patterns claim `cwd`, else `default`; under the policy
+    named, else its project's, else `default`; it keeps both); a sub-agent's calls go to
+    a child session of it. Raises ServiceError for a policy name that does not exist."""
+    session = _session_get_or_create(
+        user, external_id, cwd, parent=None, policy=policy, project=project
+    )
     if not agent_id:
         return session
     return _session_get_or_create(
@@ -73,13 +78,18 @@ def _session_get_or_create(
     parent: AgentSession | None,
     label: str = "",
     policy: str = "",
+    project: Project | None = None,
 ) -> AgentSession:
     found = _session_find(user, external_id)
     if found is not None:
         return found
-    chosen = parent.policy if parent else _policy_named(policy or "default")
+    if parent is not None:
+        project, chosen = parent.project, parent.policy
+    else:
+        project = project or project_choose(user=user, repo=cwd)
+        chosen = _policy_named(policy or project_policy_name(project))
     try:
-        return _session_create(user, external_id, cwd, parent, label, chosen)
+        return _session_create(user, external_id, cwd, parent, label, chosen, project)
     except IntegrityError:  # made by a concurrent event of the same session
         session = _session_find(user, external_id)
         assert session is not None
@@ -109,6 +119,7 @@ def _session_create(
     parent: AgentSession | None,
     label: str,
     policy: Policy,
+    project: Project,
 ) -> AgentSession:
     task = f"{label} of " if parent else ""
     session = AgentSession.objects.create(
@@ -118,6 +129,7 @@ def _session_create(
         kind=Kind.GATEWAY,
         status=AgentSession.Status.RUNNING,
         policy=policy,
+        project=project,
         creator=user,
         parent=parent,
         depth=parent.depth + 1 if parent else 0,

@@ -64,14 +64,18 @@ def notify_moved(call: ToolCall, move: str, previous: str) -> None:
 
 
 def channels_for(call: ToolCall, *, escalation: bool) -> list[Channel]:
-    """The enabled channels whose routing (policies, sessions, rules) takes this call."""
+    """The enabled channels whose routing (projects, policies, sessions, rules) takes
+    this call."""
     found = Channel.objects.filter(enabled=True, escalation=escalation).prefetch_related(
-        "policies", "groups"
+        "projects", "policies", "groups"
     )
     return [channel for channel in found if _routes(channel, call)]
 
 
 def _routes(channel: Channel, call: ToolCall) -> bool:
+    projects = {project.pk for project in channel.projects.all()}
+    if projects and call.session.project_id not in projects:
+        return False
     policies = {policy.pk for policy in channel.policies.all()}
     if policies and call.session.policy_id not in policies:
         return False

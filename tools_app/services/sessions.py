@@ -26,6 +26,7 @@ from tools_app.services.lifecycle import (
     tool_call_move,
 )
 from tools_app.services.policies import policy_named
+from tools_app.services.projects import project_choose, project_policy_name
 from tools_app.services.providers import model_spec_resolve
 from tools_app.services.queueing import (
     EVALUATE_TOOL_CALL,
@@ -48,16 +49,20 @@ OPEN_CALL_STATUSES = (
 
 
 def session_start(
-    *, user: Any, task: str, repo: str, model: str = "", policy_name: str = "default"
-) -> AgentSession:
-    """Create a session and queue its clone on a worker; bad input changes nothing."""
+    *, user: Any, task: str, repo: str, model: str = "", policy_name: str = "",
+    project_name: str = "",
+) -> AgentSession:  # fmt: skip
+    """Create a session and queue its clone on a worker; bad input changes nothing. Its
+    project is the one named, else the one its repository belongs to; its policy the
+    one named, else its project's, else `default`."""
     if not task.strip():
         raise ServiceError("`task` must not be empty.")
-    policy = policy_named(policy_name)
     try:
         repo = workspaces.check_repo(repo, settings.AGENTWEB_REPO_ROOTS)
     except workspaces.WorkspaceError as exc:
         raise ServiceError(str(exc)) from exc
+    project = project_choose(user=user, repo=repo, name=project_name)
+    policy = policy_named(policy_name or project_policy_name(project))
     if model.strip():
         model = model_spec_resolve(model)
     with transaction.atomic():
@@ -66,6 +71,7 @@ def session_start(
             repo=repo,
             workspace="",
             policy=policy,
+            project=project,
             model=model,
             creator=user,
             max_iterations=settings.AGENTWEB_MAX_ITERATIONS,
@@ -141,6 +147,7 @@ def session_open_for_workspace(*, workspace: Path, policy: Policy) -> AgentSessi
     return AgentSession.objects.create(
         task="command line call",
         repo=str(workspace),
+        project=project_choose(user=None, repo=str(workspace)),
         workspace=str(workspace),
         kind=AgentSession.Kind.CLI,
         status=SessionStatus.RUNNING,
@@ -224,7 +231,8 @@ def _audit_cancel(session: AgentSession, *, user: Any, via: str, calls: list[int
     audit_record(
         action=Action.SESSION_CANCEL, via=via, actor=user, object_type="session",
         object_id=session.pk, object_repr=str(session), session_id=session.pk,
-        policy=session.policy.name, details={"cancelled_calls": calls},
+        policy=session.policy.name, project=session.project.name,
+        details={"cancelled_calls": calls},
     )  # fmt: skip
 
 

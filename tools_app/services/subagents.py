@@ -61,6 +61,7 @@ def _create_child(call: ToolCall, parent: AgentSession, spec: str, role: str) ->
             worker_queue=parent.worker_queue,
             status=AgentSession.Status.RUNNING,
             policy=parent.policy,
+            project=parent.project,
             model=spec,
             creator=parent.creator,
             parent=parent,

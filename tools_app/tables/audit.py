@@ -45,6 +45,7 @@ class AuditEntry(models.Model):
         POLICY_DELETE = "policy.delete", "policy deleted"
         SKILL_CHANGE = "skill.change", "skill change"
         SKILL_DELETE = "skill.delete", "skill deleted"
+        PROJECT_CHANGE = "project.change", "project change"
         CHANNEL_CHANGE = "channel.change", "channel change"
         CHANNEL_DELETE = "channel.delete", "channel deleted"
         TOKEN_CREATE = "token.create", "token created"
@@ -67,6 +68,7 @@ class AuditEntry(models.Model):
     tool_call_ref = models.PositiveIntegerField(null=True, blank=True)
     tool = models.CharField(max_length=200, blank=True)
     policy_name = models.CharField(max_length=100, blank=True)
+    project_name = models.CharField(max_length=100, blank=True, db_index=True)
     # What the person saw: the SHA-256 of the preview's canonical JSON (empty: none shown).
     preview_hash = models.CharField(max_length=64, blank=True)
     reason = models.TextField(blank=True)

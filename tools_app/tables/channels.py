@@ -53,6 +53,7 @@ class Channel(models.Model):
     )
     # Routing: empty means any.
     policies = models.ManyToManyField("tools_app.Policy", blank=True, related_name="channels")
+    projects = models.ManyToManyField("tools_app.Project", blank=True, related_name="channels")
     sessions = models.JSONField(default=list, blank=True, help_text="Session ids; empty: any.")
     rules = models.JSONField(
         default=list, blank=True, help_text="Globs of the rule that sent a call to a person."

@@ -71,7 +71,8 @@ def _page_context(request: HttpRequest) -> dict[str, Any]:
     context: dict[str, Any] = {"last_seq": records.events_last_id(), "before": before}
     if not access.may_review(request.user, access.BROWSER):
         return context | {"cards": [], "next": None, "total": 0}
-    page = inbox_page(before=before, limit=limit)
+    mine = access.reviewable_calls(request.user, access.BROWSER, records.approvals_awaiting())
+    page = inbox_page(mine, before=before, limit=limit)
     cards = [_card_context(call, request.user) for call in page.calls]
     return context | {"cards": cards, "next": page.next, "total": page.total}
 

@@ -31,7 +31,8 @@ def audit(request: HttpRequest) -> HttpResponse:
         filters = audit_selectors.audit_filters(request.GET)
     except Invalid as exc:
         return _page(request, [], None, audit_selectors.AuditFilters(), error=str(exc), status=400)
-    entries = audit_selectors.audit_entries(filters).order_by("-id")
+    entries = access.visible_audit(request.user, audit_selectors.audit_entries(filters))
+    entries = entries.order_by("-id")
     after = _cursor(request.GET.get("cursor", ""))
     if after is not None:
         entries = entries.filter(id__lt=after)
@@ -54,7 +55,8 @@ def audit_export(request: HttpRequest) -> HttpResponseBase:
         return HttpResponse(
             "format: must be csv or jsonl.\n", status=400, content_type="text/plain"
         )
-    return audit_selectors.audit_stream(audit_selectors.audit_entries(filters), fmt)
+    entries = access.visible_audit(request.user, audit_selectors.audit_entries(filters))
+    return audit_selectors.audit_stream(entries, fmt)
 
 
 def _cursor(value: str) -> int | None:

@@ -15,4 +15,5 @@ def pending_approvals(request: HttpRequest) -> dict[str, Any]:
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated or not access.may_review(user, access.BROWSER):
         return {"pending_approvals": None}
-    return {"pending_approvals": records.approvals_awaiting().count()}
+    mine = access.reviewable_calls(user, access.BROWSER, records.approvals_awaiting())
+    return {"pending_approvals": mine.count()}

@@ -55,7 +55,8 @@ class ChannelForm(forms.ModelForm[Channel]):
         model = Channel
         fields = (
             "name", "kind", "enabled", "url", "secret", "signing_secret", "slack_channel",
-            "interactive", "recipients", "to_reviewers", "groups", "policies", "sessions",
+            "interactive", "recipients", "to_reviewers", "groups", "projects", "policies",
+            "sessions",
             "rules", "escalation",
         )  # fmt: skip
 

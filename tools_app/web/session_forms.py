@@ -9,6 +9,7 @@ from typing import Any
 from django import forms
 from django.conf import settings
 
+from tools_app import access
 from tools_app.errors import ServiceError
 from tools_app.models import Policy
 from tools_app.runtime.providers.specs import ROLE_SETTINGS
@@ -39,16 +40,28 @@ class SessionForm(forms.Form):
             attrs={"list": "model-roles", "autocomplete": "off", "spellcheck": "false"}
         ),
     )
-    policy = forms.ChoiceField(label="Policy", help_text="What the agent may do unasked.")
+    project = forms.ChoiceField(
+        label="Project",
+        required=False,
+        help_text="Who sees and decides its calls. Empty: the project that owns the "
+        "repository, else default.",
+    )
+    policy = forms.ChoiceField(
+        label="Policy",
+        required=False,
+        help_text="What the agent may do unasked. Empty: the project's policy, else default.",
+    )
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, user: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         names = list(Policy.objects.order_by("name").values_list("name", flat=True))
         policy = self.fields["policy"]
         assert isinstance(policy, forms.ChoiceField)
-        policy.choices = [(name, name) for name in names]
-        if "default" in names:
-            policy.initial = "default"
+        policy.choices = [("", "The project's policy"), *((name, name) for name in names)]
+        project = self.fields["project"]
+        assert isinstance(project, forms.ChoiceField)
+        mine = access.seen_projects(user).values_list("name", flat=True) if user else []
+        project.choices = [("", "By repository"), *((name, name) for name in mine)]
 
     def clean_repo(self) -> str:
         try:

@@ -46,7 +46,7 @@ def session_list(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "HEAD", "POST"])
 def session_new(request: HttpRequest) -> HttpResponse:
-    form = SessionForm(request.POST if request.method == "POST" else None)
+    form = SessionForm(request.POST if request.method == "POST" else None, user=request.user)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
@@ -56,6 +56,7 @@ def session_new(request: HttpRequest) -> HttpResponse:
                 repo=data["repo"],
                 model=data["model"],
                 policy_name=data["policy"],
+                project_name=data["project"],
             )
         except services.Unavailable as exc:  # stored; the sweep queues its clone later
             messages.warning(request, f"The session is stored but not started yet: {exc}")
