@@ -366,4 +366,4 @@ def test_claude_code_connects_with_the_readme_config_and_a_bad_token_is_refused(
     listed = claude_says("mcp", "list", token=alice_token)
     assert "agentweb" in listed and "Connected" in listed, listed
     refused = claude_says("mcp", "list", token="aw_not-a-token")
-    assert "401" in refused and "unknown or revoked" in refused, refused
+    assert "401" in refused and "the token is unknown" in refused, refused

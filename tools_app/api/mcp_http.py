@@ -29,16 +29,16 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.context import ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-from tools_app import services
 from tools_app.api.entry_checks import entry_refusal
 from tools_app.api.mcp_server import Principal, build_server
+from tools_app.services import tokens
 
 PATHS = {"/mcp", "/mcp/"}
 SESSION_HEADER = "mcp-session-id"
 USER_KEY = "agentweb.user"
 SCOPE_KEY = "agentweb.scope"
 NO_TOKEN = "Authentication required: send `Authorization: Bearer TOKEN` with an API token."  # noqa: S105
-BAD_TOKEN = "The bearer token is unknown or revoked."  # noqa: S105  (a message)
+BAD_TOKEN = "The bearer token is not valid: {reason}."  # noqa: S105  (a message)
 
 
 def principal_of(ctx: ServerRequestContext[Any, Any]) -> Principal:
@@ -109,14 +109,14 @@ async def _authenticate(scope: dict[str, Any]) -> tuple[Any, str, int] | str:
     if kind.lower() != "bearer" or not token.strip():
         return NO_TOKEN
     found = await sync_to_async(_token)(token.strip())
-    if found is None:
-        return BAD_TOKEN
+    if isinstance(found, str):
+        return BAD_TOKEN.format(reason=found)  # unknown, revoked or expired: which
     return found.user, found.scope, found.pk
 
 
 def _token(token: str) -> Any:
     close_old_connections()
-    return services.api_token_authenticate(token=token)
+    return tokens.api_token_verify(token=token)
 
 
 async def _answer(

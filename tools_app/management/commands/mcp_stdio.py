@@ -19,9 +19,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from mcp.server.runner import serve_loop
 from mcp.server.stdio import stdio_server
 
-from tools_app import services
 from tools_app.api.mcp_server import Principal, build_server
 from tools_app.models import ApiToken
+from tools_app.services import tokens
 
 TOKEN_VARIABLE = "AGENTWEB_TOKEN"  # noqa: S105  (a variable's name)
 
@@ -67,7 +67,7 @@ def _principal(username: str | None, token: str) -> Principal:
             f"No credentials: set {TOKEN_VARIABLE} to an API token "
             "(`manage.py create_api_token USERNAME`), or pass --user USERNAME."
         )
-    found = services.api_token_authenticate(token=token)
-    if found is None:
-        raise CommandError(f"{TOKEN_VARIABLE} holds an unknown or revoked token.")
+    found = tokens.api_token_verify(token=token)
+    if isinstance(found, str):
+        raise CommandError(f"{TOKEN_VARIABLE} is not a valid token: {found}.")
     return Principal(user=found.user, scope=found.scope, connection="stdio")
