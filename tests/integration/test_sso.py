@@ -8,10 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import Group, Permission, User
 from django.test import Client
 
-from tools_app import services
+from tools_app import access, services
 from tools_app.checks import check_sso
 from tools_app.core.sso import SsoRefused
 from tools_app.models import ApiToken, AuditEntry
@@ -67,6 +67,17 @@ def test_a_disabled_account_is_refused_and_nothing_of_it_changes(sso_settings: A
     assert (rita.email, groups_of(rita)) == ("rita@example.com", {"reviewers"})
 
 
+def test_a_mapped_group_carries_the_permissions_an_admin_gave_it(sso_settings: Any) -> None:
+    """policy-admins is an ordinary group: the admin gives it change_policy once, and
+    the provider's sec-admins then make and unmake policy admins."""
+    admins = Group.objects.create(name="policy-admins")
+    admins.permissions.add(Permission.objects.get(codename="change_policy"))
+    assert access.is_policy_admin(sso_user_sign_in(claims=rita_claims("sec-admins")))
+    rita = sso_user_sign_in(claims=rita_claims("eng-reviewers"))
+    rita = User.objects.get(pk=rita.pk)  # a fresh permission cache, as the next request has
+    assert access.is_reviewer(rita) and not access.is_policy_admin(rita)
+
+
 def test_a_malformed_group_map_refuses_every_sign_in_saying_why(sso_settings: Any) -> None:
     sso_settings.AGENTWEB_OIDC_GROUP_MAP = "eng-reviewers"
     with pytest.raises(SsoRefused, match="AGENTWEB_OIDC_GROUP_MAP: 'eng-reviewers': write"):
@@ -85,6 +96,18 @@ def test_with_password_login_off_the_login_page_refuses_passwords(settings: Any)
     assert answer.status_code == 403
     assert "Password sign-in is off here" in answer.content.decode()
     assert client.get("/approvals/").status_code == 302  # not signed in
+
+
+def test_with_sso_on_and_passwords_off_the_login_page_shows_only_the_provider(
+    settings: Any,
+) -> None:
+    settings.AGENTWEB_PASSWORD_LOGIN = False
+    settings.AGENTWEB_SSO = True
+    settings.AGENTWEB_OIDC_PROVIDER_NAME = "Okta"
+    page = Client().get("/login/?next=/sessions/").content.decode()
+    assert "Sign in with Okta" in page
+    assert 'action="/oidc/authenticate/"' in page and 'value="/sessions/"' in page
+    assert 'name="password"' not in page
 
 
 def test_with_password_login_off_a_superuser_still_gets_in_at_the_admin(settings: Any) -> None:
