@@ -6,6 +6,7 @@ a person's tokens, and the system check on half-set settings."""
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 from django.contrib.auth.models import Group, Permission, User
@@ -127,6 +128,39 @@ def test_the_sso_pages_are_not_found_while_sso_is_off() -> None:
     client = Client()
     assert client.get("/oidc/authenticate/").status_code == 404
     assert client.get("/oidc/callback/?code=c&state=s").status_code == 404
+
+
+@pytest.fixture
+def sso_on(settings: Any) -> Any:
+    settings.AGENTWEB_SSO = True
+    settings.OIDC_RP_CLIENT_ID = "agentweb"
+    return settings
+
+
+def test_named_endpoints_need_no_discovery_and_the_request_carries_pkce(sso_on: Any) -> None:
+    sso_on.AGENTWEB_OIDC_ISSUER = "http://127.0.0.1:9/never-asked"
+    sso_on.AGENTWEB_OIDC_ENDPOINTS = {
+        key: f"https://idp.example.com/{key}"
+        for key in ("authorization_endpoint", "token_endpoint", "userinfo_endpoint", "jwks_uri")
+    }
+    answer = Client().get("/oidc/authenticate/?next=/sessions/")
+    assert answer.status_code == 302
+    target = urlsplit(answer["Location"])
+    query = dict(parse_qsl(target.query))
+    assert target.netloc + target.path == "idp.example.com/authorization_endpoint"
+    assert query["client_id"] == "agentweb" and query["response_type"] == "code"
+    assert query["code_challenge_method"] == "S256" and len(query["code_challenge"]) == 43
+    assert query["state"] and query["nonce"]
+
+
+def test_a_provider_that_does_not_answer_is_said_on_the_login_page(sso_on: Any) -> None:
+    sso_on.AGENTWEB_OIDC_ISSUER = "http://127.0.0.1:9/realm"  # the discard port: refused
+    sso_on.AGENTWEB_OIDC_ENDPOINTS = {}
+    answer = Client().get("/oidc/authenticate/")
+    assert answer.status_code == 502
+    assert "The sign-in provider did not answer as expected at http://127.0.0.1:9/realm/" in (
+        answer.content.decode()
+    )
 
 
 def test_the_admin_revokes_all_of_a_persons_tokens_in_one_action() -> None:

@@ -199,6 +199,7 @@ class SsoStartView(OIDCAuthenticationRequestView):  # type: ignore[misc]
     challenge kept in this browser's session."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # View's own init only: the library's reads the endpoint, which may need discovery.
         super(OIDCAuthenticationRequestView, self).__init__(*args, **kwargs)
 
     def get(self, request: HttpRequest) -> HttpResponse:
