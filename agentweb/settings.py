@@ -424,16 +424,17 @@ os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(AGENTWEB_METRICS_DIR)  # read by th
 # when a client and its provider are configured, by the issuer (its endpoints are read from
 # its discovery document at the first sign-in) or by every endpoint (explicit ones win).
 AGENTWEB_OIDC_ISSUER = os.environ.get("AGENTWEB_OIDC_ISSUER", "").strip()
+_OIDC_ENDPOINT_SETTINGS = {
+    "authorization_endpoint": "AGENTWEB_OIDC_AUTHORIZATION_ENDPOINT",
+    "token_endpoint": "AGENTWEB_OIDC_TOKEN_ENDPOINT",
+    "userinfo_endpoint": "AGENTWEB_OIDC_USERINFO_ENDPOINT",
+    "jwks_uri": "AGENTWEB_OIDC_JWKS_URI",
+    "end_session_endpoint": "AGENTWEB_OIDC_END_SESSION_ENDPOINT",  # optional: sign-out
+}
 AGENTWEB_OIDC_ENDPOINTS = {
-    key: value
-    for key, value in {
-        "authorization_endpoint": os.environ.get("AGENTWEB_OIDC_AUTHORIZATION_ENDPOINT", ""),
-        "token_endpoint": os.environ.get("AGENTWEB_OIDC_TOKEN_ENDPOINT", ""),
-        "userinfo_endpoint": os.environ.get("AGENTWEB_OIDC_USERINFO_ENDPOINT", ""),
-        "jwks_uri": os.environ.get("AGENTWEB_OIDC_JWKS_URI", ""),
-        "end_session_endpoint": os.environ.get("AGENTWEB_OIDC_END_SESSION_ENDPOINT", ""),
-    }.items()
-    if value.strip()
+    key: os.environ[name].strip()
+    for key, name in _OIDC_ENDPOINT_SETTINGS.items()
+    if os.environ.get(name, "").strip()
 }
 AGENTWEB_OIDC_CLIENT_ID = os.environ.get("AGENTWEB_OIDC_CLIENT_ID", "").strip()
 AGENTWEB_OIDC_CLIENT_SECRET = os.environ.get("AGENTWEB_OIDC_CLIENT_SECRET", "").strip()
@@ -447,12 +448,7 @@ AGENTWEB_OIDC_GROUPS_CLAIM = os.environ.get("AGENTWEB_OIDC_GROUPS_CLAIM") or "gr
 AGENTWEB_OIDC_GROUP_MAP = os.environ.get("AGENTWEB_OIDC_GROUP_MAP", "")
 AGENTWEB_OIDC_PROVIDER_NAME = os.environ.get("AGENTWEB_OIDC_PROVIDER_NAME") or "single sign-on"
 AGENTWEB_OIDC_SIGN_ALGO = os.environ.get("AGENTWEB_OIDC_SIGN_ALGO") or "RS256"
-_OIDC_REQUIRED_ENDPOINTS = {
-    "authorization_endpoint",
-    "token_endpoint",
-    "userinfo_endpoint",
-    "jwks_uri",
-}
+_OIDC_REQUIRED_ENDPOINTS = _OIDC_ENDPOINT_SETTINGS.keys() - {"end_session_endpoint"}
 AGENTWEB_SSO = bool(
     AGENTWEB_OIDC_CLIENT_ID
     and AGENTWEB_OIDC_CLIENT_SECRET
