@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.contrib import admin, messages
+from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
@@ -37,6 +39,7 @@ from tools_app.models import (
 from tools_app.selectors import records
 from tools_app.services.policies import policy_changed, policy_delete
 from tools_app.services.skills import skill_audit
+from tools_app.services.tokens import api_tokens_revoke_all
 from tools_app.web.admin_forms import POLICY_GROUPS, PolicyForm, PolicyRuleForm, TryCallForm
 
 ADMIN = AuditEntry.Via.ADMIN  # the audit trail's "from where"
@@ -348,6 +351,24 @@ class AuditEntryAdmin(ReadOnlyAdmin):
     def get_actions(self, request: HttpRequest) -> dict[str, Any]:
         return {}  # not even the bulk delete action
 
+
+class UserAdmin(DjangoUserAdmin[User]):
+    """Django's user admin, with one more action: revoke all of a person's API tokens
+    (someone who left, or a lost laptop), each revocation in the audit trail."""
+
+    actions = ("revoke_api_tokens",)
+
+    @admin.action(description="Revoke all API tokens of the selected users")
+    def revoke_api_tokens(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
+        if not access.is_token_admin(request.user):
+            raise PermissionDenied("Only staff may revoke other people's tokens.")
+        for user in queryset:
+            count = api_tokens_revoke_all(user=user, by=request.user, via=ADMIN)
+            self.message_user(request, f"Revoked {count} token(s) of {user.get_username()}.")
+
+
+admin.site.unregister(User)
+admin.site.register(User, UserAdmin)
 
 # channels and deliveries, and projects: admins of their own modules
 from tools_app.web import notify_admin, project_admin  # noqa: E402,F401
