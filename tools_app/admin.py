@@ -328,9 +328,16 @@ AUDIT_DELETE = AuditEntry.Action.SKILL_DELETE
 
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
-    list_display = ("prefix", "user", "scope", "created_at", "last_used_at", "revoked")
-    fields = ("user", "scope", "prefix", "created_at", "last_used_at", "revoked")
-    readonly_fields = ("user", "scope", "prefix", "created_at", "last_used_at")
+    """Read only: tokens are made and revoked on /settings/tokens/ (staff revoke anyone's
+    there) or with `create_api_token`, so that each change is in the audit trail."""
+
+    list_display = (
+        "prefix", "name", "user", "scope", "created_at", "last_used_at", "expires_at", "revoked",
+    )  # fmt: skip
+    fields = (
+        "user", "name", "scope", "prefix", "created_at", "last_used_at", "expires_at", "revoked",
+    )  # fmt: skip
+    readonly_fields = fields
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # tokens are made with `manage.py create_api_token`, shown once
