@@ -233,3 +233,20 @@ def test_a_project_file_exports_imports_and_a_bad_one_changes_nothing(
     assert Project.objects.get(name="payments").description == "money"
     with pytest.raises(CommandError, match="no project named 'nope'"):
         call_command("export_project", "nope", stdout=io.StringIO())
+
+
+def test_a_tokens_project_holds_the_sessions_its_hooks_start(teams: dict[str, Any]) -> None:
+    alice = teams["alice"]
+    with pytest.raises(services.ServiceError, match="no project named 'platform'"):
+        services.api_token_create(user=alice, scope="agent", project="platform", by=alice)
+    token = services.api_token_create(user=alice, scope="agent", project="payments", by=alice)
+    Hook(token, "laptop-session").pre("Write", {"file_path": "/tmp/x/a.txt", "content": "a\n"})
+    started = AgentSession.objects.get(external_id="laptop-session")
+    assert started.project.name == "payments"
+    entry = AuditEntry.objects.filter(action="token.create").latest("id")
+    assert entry.details["project"] == "payments"
+    browser = Client()
+    browser.force_login(alice)
+    page = browser.get("/settings/tokens/").content.decode()
+    assert '<option value="payments">payments</option>' in page
+    assert '<option value="platform">' not in page

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from tools_app import access
 from tools_app.errors import Conflict, Forbidden, Invalid
-from tools_app.models import ApiToken
+from tools_app.models import ApiToken, Project
 from tools_app.services.audit import Action, Via, audit_record
 
 TOKEN_PREFIX = "aw_"  # noqa: S105  (a marker, not a secret)
@@ -35,26 +35,38 @@ def api_token_create(
     scope: str,
     name: str = "",
     expires_days: int | None = None,
+    project: str = "",
     by: Any = None,
     via: str = Via.CLI,
 ) -> str:
     """Make a token for `user` and return it; only its hash is kept. `by`: the person who
-    asked, held to the scopes they may take (None: an operator at the command line, who
-    may give any). `expires_days` None: it never expires."""
+    asked, held to the scopes and projects they may take (None: an operator at the
+    command line, who may give any). `expires_days` None: it never expires. `project`:
+    the project of the gateway sessions its hooks start (empty: by the agent's folder)."""
     name = _checked_name(name)
     expires_at = _expiry(expires_days)
     if scope not in ApiToken.Scope.values:
         raise Invalid(f"scope: {scope!r} is not a token scope (agent or review).")
     if by is not None and not (by.pk == user.pk and access.may_take_token_scope(by, scope)):
         raise Forbidden(_scope_refused(scope))
+    chosen = _project(project, by)
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     with transaction.atomic():
         row = ApiToken.objects.create(
             user=user, scope=scope, name=name, token_hash=_digest(token), prefix=token[:10],
-            expires_at=expires_at,
+            expires_at=expires_at, project=chosen,
         )  # fmt: skip
         _audit(row, Action.TOKEN_CREATE, by=by, via=via)
     return token
+
+
+def _project(name: str, by: Any) -> Project | None:
+    if not name:
+        return None
+    found = Project.objects.filter(name=name).first()
+    if found is None or (by is not None and not access.may_use_project(by, found)):
+        raise Invalid(f"project: there is no project named {name!r} that you may use.")
+    return found
 
 
 def api_token_revoke(*, token: ApiToken, by: Any, via: str = Via.BROWSER) -> ApiToken:
@@ -138,6 +150,8 @@ def _audit(row: ApiToken, action: str, *, by: Any, via: str) -> None:
     owner = row.user.get_username()
     label = f"{row.name!r} " if row.name else ""
     details: dict[str, Any] = {"user": owner, "scope": row.scope, "prefix": row.prefix}
+    if row.project_id:
+        details["project"] = row.project.name if row.project else ""
     if action == Action.TOKEN_CREATE:
         details |= {"name": row.name, "expires_at": _iso(row.expires_at)}
     audit_record(

@@ -29,7 +29,7 @@ CHECK_PATH = "/api/hooks/check"
 @require_http_methods(["GET", "HEAD", "POST"])
 def connect(request: HttpRequest) -> HttpResponse:
     user: Any = request.user  # logged in (login_required)
-    form = ConnectForm(request.POST if request.method == "POST" else None)
+    form = ConnectForm(request.POST if request.method == "POST" else None, user=user)
     context: dict[str, Any] = {"form": form, "integrations": INTEGRATIONS.values()}
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
@@ -37,7 +37,8 @@ def connect(request: HttpRequest) -> HttpResponse:
         try:
             token = api_token_create(
                 user=user, scope=ApiToken.Scope.AGENT, name=f"{integration.label} (Connect)",
-                expires_days=expiry_days(data["expires"]), by=user, via=Via.BROWSER,
+                expires_days=expiry_days(data["expires"]), project=data["project"], by=user,
+                via=Via.BROWSER,
             )  # fmt: skip
         except ServiceError as exc:
             form.add_error(None, str(exc))

@@ -29,6 +29,18 @@ def expiry_field() -> forms.ChoiceField:
     )
 
 
+def project_field(user: Any) -> forms.ChoiceField:
+    mine = access.seen_projects(user).values_list("name", flat=True)
+    return forms.ChoiceField(
+        label="Project",
+        required=False,
+        choices=[("", "By the agent's folder"), *((name, name) for name in mine)],
+        help_text="The project of the sessions its hooks start: who sees and decides "
+        "their calls. Empty: the project whose repositories claim the agent's folder, "
+        "else default.",
+    )
+
+
 def expiry_days(choice: str) -> int | None:
     return None if choice == NEVER else int(choice)
 
@@ -56,6 +68,7 @@ class TokenForm(forms.Form):
     def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.user = user
+        self.fields["project"] = project_field(user)
 
     def clean_name(self) -> str:
         return " ".join(str(self.cleaned_data["name"]).split())
@@ -85,3 +98,7 @@ class ConnectForm(forms.Form):
         "names the policy when it starts a session).",
     )
     expires = expiry_field()
+
+    def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["project"] = project_field(user)

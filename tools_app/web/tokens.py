@@ -33,7 +33,8 @@ def tokens(request: HttpRequest) -> HttpResponse:
         try:
             made = api_token_create(
                 user=user, scope=data["scope"], name=data["name"],
-                expires_days=expiry_days(data["expires"]), by=user, via=Via.BROWSER,
+                expires_days=expiry_days(data["expires"]), project=data["project"], by=user,
+                via=Via.BROWSER,
             )  # fmt: skip
         except ServiceError as exc:
             form.add_error(None, str(exc))

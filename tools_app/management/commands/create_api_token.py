@@ -29,6 +29,12 @@ class Command(BaseCommand):
             default=None,
             help="Days until the token stops working (default: it never expires).",
         )
+        parser.add_argument(
+            "--project",
+            default="",
+            help="The project of the gateway sessions its hooks start (default: the one "
+            "whose repositories claim the agent's folder, else default).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         user = get_user_model().objects.filter(username=options["username"]).first()
@@ -39,7 +45,7 @@ class Command(BaseCommand):
         try:
             token = api_token_create(
                 user=user, scope=options["scope"], name=options["name"],
-                expires_days=options["expires_days"],
+                expires_days=options["expires_days"], project=options["project"],
             )  # fmt: skip
         except ServiceError as exc:
             raise CommandError(str(exc).replace("expires:", "--expires-days:")) from None
