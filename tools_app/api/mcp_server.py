@@ -9,8 +9,9 @@ connection it is come from the transport, through `Principal`.
 A call answers once it is final or after `AGENTWEB_MCP_WAIT_SECONDS`, sending progress
 notifications meanwhile; a call still waiting for a person answers with a normal result
 naming it, and `await_tool_call` waits on. Refusals and denials are results the model
-reads (`isError`), never protocol errors. Waiting holds no worker: it is the `?wait`
-wake-up (`waiting`), on this process's event loop.
+reads (`isError`), never protocol errors. Waiting holds no worker and no database
+connection: it is the one wait of `?wait` and the hooks (`waiting`), on this process's
+event loop.
 
 A result's text is all the model is meant to read; the facts a program wants (ids,
 status) ride in its `_meta`, not in `structuredContent`: a client that finds structured
@@ -216,11 +217,16 @@ def wait_seconds() -> float:
 
 
 def _db(function: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
-    """Run ORM work off the event loop, on a connection that is still usable."""
+    """Run ORM work off the event loop, on a connection that is still usable, and give
+    it back after, as the end of a request does: MCP's work shares one thread, which
+    would otherwise keep a pooled connection from its last call on."""
 
     def fresh(*args: Any) -> Any:
         close_old_connections()
-        return function(*args)
+        try:
+            return function(*args)
+        finally:
+            close_old_connections()
 
     return sync_to_async(fresh)
 
@@ -298,21 +304,23 @@ async def _start_session(
     session_id = await _db(_session_start)(who, task, repo, policy)
     defaults.set(who, session_id)
     started = time.monotonic()
+
+    async def cloning(session: dict[str, Any]) -> None:
+        await report(time.monotonic() - started, f"session {session_id}: cloning {repo}")
+
     async with waiting.listening(session_id) as listener:
-        session = await _db(_session_read)(who, session_id)
-        while session["status"] == "queued" and (left := _left(started)) > 0:
-            await report(time.monotonic() - started, f"session {session_id}: cloning {repo}")
-            await listener.until(_session_moved, min(left, PROGRESS_EVERY_SECONDS))
-            session = await _db(_session_read)(who, session_id)
+        session = await listener.settle(
+            lambda: _db(_session_read)(who, session_id),
+            wait=wait_seconds(),
+            done=lambda read: read["status"] != "queued",
+            wakes=_session_moved,
+            progress=waiting.Progress(cloning, PROGRESS_EVERY_SECONDS),
+        )
     return _session_result(session, remembered=who.connection is not None)
 
 
 def _session_moved(event: dict[str, Any]) -> bool:
     return str(event.get("type", "")).startswith("session.")
-
-
-def _left(started: float) -> float:
-    return wait_seconds() - (time.monotonic() - started)
 
 
 def _session_start(who: Principal, task: str, repo: str, policy: str) -> int:
@@ -356,9 +364,7 @@ async def _tool_call(
     """Store the call and answer once it is final, or when the wait runs out."""
     async with waiting.listening(session_id) as listener:  # before the call exists
         call_id = await _db(_receive)(who, session_id, tool, args)
-        settled = _about(call_id, FINAL | {"awaiting_approval"})  # joined before: none missed
-        await listener.until(settled, min(wait_seconds(), waiting.CHECK_EVERY_SECONDS))
-        return await _answer(who, call_id, listener, report)
+        return await _answer(who, call_id, listener, report, joined_before_the_call=True)
 
 
 async def _await_call(who: Principal, call_id: int, report: Report) -> types.CallToolResult:
@@ -368,27 +374,29 @@ async def _await_call(who: Principal, call_id: int, report: Report) -> types.Cal
 
 
 async def _answer(
-    who: Principal, call_id: int, listener: waiting.Listener, report: Report
+    who: Principal,
+    call_id: int,
+    listener: waiting.Listener,
+    report: Report,
+    *,
+    joined_before_the_call: bool = False,
 ) -> types.CallToolResult:
-    """Read the call after each of its events (or a second without one); tell the client
-    each new status, and every few seconds that it still waits."""
-    started = told_at = time.monotonic()
-    told = ""
-    call = await _db(_call_read)(who, call_id)
-    while call["status"] not in FINAL and (left := _left(started)) > 0:
-        if call["status"] != told or time.monotonic() - told_at >= PROGRESS_EVERY_SECONDS:
-            told, told_at = call["status"], time.monotonic()
-            await report(told_at - started, f"call {call_id}: {_said(told)}")
-        await listener.until(_about(call_id), min(left, waiting.CHECK_EVERY_SECONDS))
-        call = await _db(_call_read)(who, call_id)
-    return _call_result(call)
+    """The call once final, or when the wait runs out: read again after each of its
+    events (the client hears each new status) and told every few seconds that it waits."""
+    started = time.monotonic()
 
+    async def still(call: dict[str, Any]) -> None:
+        await report(time.monotonic() - started, f"call {call_id}: {_said(call['status'])}")
 
-def _about(call_id: int, statuses: set[str] | None = None) -> Callable[[dict[str, Any]], bool]:
-    """Matches the events of one call (those that bring one of `statuses`)."""
-    return lambda event: (
-        event.get("tool_call") == call_id and (statuses is None or event.get("status") in statuses)
+    call = await listener.settle(
+        lambda: _db(_call_read)(who, call_id),
+        wait=wait_seconds(),
+        done=lambda read: read["status"] in FINAL,
+        wakes=waiting.call_event(call_id),
+        first_read_waits=joined_before_the_call,
+        progress=waiting.Progress(still, PROGRESS_EVERY_SECONDS),
     )
+    return _call_result(call)
 
 
 def _receive(who: Principal, session_id: int, tool: str, args: dict[str, Any]) -> int:
