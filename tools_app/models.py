@@ -45,6 +45,11 @@ class Policy(models.Model):
     require_distinct_reviewer = models.BooleanField(
         default=False, help_text="A session's creator may deny but not approve its calls."
     )
+    builtin_approvals = models.PositiveIntegerField(
+        default=1,
+        help_text="How many distinct people (none the session's creator) approve a call a "
+        "built-in check sends to a person; a rule's own approvals say it for its calls.",
+    )
     command_timeout_limit = models.PositiveIntegerField(
         default=600, help_text="Seconds: a command asking for a longer timeout needs a person."
     )

@@ -17,7 +17,7 @@ from tests.integration.helpers import Api, call, start_session, wait_final
 from tests.integration.test_admin import policy_form
 from tools_app import services
 from tools_app.core.policy.loader import PolicyInvalid
-from tools_app.models import Approval, AuditEntry, Event, PolicyRule
+from tools_app.models import AgentSession, Approval, AuditEntry, Event, PolicyRule
 from tools_app.selectors import records
 
 # The flows run a real worker (eager); the checks of a policy file need only the database.
@@ -188,3 +188,32 @@ def test_the_admin_refuses_a_quorum_it_could_never_meet(
     answer = admin_client.post(f"/admin/tools_app/policy/{policy.pk}/change/", form)
     assert answer.status_code == 200 and error in answer.content.decode()
     assert not policy.rules.exists()
+
+
+@pytest.mark.django_db
+def test_a_builtin_checks_approval_asks_the_policys_builtin_approvals(
+    creator: User, workspace: Path
+) -> None:
+    data = records.policy_as_dict(records.policy_by_name("default")) | {  # type: ignore[arg-type]
+        "name": "two-for-builtins", "builtin_approvals": 2,
+    }  # fmt: skip
+    data.pop("description")
+    policy = services.policy_import(data=data)
+    bob = person("bob")
+    PolicyRule.objects.create(  # bob once remembered every write, before the policy asked two
+        policy=policy, position=0, tool="write_file", args={"path": "*"},
+        decision="allow", created_by=bob, remembered=True,
+    )  # fmt: skip
+    session = AgentSession.objects.create(
+        task="t", repo=str(workspace), workspace=str(workspace), creator=creator,
+        status=AgentSession.Status.RUNNING, policy=policy,
+    )  # fmt: skip
+    call = services.tool_call_run_in_process(
+        session=session, tool="write_file", args={"path": ".env", "content": "KEY=1\n"}
+    )
+    assert call.status == "awaiting_approval" and call.rule.startswith("builtin:")
+    assert (call.approvals_needed, call.approvers) == (2, "")
+    plain = services.tool_call_run_in_process(
+        session=session, tool="write_file", args={"path": "notes.txt", "content": "hi\n"}
+    )
+    assert plain.status == "succeeded"  # the remembered rule allows what no check holds

@@ -25,7 +25,14 @@ from dataclasses import replace
 from tools_app.core.policy.checks import BUILTIN_APPROVALS, BUILTIN_DENIES, INVARIANTS, Check
 from tools_app.core.policy.context import CallContext, is_read_only
 from tools_app.core.policy.rules import first_matching_rule
-from tools_app.core.policy.types import CallFacts, PolicySpec, Rule, SessionCounters, Verdict
+from tools_app.core.policy.types import (
+    CallFacts,
+    PolicySpec,
+    Quorum,
+    Rule,
+    SessionCounters,
+    Verdict,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +62,7 @@ def evaluate(policy: PolicySpec, call: CallFacts, counters: SessionCounters) -> 
 
 def _evaluate(context: CallContext) -> Verdict:
     rules = context.policy.rules
-    return (
+    verdict = (
         _first(INVARIANTS, context)
         or _rule_verdict(first_matching_rule(rules, context, deny=True))
         or _first(BUILTIN_DENIES, context)
@@ -63,6 +70,15 @@ def _evaluate(context: CallContext) -> Verdict:
         or _first(BUILTIN_APPROVALS, context)
         or _fallthrough(context)
     )
+    return _builtin_quorum(verdict, context.policy)
+
+
+def _builtin_quorum(verdict: Verdict, policy: PolicySpec) -> Verdict:
+    """A built-in check's approval asks the policy's `builtin_approvals` people."""
+    builtin = verdict.kind == "require_approval" and verdict.rule.startswith("builtin:")
+    if not builtin or verdict.quorum is not None or policy.builtin_approvals <= 1:
+        return verdict
+    return replace(verdict, quorum=Quorum(policy.builtin_approvals))
 
 
 def _first(checks: Iterable[Check], context: CallContext) -> Verdict | None:
@@ -78,9 +94,9 @@ def _allow_rule_verdict(context: CallContext) -> Verdict | None:
     applies: the next rule (not bounded) in order decides, else that approval does."""
     rules = context.policy.rules
     rule = first_matching_rule(rules, context, deny=False)
-    quorum_rule = _quorum_kept(rule, rules, context)
-    if quorum_rule is not None:
-        return _rule_verdict(quorum_rule)
+    kept = _quorum_kept(rule, rules, context)
+    if kept is not None:
+        return kept
     if rule is None or not _bounded(rule):
         return _rule_verdict(rule)
     risky = _first(RISKY_APPROVALS, context)
@@ -91,16 +107,23 @@ def _allow_rule_verdict(context: CallContext) -> Verdict | None:
     return _rule_verdict(later) or _passed_over(risky, rule)
 
 
-def _quorum_kept(rule: Rule | None, rules: tuple[Rule, ...], context: CallContext) -> Rule | None:
+def _quorum_kept(
+    rule: Rule | None, rules: tuple[Rule, ...], context: CallContext
+) -> Verdict | None:
     """Remembered rules never lower a quorum: a reviewer's rule (remembered or widened)
-    does not allow a call that an admin's rule sends to more than one person; that rule
-    decides instead."""
+    does not allow a call that an admin's rule, or a built-in check under
+    `builtin_approvals`, sends to more than one person; that one decides instead."""
     if rule is None or rule.verdict != "allow":
         return None
     if not (rule.remembered_by or rule.reviewer_bounded):
         return None
     quorums = tuple(other for other in rules if other.quorum is not None)
-    return first_matching_rule(quorums, context, deny=False) if quorums else None
+    admins = first_matching_rule(quorums, context, deny=False) if quorums else None
+    if admins is not None:
+        return _rule_verdict(admins)
+    if context.policy.builtin_approvals > 1:
+        return _first(BUILTIN_APPROVALS, context)
+    return None
 
 
 def _bounded(rule: Rule) -> bool:

@@ -153,6 +153,9 @@ class PolicySpec:
     # A run_command asking for a longer timeout (seconds) waits for a person.
     command_timeout_limit: int = _number(600, "Commands", minimum=1)
     require_distinct_reviewer: bool = _switch("Approvals")
+    # How many distinct people (none of them the session's creator) approve a call that a
+    # built-in check sends to a person; a rule's own `approvals` says it for its calls.
+    builtin_approvals: int = _number(1, "Approvals", minimum=1)
     approval_timeout_seconds: int = _number(3600, "Approvals", minimum=1)
     # A call still waiting this long (seconds) is told to the escalation channels; 0: never.
     escalate_after_seconds: int = _number(0, "Approvals")
