@@ -271,8 +271,10 @@ class AgentSessionAdmin(ReadOnlyAdmin):
     """Read-only: a session's status changes only through its services, with an event.
     Cancel is the one action, and it goes through `session_cancel`."""
 
-    list_display = ("id", "task_shown", "status", "kind", "policy", "creator", "created_at")
-    list_filter = ("status", "kind")
+    list_display = (
+        "id", "task_shown", "status", "kind", "project", "policy", "creator", "created_at",
+    )  # fmt: skip
+    list_filter = ("status", "kind", "project")
     actions = ["cancel_sessions"]
     agent_text = (
         "task",
@@ -349,10 +351,10 @@ class AuditEntryAdmin(ReadOnlyAdmin):
 
     list_display = (
         "id", "created_at", "actor_name", "via", "action", "decision", "object_repr",
-        "session_ref", "policy_name",
+        "session_ref", "project_name", "policy_name",
     )  # fmt: skip
-    list_filter = ("action", "via", "decision", "created_at")
-    search_fields = ("actor_name", "object_repr", "tool", "policy_name", "reason")
+    list_filter = ("action", "via", "decision", "project_name", "created_at")
+    search_fields = ("actor_name", "object_repr", "tool", "policy_name", "project_name", "reason")
     agent_text = ("object_repr", "tool", "reason", "details")
 
     def get_actions(self, request: HttpRequest) -> dict[str, Any]:

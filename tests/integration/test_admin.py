@@ -33,6 +33,7 @@ def policy_form(policy: Policy, **changes: Any) -> dict[str, Any]:
         "approval_timeout_seconds": policy.approval_timeout_seconds,
         "escalate_after_seconds": policy.escalate_after_seconds,
         "command_timeout_limit": policy.command_timeout_limit,
+        "builtin_approvals": policy.builtin_approvals,
         "rules-TOTAL_FORMS": "0",
         "rules-INITIAL_FORMS": "0",
         "rules-MIN_NUM_FORMS": "0",

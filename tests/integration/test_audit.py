@@ -181,6 +181,7 @@ def test_policy_changes_are_recorded_from_the_command_line_and_the_admin(
         "approval_timeout_seconds": policy.approval_timeout_seconds,
         "escalate_after_seconds": policy.escalate_after_seconds,
         "command_timeout_limit": policy.command_timeout_limit,
+        "builtin_approvals": policy.builtin_approvals,
         "rules-TOTAL_FORMS": "0", "rules-INITIAL_FORMS": "0",
         "rules-MIN_NUM_FORMS": "0", "rules-MAX_NUM_FORMS": "1000",
     }  # fmt: skip

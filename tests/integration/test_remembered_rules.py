@@ -312,8 +312,12 @@ def test_the_admin_shows_each_rule_s_author_and_whether_it_was_remembered(
     page = browser_for(superuser).get(f"/admin/tools_app/policy/{policy.pk}/change/")
     html = page.content.decode()
     assert page.status_code == 200
-    assert "column-created_by" in html and "column-remembered" in html
-    cells = re.findall(r'<td class="field-(created_by|remembered)">\s*<p>(.*?)</p>', html)
+    assert "field-created_by" in html and "field-remembered" in html
+    cells = re.findall(
+        r'class="form-row field-(created_by|remembered)">.*?<div class="readonly">(.*?)</div>',
+        html,
+        re.DOTALL,
+    )
     assert cells[:2] == [  # the rule; then the blank row "Add another" copies
         ("created_by", f'<a href="/admin/auth/user/{reviewer.pk}/change/">rita</a>'),
         ("remembered", '<img src="/static/admin/img/icon-yes.svg" alt="True">'),
@@ -434,7 +438,7 @@ def test_an_admin_may_clear_the_bound_in_the_rules_inline(
     widen_everything(reviewer, big_write, django_capture_on_commit_callbacks)
     page = browser_for(superuser).get(f"/admin/tools_app/policy/{policy.pk}/change/")
     html = page.content.decode()
-    assert "column-reviewer_bounded" in html
+    assert "field-reviewer_bounded" in html
     assert re.search(r'<input type="checkbox" name="rules-0-reviewer_bounded"[^>]* checked', html)
 
 
