@@ -135,14 +135,15 @@ def _rule_problems(where: str, rule: Any) -> list[PolicyProblem]:
     if isinstance(rule_id, bool) or not isinstance(rule_id, str | int):
         problems.append(PolicyProblem(f"{where}.id", "must be a string or a number"))
     if "approvals" in rule:
-        problems += _quorum_problems(f"{where}.approvals", rule["approvals"], rule.get("decision"))
+        verdict = rule.get("decision")  # a policy file's key for a rule's verdict
+        problems += _quorum_problems(f"{where}.approvals", rule["approvals"], verdict)
     return problems + _args_problems(f"{where}.args", rule.get("args", {}))
 
 
-def _quorum_problems(where: str, quorum: Any, decision: Any) -> list[PolicyProblem]:
+def _quorum_problems(where: str, quorum: Any, verdict: Any) -> list[PolicyProblem]:
     """`approvals: {count: N, group: NAME}`: N distinct people (of group NAME, when
     named) approve a call the rule sends to a person."""
-    if decision != "require_approval":
+    if verdict != "require_approval":
         return [PolicyProblem(where, "is only for a rule whose decision is require_approval")]
     if not isinstance(quorum, Mapping):
         return [PolicyProblem(where, f"must be an object {{count, group}}, not {_kind(quorum)}")]
