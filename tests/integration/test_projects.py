@@ -250,3 +250,18 @@ def test_a_tokens_project_holds_the_sessions_its_hooks_start(teams: dict[str, An
     page = browser.get("/settings/tokens/").content.decode()
     assert '<option value="payments">payments</option>' in page
     assert '<option value="platform">' not in page
+
+
+def test_the_hook_urls_project_names_the_project_of_the_sessions_it_starts(
+    teams: dict[str, Any],
+) -> None:
+    mine = Hook(services.api_token_create(user=teams["alice"], scope="agent"), "by-url")
+    mine.url += "?project=payments"
+    mine.pre("Write", {"file_path": "/tmp/x/a.txt", "content": "a\n"})
+    assert AgentSession.objects.get(external_id="by-url").project.name == "payments"
+    theirs = Hook(services.api_token_create(user=teams["ann"], scope="agent"), "not-hers")
+    theirs.url += "?project=payments"
+    refused = theirs.pre("Write", {"file_path": "/tmp/x/a.txt", "content": "a\n"})
+    assert refused["permissionDecision"] == "deny"
+    assert "names no project you may use ('payments')" in refused["permissionDecisionReason"]
+    assert not AgentSession.objects.filter(external_id="not-hers").exists()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -22,11 +23,12 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
+from tools_app import access
 from tools_app.api.entry_checks import entry_refusal
 from tools_app.core.tools.jsonsafe import UnsafeJSON, loads
 from tools_app.errors import ServiceError
 from tools_app.live import waiting
-from tools_app.models import ApiToken, ToolCall
+from tools_app.models import ApiToken, Project, ToolCall
 from tools_app.ops import metrics
 from tools_app.selectors import records
 from tools_app.selectors.decisions import approved_by_person
@@ -128,18 +130,41 @@ def _answer_now(request: HttpRequest) -> tuple[dict[str, Any], tuple[int, int] |
     name = event["hook_event_name"]
     if name in IGNORED_EVENTS:
         return {}, None
-    policy = request.GET.get("policy", "")  # the policy of a session this event starts
-    if "\x00" in policy or len(policy) > POLICY_NAME_CHARS:
-        return deny(
-            "agentweb refused the hook: the hook URL's `policy` must be a policy's name "
-            f"(at most {POLICY_NAME_CHARS} characters, no NUL)"
-        ), None
+    starts = _starts(request, token)
+    if isinstance(starts, str):
+        return deny(f"agentweb refused the hook: {starts}"), None
     try:
         if name == PRE:
-            return _receive_and_answer(token, event, policy)
-        return _post_tool_use(token, event, policy), None
+            return _receive_and_answer(token, event, starts)
+        return _post_tool_use(token, event, starts), None
     except ServiceError as exc:
         return deny(f"agentweb refused the hook: {exc}", name), None
+
+
+@dataclass(frozen=True)
+class Starts:
+    """What the hook URL says of a session its events start: `?policy=`, `?project=`
+    (else the token's project, else the one claiming the agent's folder)."""
+
+    policy: str
+    project: Project | None
+
+
+def _starts(request: HttpRequest, token: ApiToken) -> Starts | str:
+    """The hook URL's policy and project, or why they cannot be used."""
+    policy, project = request.GET.get("policy", ""), request.GET.get("project", "")
+    for key, value in (("policy", policy), ("project", project)):
+        if "\x00" in value or len(value) > POLICY_NAME_CHARS:
+            return (
+                f"the hook URL's `{key}` must be a {key}'s name (at most "
+                f"{POLICY_NAME_CHARS} characters, no NUL)"
+            )
+    if not project:
+        return Starts(policy, token.project)
+    found = Project.objects.filter(name=project).first()
+    if found is None or not access.may_use_project(token.user, found):
+        return f"the hook URL's `project` names no project you may use ({project!r})"
+    return Starts(policy, found)
 
 
 def _token(header: str) -> ApiToken | str:
@@ -203,26 +228,26 @@ def _id(event: dict[str, Any], field: str) -> str:
 
 
 def _receive_and_answer(
-    token: ApiToken, event: dict[str, Any], policy: str
+    token: ApiToken, event: dict[str, Any], starts: Starts
 ) -> tuple[dict[str, Any], tuple[int, int] | None]:
     """The call, and its answer when the policy decided at once: one transaction, one
     commit, for the common case of an allowed or denied call."""
     with transaction.atomic():
-        call = _receive(token, event, policy)
+        call = _receive(token, event, starts)
         if call.status not in ANSWERABLE:
             return {}, (call.pk, call.session_id)
         return _answer_for(call), None
 
 
-def _receive(token: ApiToken, event: dict[str, Any], policy: str) -> ToolCall:
+def _receive(token: ApiToken, event: dict[str, Any], starts: Starts) -> ToolCall:
     session = gateway.gateway_session_for(
         user=token.user,
         external_id=event["session_id"],
         cwd=event["cwd"],
         agent_id=event.get("agent_id") or "",
         agent_type=str(event.get("agent_type") or "")[:100],
-        policy=policy,
-        project=token.project,
+        policy=starts.policy,
+        project=starts.project,
     )
     return gateway.gateway_call_receive(
         session=session,
@@ -280,15 +305,15 @@ def _refusal(call: ToolCall, *, expired: bool = False) -> str:
 # --- PostToolUse, PostToolUseFailure ---------------------------------------------------
 
 
-def _post_tool_use(token: ApiToken, event: dict[str, Any], policy: str) -> dict[str, Any]:
+def _post_tool_use(token: ApiToken, event: dict[str, Any], starts: Starts) -> dict[str, Any]:
     name = event["hook_event_name"]
     session = gateway.gateway_session_for(
         user=token.user,
         external_id=event["session_id"],
         cwd=event["cwd"],
         agent_id=event.get("agent_id") or "",
-        policy=policy,
-        project=token.project,
+        policy=starts.policy,
+        project=starts.project,
     )
     failed = name == POST_FAILURE
     response = event.get("error") if failed else event.get("tool_response")
