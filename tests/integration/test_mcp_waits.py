@@ -27,7 +27,7 @@ from django.db import connection
 from tests.browser.server import Daphne
 from tests.integration.test_mcp import connected, facts, in_thread, start, text
 from tools_app import services
-from tools_app.live import waiting
+from tools_app.live import hub
 from tools_app.models import ToolCall
 
 # serialized_rollback, as every transactional test here: a plain flush re-creates the
@@ -129,7 +129,7 @@ def test_held_mcp_calls_read_nothing_keep_no_connection_and_answer_a_decision(
                 args = {"path": ".env", "content": f"A={n}\n", "session": session_id}
                 results[n] = await client.call_tool("write_file", args, progress_callback=progress)
 
-            with anyio.fail_after(waiting.RECHECK_SECONDS / 2):  # answered by the events
+            with anyio.fail_after(hub.RECHECK_SECONDS / 2):  # answered by the events
                 async with anyio.create_task_group() as group:
                     for n in range(HELD):
                         group.start_soon(write, n)

@@ -1,19 +1,23 @@
 """Held waits on the real pub/sub layer share one channel per process (`live/hub.py`):
 Redis holds a subscription per session that has a wait, not one per wait; an event
 reaches the waits of its own call and no other; a lost pub/sub connection wakes every
-wait; and a wait inside a request keeps no thread between its reads."""
+wait; a wait inside a request keeps no thread between its reads; and a call that moved
+without an event is found by the hub's one re-read of all the calls it watches."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from channels.layers import get_channel_layer
+from django.contrib.auth.models import User
+from django.db import close_old_connections
 
 from tests.integration.test_pubsub_layer import (  # noqa: F401 - name, pubsub: fixtures
     kill_pubsub_connections,
@@ -23,6 +27,7 @@ from tests.integration.test_pubsub_layer import (  # noqa: F401 - name, pubsub: 
 from tools_app.live import waiting
 from tools_app.live.events import session_group
 from tools_app.live.hub import hub_for
+from tools_app.models import AgentSession, Policy, ToolCall
 
 SESSIONS = 4
 WAITS = 200  # spread over the sessions
@@ -150,3 +155,51 @@ def test_a_held_wait_inside_a_request_keeps_no_thread_between_its_reads() -> Non
     before, during, reads = asyncio.run(scenario())
     assert during <= before + 2
     assert reads == 2 * 30  # each wait: its first read, and the one its event asked for
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+@pytest.mark.usefixtures("pubsub")
+def test_a_call_that_moved_without_an_event_is_read_again_by_the_hubs_one_query(
+    creator: User, workspace: Path
+) -> None:
+    """No event comes (a lost publish): the hub's re-read of every watched call, one
+    query for all, wakes the wait whose call moved and no other."""
+    session = AgentSession.objects.create(
+        task="t", repo=str(workspace), workspace=str(workspace), creator=creator,
+        status=AgentSession.Status.RUNNING, policy=Policy.objects.get(name="default"),
+    )  # fmt: skip
+    calls = [
+        ToolCall.objects.create(session=session, tool="write_file", status="awaiting_approval")
+        for _ in range(3)
+    ]
+
+    def read(call_id: int) -> dict[str, Any]:
+        try:
+            return {"status": ToolCall.objects.get(pk=call_id).status}
+        finally:
+            close_old_connections()
+
+    async def scenario() -> tuple[str, list[bool]]:
+        async def wait(call_id: int) -> dict[str, Any]:
+            async with waiting.listening(session.pk) as listener:
+                return await listener.answer(call_id, FOREVER, sync_to_async(read))
+
+        tasks = [asyncio.ensure_future(wait(call.pk)) for call in calls]
+        hub = hub_for(get_channel_layer())
+        deadline = time.monotonic() + 30
+        while len(hub.watched) < len(calls):  # each has read its call once
+            assert time.monotonic() < deadline, "the waits did not read their calls"
+            await asyncio.sleep(0.01)
+        moved = calls[1].pk
+        await sync_to_async(ToolCall.objects.filter(pk=moved).update)(status="denied")
+        await hub.recheck()
+        answer = await tasks[1]
+        others = [task.done() for task in (tasks[0], tasks[2])]
+        for task in (tasks[0], tasks[2]):
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        return answer["status"], others
+
+    status, others = asyncio.run(scenario())
+    assert status == "denied"
+    assert others == [False, False]

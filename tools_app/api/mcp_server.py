@@ -395,6 +395,7 @@ async def _answer(
         wakes=waiting.call_event(call_id),
         first_read_waits=joined_before_the_call,
         progress=waiting.Progress(still, PROGRESS_EVERY_SECONDS),
+        watched=lambda read: (call_id, read["status"]),
     )
     return _call_result(call)
 

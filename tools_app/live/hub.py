@@ -15,6 +15,12 @@ session. The guarantees of before hold:
   may be lost) goes into every mailbox: every wait reads again.
 * **A failed receive is said.** Every mailbox gets `FAILED` (those waits read on the clock
   from then on), and the next join starts over with a new channel.
+
+The database stays the truth, and a call's wait is also re-read when an event was lost
+without a reset: once a minute the hub reads the status of every call it watches in one
+query per thousand, and tells (`RECHECK`) only the waits whose call moved. One read a
+minute per wait was 83 reads and thread hops a second at 5,000 held, a sixth of the
+process's CPU while it answered other hooks (BENCHMARKS.md §14).
 """
 
 from __future__ import annotations
@@ -26,12 +32,19 @@ import weakref
 from collections.abc import Coroutine
 from typing import Any
 
+from asgiref.sync import sync_to_async
+from django.db import close_old_connections
+
 from tools_app.live.events import session_group
+from tools_app.models import ToolCall
 
 logger = logging.getLogger(__name__)
 
 FAILED = {"type": "hub.failed"}  # the hub's receive failed: no more events will come
+RECHECK = {"type": "hub.recheck"}  # the watched call moved without an event: read it
 RESET = "layer.reset"
+RECHECK_SECONDS = 60.0  # how often the watched calls' statuses are read, all at once
+RECHECK_CHUNK = 1000  # ids per query
 Mailbox = asyncio.Queue[dict[str, Any]]
 
 
@@ -46,6 +59,8 @@ class Hub:
         self.locks: dict[int, asyncio.Lock] = {}  # one add or discard of a group at a time
         self.starting = asyncio.Lock()
         self.receiving: asyncio.Task[None] | None = None
+        self.watched: dict[Mailbox, tuple[int, str]] = {}  # (call, status last read)
+        self.rechecking: asyncio.Task[None] | None = None
 
     async def join(self, session_id: int) -> Mailbox:
         """A mailbox for the session's events, once they are sure to reach it."""
@@ -62,9 +77,16 @@ class Hub:
             raise
         return mailbox
 
+    def watch(self, mailbox: Mailbox, call_id: int, status: str) -> None:
+        """The wait of `mailbox` last read its call with `status`: tell it if that changes."""
+        self.watched[mailbox] = (call_id, status)
+        if self.rechecking is None or self.rechecking.done():
+            self.rechecking = asyncio.ensure_future(self._recheck_forever())
+
     def leave(self, session_id: int, mailbox: Mailbox) -> None:
         """Forget the mailbox; the session's group is left (in the background: the
         answer need not wait for Redis) once no wait of the session is left."""
+        self.watched.pop(mailbox, None)
         waiting = self.mailboxes.get(session_id)
         if waiting is None:
             return
@@ -121,13 +143,43 @@ class Hub:
             for mailbox in boxes:
                 mailbox.put_nowait(FAILED)
         self.mailboxes.clear()
+        self.watched.clear()
         self.joined.clear()
         self.locks.clear()
         self.channel = None
 
+    async def _recheck_forever(self) -> None:
+        while self.watched:
+            await asyncio.sleep(RECHECK_SECONDS)
+            try:
+                await self.recheck()
+            except Exception as exc:  # the next round tries again; events still wake
+                logger.warning("wait hub: re-reading the held calls failed (%r)", exc)
+
+    async def recheck(self) -> None:
+        """One read of every watched call; a `RECHECK` for each wait whose call moved."""
+        watched = list(self.watched.items())
+        ids = sorted({call_id for _, (call_id, _) in watched})
+        statuses = await sync_to_async(_statuses, thread_sensitive=False)(ids)
+        for mailbox, (call_id, status) in watched:
+            if statuses.get(call_id) != status and self.watched.get(mailbox):
+                mailbox.put_nowait(RECHECK)
+
     def subscriptions(self) -> int:
         """The groups this hub is in (each a Redis subscription on the pub/sub layer)."""
         return len(self.joined)
+
+
+def _statuses(ids: list[int]) -> dict[int, str]:
+    """The status of each call, a thousand ids a query; the connection given back."""
+    try:
+        found: dict[int, str] = {}
+        for start in range(0, len(ids), RECHECK_CHUNK):
+            chunk = ids[start : start + RECHECK_CHUNK]
+            found.update(ToolCall.objects.filter(pk__in=chunk).values_list("pk", "status"))
+        return found
+    finally:
+        close_old_connections()
 
 
 _hubs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Hub] = weakref.WeakKeyDictionary()
@@ -138,8 +190,9 @@ def hub_for(layer: Any) -> Hub:
     loop = asyncio.get_running_loop()
     hub = _hubs.get(loop)
     if hub is None or hub.layer is not layer:
-        if hub is not None and hub.receiving is not None:
-            hub.receiving.cancel()
+        for task in (hub.receiving, hub.rechecking) if hub is not None else ():
+            if task is not None:
+                task.cancel()
         hub = _hubs[loop] = Hub(layer)
     return hub
 

@@ -26,13 +26,12 @@ from asgiref.sync import AsyncToSync, SyncToAsync, sync_to_async
 from channels.layers import get_channel_layer
 from django.db import connections
 
-from tools_app.live.hub import FAILED, RESET, Hub, Mailbox, hub_for
+from tools_app.live.hub import FAILED, RECHECK, RECHECK_SECONDS, RESET, Hub, Mailbox, hub_for
 from tools_app.models import ToolCall
 
 logger = logging.getLogger(__name__)
 
 CHECK_EVERY_SECONDS = 1.0  # the slow database check when no event comes
-RECHECK_SECONDS = 60.0  # with a channel layer: a safety net (a reset layer wakes it at once)
 LAYER_TIMEOUT_SECONDS = 1.0  # joining or leaving a group never holds a request longer
 
 Found = TypeVar("Found")
@@ -97,6 +96,7 @@ class Listener:
             done=lambda answer: answer["status"] in until,
             wakes=call_event(call_id, until),
             first_read_waits=joined_before_the_call,
+            watched=lambda answer: (call_id, answer["status"]),
         )
 
     async def settle(
@@ -108,12 +108,14 @@ class Listener:
         wakes: Callable[[dict[str, Any]], bool],
         first_read_waits: bool = False,
         progress: Progress[Found] | None = None,
+        watched: Callable[[Found], tuple[int, str]] | None = None,
     ) -> Found:
         """`read()` until `done` says so, or until `wait` seconds have passed: again after
         each event that `wakes` matches, else once a minute (once a second without a
         layer). No database connection is kept between reads. `progress`, when given,
         hears each read that is not done and, between reads, the last one again every
-        `progress.every` seconds."""
+        `progress.every` seconds. `watched`: the call a read is about and its status,
+        for the hub's re-read of all calls at once (then this wait reads only when told)."""
         deadline = time.monotonic() + wait
         if first_read_waits and self.mailbox is not None:  # every event of it comes here
             await self.until(wakes, min(wait, CHECK_EVERY_SECONDS))
@@ -125,6 +127,9 @@ class Listener:
             if await sync_to_async(_give_back_connections)():  # the reading thread's own
                 _let_go_of_the_thread()
             every = CHECK_EVERY_SECONDS if self.mailbox is None else RECHECK_SECONDS
+            if self.hub is not None and self.mailbox is not None and watched is not None:
+                self.hub.watch(self.mailbox, *watched(found))
+                every = remaining  # the hub re-reads it, with every other call it watches
             await self._between_reads(found, min(remaining, every), wakes, progress)
 
     async def _between_reads(
@@ -158,9 +163,9 @@ class Listener:
                 return False
             if message is FAILED:
                 self.close()
-                self.mailbox = None  # from now on the clock alone
-                continue
-            if message.get("type") == RESET:  # events may be lost: read again
+                self.mailbox = None  # from now on the clock alone, from a read now
+                return True
+            if message is RECHECK or message.get("type") == RESET:  # read again
                 return True
             if matches(message.get("event") or {}):
                 return True
