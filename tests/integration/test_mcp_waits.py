@@ -90,35 +90,52 @@ def calls_locked() -> Iterator[None]:
         locker.rollback()
 
 
+class Told:
+    """The progress an MCP client heard; `twice` is set once every held call was told
+    of its wait twice after `locked` messages (the table's lock)."""
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+        self.held: list[str] = []
+        self.locked: int | None = None
+        self.twice = anyio.Event()
+
+    async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        self.messages.append(message or "")
+        since = self.messages[self.locked :] if self.locked is not None else []
+        if self.held and all(since.count(said) >= 2 for said in self.held):
+            self.twice.set()
+
+
+async def decide_when_held(web: str, rita: str, session_id: int, told: Told) -> dict[str, Any]:
+    """Once the calls are held: read one through the REST API, lock the calls' table
+    until each wait told its client twice, then approve one and deny two."""
+    seen: dict[str, Any] = {}
+    ids = await in_thread(held_calls, session_id)
+    told.held = [f"call {n}: awaiting approval" for n in ids]
+    headers = {"Authorization": f"Bearer {rita}"}
+    async with httpx.AsyncClient(base_url=f"{web}/api", headers=headers, timeout=30) as api:
+        # The pool's one connection is free while the calls wait: the API answers.
+        read = await api.get(f"/tool-calls/{ids[0]}")
+        seen["read"] = read.status_code, read.json().get("status")
+        seen["connections"] = await in_thread(web_connections)
+        with calls_locked():  # each wait tells its client twice, reading nothing
+            told.locked = len(told.messages)
+            await told.twice.wait()
+        for call_id, decision in zip(ids, ["approve", "deny", "deny"], strict=True):
+            body = {"decision": decision, "reason": f"{decision} {call_id}"}
+            answer = await api.post(f"/tool-calls/{call_id}/decision", json=body)
+            assert answer.status_code == 200, answer.text
+    return seen
+
+
 def test_held_mcp_calls_read_nothing_keep_no_connection_and_answer_a_decision(
     web: str, creator: User, reviewer: User, workspace: Path
 ) -> None:
     alice = services.api_token_create(user=creator, scope="agent")
-    rita = {"Authorization": f"Bearer {services.api_token_create(user=reviewer, scope='review')}"}
+    rita = services.api_token_create(user=reviewer, scope="review")
+    told = Told()
     seen: dict[str, Any] = {}
-    told: list[str] = []
-    told_twice = anyio.Event()
-
-    async def progress(progress: float, total: float | None, message: str | None) -> None:
-        told.append(message or "")
-        if seen.get("locked") and all(told[seen["locked"] :].count(m) >= 2 for m in seen["held"]):
-            told_twice.set()
-
-    async def decide_when_held(session_id: int) -> None:
-        ids = await in_thread(held_calls, session_id)
-        seen["held"] = [f"call {n}: awaiting approval" for n in ids]
-        async with httpx.AsyncClient(base_url=f"{web}/api", timeout=30) as api:
-            # The pool's one connection is free while the calls wait: the API answers.
-            read = await api.get(f"/tool-calls/{ids[0]}", headers=rita)
-            seen["read"] = read.status_code, read.json().get("status")
-            seen["connections"] = await in_thread(web_connections)
-            with calls_locked():  # each wait tells its client twice, reading nothing
-                seen["locked"] = len(told)
-                await told_twice.wait()
-            for call_id, decision in zip(ids, ["approve", "deny", "deny"], strict=True):
-                body = {"decision": decision, "reason": f"{decision} {call_id}"}
-                answer = await api.post(f"/tool-calls/{call_id}/decision", json=body, headers=rita)
-                assert answer.status_code == 200, answer.text
 
     async def scenario() -> list[Any]:
         async with connected(f"{web}/mcp", alice) as client:
@@ -127,13 +144,13 @@ def test_held_mcp_calls_read_nothing_keep_no_connection_and_answer_a_decision(
 
             async def write(n: int) -> None:
                 args = {"path": ".env", "content": f"A={n}\n", "session": session_id}
-                results[n] = await client.call_tool("write_file", args, progress_callback=progress)
+                results[n] = await client.call_tool("write_file", args, progress_callback=told)
 
             with anyio.fail_after(hub.RECHECK_SECONDS / 2):  # answered by the events
                 async with anyio.create_task_group() as group:
                     for n in range(HELD):
                         group.start_soon(write, n)
-                    await decide_when_held(session_id)
+                    seen.update(await decide_when_held(web, rita, session_id, told))
             return results
 
     results = anyio.run(scenario)
