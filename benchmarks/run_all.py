@@ -17,6 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import psycopg
 from _common import machine, parser
 
 HERE = Path(__file__).resolve().parent
@@ -33,9 +34,14 @@ SCRIPTS = (
     "bench_cost.py",
     "bench_inbox.py",
     "bench_audit_export.py",
+    "bench_held_waits.py",
 )
 COST_SCRIPTS = ("bench_fanout.py", "bench_cost.py")
 TAKE_BEFORE = {"bench_latency.py", "bench_inbox.py"}  # the scripts that take --before REF
+# Issue 32's 5,000 held waits (100 in a smoke run), on PostgreSQL: left out, saying so,
+# where PostgreSQL does not answer.
+HELD_WAITS = {"full": ["--waits", "5000"], "quick": ["--waits", "100"]}
+POSTGRES = "postgres://postgres@127.0.0.1:5432/postgres"
 
 
 def run(
@@ -49,6 +55,8 @@ def run(
         command += ["--before", before]
     if cost_before and script in COST_SCRIPTS:
         command += ["--before", cost_before]
+    if script == "bench_held_waits.py":
+        command += HELD_WAITS["quick" if quick else "full"]
     start = time.monotonic()
     done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if done.returncode != 0:
@@ -56,6 +64,14 @@ def run(
     result: dict[str, object] = json.loads(out.read_text())
     result["seconds"] = round(time.monotonic() - start, 1)
     return result
+
+
+def postgres_answers() -> bool:
+    try:
+        psycopg.connect(POSTGRES, connect_timeout=3).close()
+    except Exception:
+        return False
+    return True
 
 
 def main() -> None:
@@ -72,6 +88,9 @@ def main() -> None:
     collected = []
     with tempfile.TemporaryDirectory(prefix="bench-all-") as tmp:
         for script in SCRIPTS:
+            if script == "bench_held_waits.py" and not postgres_answers():
+                print(f"## {script}: left out, PostgreSQL does not answer at {POSTGRES}\n")
+                continue
             result = run(script, options.quick, Path(tmp), options.before, options.cost_before)
             collected.append(result)
             print(f"## {script} ({result['seconds']} s)\n")
