@@ -102,7 +102,7 @@ run: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy .
+	$(BIN)/mypy --cache-dir $(SHARED_CACHE)/mypy .
 
 # The linters run beside the suite (mypy is one core's minute); each one's output is
 # printed whole when it ends, and either failing fails `make test`.
