@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
 from django.http import Http404
@@ -57,6 +58,12 @@ def seen_projects(user: Any) -> QuerySet[Project]:
 def may_use_project(user: Any, project: Project) -> bool:
     """Start sessions in it (or take a token for it): its members and reviewers."""
     return seen_projects(user).filter(pk=project.pk).exists()
+
+
+def may_sign_in_with_password(user: Any) -> bool:
+    """Everyone while AGENTWEB_PASSWORD_LOGIN is on; off, superusers only (the
+    break-glass when the identity provider is down)."""
+    return bool(settings.AGENTWEB_PASSWORD_LOGIN or user.is_superuser)
 
 
 def is_reviewer(user: Any) -> bool:

@@ -265,3 +265,19 @@ def test_the_hook_urls_project_names_the_project_of_the_sessions_it_starts(
     assert refused["permissionDecision"] == "deny"
     assert "names no project you may use ('payments')" in refused["permissionDecisionReason"]
     assert not AgentSession.objects.filter(external_id="not-hers").exists()
+
+
+@pytest.mark.django_db
+def test_a_project_saved_in_the_admin_is_in_the_audit_trail(admin_client: Client) -> None:
+    reviewers = Group.objects.create(name="data-reviewers")
+    form = {"name": "data", "description": "", "reviewers": [reviewers.pk],
+            "repositories": "/srv/git/data-*\n", "policy": ""}  # fmt: skip
+    answer = admin_client.post("/admin/tools_app/project/add/", form)
+    assert answer.status_code == 302, answer.content.decode()[-2000:]
+    entry = AuditEntry.objects.get(action="project.change")
+    assert (entry.via, entry.project_name) == ("admin", "data")
+    assert entry.details["reviewers"] == ["data-reviewers"] and entry.details["created"]
+    refused = admin_client.post("/admin/tools_app/project/add/", form | {"name": "x",
+                                "repositories": "/srv/\x01*"})  # fmt: skip
+    assert refused.status_code == 200 and "control characters" in refused.content.decode()
+    assert not Project.objects.filter(name="x").exists()

@@ -158,12 +158,11 @@ def _own(call: ToolCall, user: Any) -> bool:
 
 def _approval_add(call: ToolCall, person: Person, preview: Any) -> int:
     """This person's yes on the arguments as they now are; how many such yeses there are."""
+    # An edit deletes every approval first, so a person's row is always on these arguments.
     shown = preview_hash(preview)
-    if Approval.objects.filter(tool_call=call, user=person.user, preview_hash=shown).exists():
+    if Approval.objects.filter(tool_call=call, user=person.user).exists():
         raise Conflict(f"You have already approved tool call {call.pk}; it waits for others.")
-    Approval.objects.update_or_create(
-        tool_call=call, user=person.user, defaults={"preview_hash": shown, "via": person.via}
-    )
+    Approval.objects.create(tool_call=call, user=person.user, preview_hash=shown, via=person.via)
     return Approval.objects.filter(tool_call=call, preview_hash=shown).count()
 
 

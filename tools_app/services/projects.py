@@ -81,12 +81,21 @@ def project_import(*, data: object, user: Any = None, via: str = Via.CLI) -> Pro
     )
     project.members.set(_groups(data.get("members", [])))
     project.reviewers.set(_groups(data.get("reviewers", [])))
+    project_changed(project=project, user=user, via=via, created=created, imported=True)
+    return project
+
+
+def project_changed(
+    *, project: Project, user: Any, via: str, created: bool, imported: bool = False
+) -> None:
+    """The audit entry of a project made or changed (imported, or saved in the admin),
+    with the project as it now is."""
+    details = {"imported": imported, "created": created, **project_as_dict(project)}
     audit_record(
         action=Action.PROJECT_CHANGE, via=via, actor=user, object_type="project",
         object_id=project.pk, object_repr=f"project {project.name}", project=project.name,
-        details={"imported": True, "created": created, **project_as_dict(project)},
+        details=details,
     )  # fmt: skip
-    return project
 
 
 def _groups(names: list[str]) -> list[Group]:

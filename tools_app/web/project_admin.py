@@ -12,8 +12,8 @@ from django.http import HttpRequest
 
 from tools_app.core.projects import pattern_problem
 from tools_app.models import Project
-from tools_app.services.audit import Action, Via, audit_record
-from tools_app.services.projects import project_as_dict
+from tools_app.services.audit import Via
+from tools_app.services.projects import project_changed
 from tools_app.web.admin_forms import LinesField
 
 
@@ -52,9 +52,4 @@ class ProjectAdmin(admin.ModelAdmin[Project]):
 
     def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
         super().save_related(request, form, formsets, change)
-        project = form.instance
-        audit_record(
-            action=Action.PROJECT_CHANGE, via=Via.ADMIN, actor=request.user,
-            object_type="project", object_id=project.pk, object_repr=f"project {project.name}",
-            project=project.name, details={"created": not change, **project_as_dict(project)},
-        )  # fmt: skip
+        project_changed(project=form.instance, user=request.user, via=Via.ADMIN, created=not change)

@@ -26,6 +26,7 @@ from django.template.response import TemplateResponse
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
+from tools_app import access
 from tools_app.core.sso import (
     ENDPOINT_KEYS,
     SsoRefused,
@@ -86,9 +87,7 @@ class PasswordBackend(ModelBackend):
     def authenticate(self, request: Any, username: Any = None, password: Any = None,
                      **kwargs: Any) -> Any:  # fmt: skip
         user = super().authenticate(request, username=username, password=password, **kwargs)
-        if user is None or settings.AGENTWEB_PASSWORD_LOGIN or user.is_superuser:
-            return user
-        return None
+        return user if user is None or access.may_sign_in_with_password(user) else None
 
 
 class OidcBackend(OIDCAuthenticationBackend):  # type: ignore[misc]
