@@ -12,6 +12,7 @@ import pytest
 from tests.unit.helpers import call, git, make_ctx, make_workspace, requires_cow, snapshot
 from tools_app.core.tools.base import SandboxOptions, ToolContext
 from tools_app.core.tools.overlay import build_cow_command, make_scratch
+from tools_app.core.tools.shell import NO_HOSTS_NOTE
 
 # --- the command line (pure) -----------------------------------------------------------
 
@@ -36,8 +37,10 @@ def test_the_command_line_mounts_an_overlay_then_drops_to_an_unprivileged_uid(
     assert "--ro-bind / /" not in joined and "--share-net" not in cmd
     assert cmd[-4:] == ["--", "bash", "-c", "true"]
     approved = build_cow_command(ws, ["true"], SandboxOptions(approved=True), scratch)
-    assert "--share-net" in approved
-    assert "--share-net" in build_cow_command(ws, ["true"], SandboxOptions(network=True), scratch)
+    assert "--share-net" not in approved
+    assert "--share-net" not in build_cow_command(
+        ws, ["true"], SandboxOptions(network=True), scratch
+    )
 
 
 # --- real commands ---------------------------------------------------------------------
@@ -147,14 +150,15 @@ def _connect_command(port: int) -> str:
 
 @pytest.mark.sandbox
 @requires_cow
-def test_network_is_off_by_default_and_on_when_approved(tmp_path: Path) -> None:
+def test_a_command_never_shares_the_workers_network(tmp_path: Path) -> None:
+    """Approved or granted network, a command without a grant of hosts reaches nothing
+    of the worker's network, and its output says so."""
     ws = _repo(tmp_path)
     with socket.create_server(("127.0.0.1", 0)) as server:
         port = server.getsockname()[1]
         denied = call(_ctx(ws), "run_command", {"command": _connect_command(port)})
         assert not denied.startswith("exit code: 0") and "up" not in denied.splitlines()
-        command = _connect_command(port)
-        allowed = call(_ctx(ws, approved=True), "run_command", {"command": command})
-        assert allowed == "exit code: 0\nup"
-        net = call(_ctx(ws, network=True), "run_command", {"command": _connect_command(port)})
-        assert net == "exit code: 0\nup"
+        for meant in ({"approved": True}, {"network": True}):
+            out = call(_ctx(ws, **meant), "run_command", {"command": _connect_command(port)})
+            assert not out.startswith("exit code: 0") and "up" not in out.splitlines()
+            assert out.endswith(NO_HOSTS_NOTE)

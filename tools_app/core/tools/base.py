@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
+from tools_app.core.egress.grant import Connection, EgressGrant
 from tools_app.core.tools import jsonsafe
 from tools_app.core.tools.arguments import validate_model
 from tools_app.core.tools.catalogue import ToolFacts
@@ -67,14 +68,19 @@ class ToolArgs(BaseModel):
 class SandboxOptions:
     """What a command may reach.
 
-    A command runs copy-on-write (`tools/overlay.py`) and gets no network unless the
-    policy grants it (`network`) or a reviewer approved it (`approved`: network on).
+    A command runs copy-on-write (`tools/overlay.py`) in a network namespace of its own:
+    it never shares the worker's network. With `egress` (an `EgressGrant`, which the
+    services compute from the policy) its only way out is agentweb's egress proxy, which
+    lets through the grant's hosts and nothing else (`core/egress/`); without one it has
+    no network at all. `network` (the policy grants network) and `approved` (a reviewer
+    approved the command) say what was meant; they open nothing by themselves.
     What it changes is its effect, which the policy judges against `protected_paths`;
     the sandbox itself makes nothing read-only inside the workspace view.
     """
 
     network: bool = False
     approved: bool = False
+    egress: EgressGrant | None = None
     protected_paths: tuple[str, ...] = ()
     web_allow_hosts: tuple[str, ...] = ()
     # Files whose contents search never shows (the policy's `secret_paths`).
@@ -117,6 +123,9 @@ class ToolContext:
     start_subagent: Callable[[], None] | None = None
     # The value of a secret an http skill tool names, or None when it is not offered.
     secrets: Callable[[str], str | None] | None = None
+    # Given every connection a command tried through its egress proxy, once it has run
+    # (the services store them on the call); None: they are only summed up in the output.
+    on_connections: Callable[[tuple[Connection, ...]], None] | None = None
 
 
 # Each simple command of a command with why it is held (the preview's "parts"), and the

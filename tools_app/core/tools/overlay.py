@@ -307,9 +307,8 @@ def bwrap_args(
     """
     bounds = bounds or sandbox_user.limits(processes.DEFAULT_TIMEOUT)
     cmd = [shutil.which("bwrap") or "/usr/bin/bwrap", "--unshare-user"]
+    # --unshare-all: a network namespace of its own, with only `lo`; never the worker's.
     cmd += ["--uid", SANDBOX_UID, "--gid", SANDBOX_UID, "--cap-drop", "ALL", "--unshare-all"]
-    if options.network or options.approved:
-        cmd += ["--share-net"]
     cmd += ["--new-session", "--die-with-parent"]
     cmd += [*_system_args(), "--dev", "/dev", "--proc", "/proc"]
     for knob in _PROC_READONLY:

@@ -17,6 +17,10 @@ from tools_app.core.tools.errors import ToolError
 MAX_TIMEOUT = 3600.0
 NO_HANDLER_NOTE = "note: nothing the command changed was applied (no effect handler)."
 UNSANDBOXED_NOTE = "note: ran without the copy-on-write sandbox (unavailable on this host)."
+NO_HOSTS_NOTE = (
+    "network: none (this command was meant to have network, but its grant names no "
+    "hosts, so nothing could connect)"
+)
 
 
 class RunCommandArgs(ToolArgs):
@@ -79,7 +83,10 @@ def run_argv(
     ):
         text = format_result(run.result, timeout)
         note = _judge(ctx, run.effect)
-    return text + "\n" + note if note else text
+    notes = [note] if note else []
+    if (options.network or options.approved) and options.egress is None:
+        notes.append(NO_HOSTS_NOTE)
+    return "\n".join([text, *notes])
 
 
 def _with_secrets_masked(ctx: ToolContext) -> SandboxOptions:
