@@ -110,8 +110,11 @@ if AGENTWEB_HTTPS:
     # all its sites at once, not a service's on a subdomain of it.
     SILENCED_SYSTEM_CHECKS = ["security.W021"]
 
+# No "daphne" app: every web process is `python -m daphne` (`up`, `serve web`), which
+# installs its reactor itself; the app would import daphne and Twisted into every
+# process that starts Django (each command, each worker: a sixth of its start-up) only
+# to give `runserver` websockets, which agentweb does not use.
 INSTALLED_APPS = [
-    "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -420,7 +423,7 @@ AGENTWEB_METRICS_DIR = Path(
 AGENTWEB_METRICS_DIR.mkdir(parents=True, exist_ok=True)
 os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(AGENTWEB_METRICS_DIR)  # read by the client
 
-# Single sign-on with OpenID Connect (mozilla-django-oidc, tools_app/web/sso.py): on only
+# Single sign-on with OpenID Connect (mozilla-django-oidc, tools_app/web/sso.py and sso_oidc.py): on only
 # when a client and its provider are configured, by the issuer (its endpoints are read from
 # its discovery document at the first sign-in) or by every endpoint (explicit ones win).
 AGENTWEB_OIDC_ISSUER = os.environ.get("AGENTWEB_OIDC_ISSUER", "").strip()
@@ -459,7 +462,7 @@ AGENTWEB_SSO = bool(
 AGENTWEB_PASSWORD_LOGIN = envbool("AGENTWEB_PASSWORD_LOGIN", True)
 AUTHENTICATION_BACKENDS = ["tools_app.web.sso.PasswordBackend"]
 if AGENTWEB_SSO:
-    AUTHENTICATION_BACKENDS.append("tools_app.web.sso.OidcBackend")
+    AUTHENTICATION_BACKENDS.append("tools_app.web.sso_oidc.OidcBackend")
     # Signed out here: the login page offers the provider's own sign-out too.
     LOGOUT_REDIRECT_URL = "/login/?signed-out"
 # mozilla-django-oidc's own settings, from the ones above.

@@ -5,43 +5,36 @@ ID token's signature checked against the provider's keys); agentweb adds the end
 from the issuer's discovery document, the ID token's audience and issuer checks, and the
 account and its groups from the claims (services/sso.py). Every way a sign-in fails ends
 on the login page, saying why, never on a traceback.
+
+The protocol's own views and backend are in `sso_oidc.py`, imported on the first
+sign-in: mozilla-django-oidc brings `requests`, which no other page needs.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
-import requests
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.forms import AuthenticationForm
-from django.core.exceptions import SuspiciousOperation
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
-from mozilla_django_oidc.auth import OIDCAuthenticationBackend
-from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
 from tools_app import access
 from tools_app.core.sso import (
     ENDPOINT_KEYS,
-    SsoRefused,
     SsoUnavailable,
     discovery_url,
     endpoints_from_discovery,
 )
-from tools_app.services.sso import sso_user_sign_in
 
 log = logging.getLogger(__name__)
 LOGIN_TEMPLATE = "registration/login.html"
-ANSWER_NOT_OURS = (
-    "This sign-in answer does not match a sign-in started in this browser, or it was "
-    "already used: sign in again."
-)
 
 
 # --- the provider's endpoints ---------------------------------------------------------
@@ -64,6 +57,8 @@ def provider_endpoints() -> dict[str, str]:
 
 
 def _discover(issuer: str) -> dict[str, str]:
+    import requests  # here: most processes never sign anyone in (a tenth of a start-up)
+
     url = discovery_url(issuer)
     try:
         answer = requests.get(url, timeout=settings.OIDC_TIMEOUT)
@@ -88,60 +83,6 @@ class PasswordBackend(ModelBackend):
                      **kwargs: Any) -> Any:  # fmt: skip
         user = super().authenticate(request, username=username, password=password, **kwargs)
         return user if user is None or access.may_sign_in_with_password(user) else None
-
-
-class OidcBackend(OIDCAuthenticationBackend):  # type: ignore[misc]
-    """The account behind a provider's authorization code (only on the callback: every
-    other authenticate() call passes by)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        # mozilla-django-oidc reads the endpoints here; they may need discovery (the
-        # network), so they are read in authenticate() instead.
-        self.UserModel = get_user_model()
-        self.OIDC_RP_CLIENT_ID = settings.OIDC_RP_CLIENT_ID
-        self.OIDC_RP_CLIENT_SECRET = settings.OIDC_RP_CLIENT_SECRET
-        self.OIDC_RP_SIGN_ALGO = settings.OIDC_RP_SIGN_ALGO
-        self.OIDC_RP_IDP_SIGN_KEY = None
-
-    def authenticate(self, request: Any, **kwargs: Any) -> Any:
-        if request is None or "code_verifier" not in kwargs:
-            return None
-        endpoints = provider_endpoints()
-        self.OIDC_OP_TOKEN_ENDPOINT = endpoints["token_endpoint"]
-        self.OIDC_OP_USER_ENDPOINT = endpoints["userinfo_endpoint"]
-        self.OIDC_OP_JWKS_ENDPOINT = endpoints["jwks_uri"]
-        try:
-            return super().authenticate(request, **kwargs)
-        except requests.RequestException as exc:
-            log.warning("OpenID Connect sign-in refused by the provider: %s", exc)
-            raise SsoRefused(
-                "The provider refused this sign-in (its code was already used, has expired "
-                "or is not this site's): sign in again."
-            ) from exc
-
-    def verify_token(self, token: str, **kwargs: Any) -> Any:
-        """The signature and nonce (mozilla-django-oidc), then who the ID token is for
-        and who issued it, which the library leaves unchecked."""
-        payload = super().verify_token(token, **kwargs)
-        if "nonce" not in kwargs:
-            return payload
-        audience = payload.get("aud")
-        audiences = audience if isinstance(audience, list) else [audience]
-        if self.OIDC_RP_CLIENT_ID not in audiences:
-            raise SuspiciousOperation("the ID token was issued for another client")
-        issuer = settings.AGENTWEB_OIDC_ISSUER
-        if issuer and str(payload.get("iss", "")).rstrip("/") != issuer.rstrip("/"):
-            raise SuspiciousOperation("the ID token was issued by another provider")
-        return payload
-
-    def get_or_create_user(self, access_token: str, id_token: str, payload: Any) -> Any:
-        claims = {**payload, **self.get_userinfo(access_token, id_token, payload)}
-        return sso_user_sign_in(claims=claims)
-
-    def get_user(self, user_id: Any) -> Any:
-        """A disabled account's sessions end with it (the library would keep them)."""
-        user = super().get_user(user_id)
-        return user if user is not None and self.user_can_authenticate(user) else None
 
 
 # --- pages ----------------------------------------------------------------------------
@@ -193,46 +134,12 @@ class LoginView(auth_views.LoginView):
         )
 
 
-class SsoStartView(OIDCAuthenticationRequestView):  # type: ignore[misc]
-    """GET /oidc/authenticate/: off to the provider, with state, nonce and a PKCE
-    challenge kept in this browser's session."""
+def oidc_view(name: str) -> Callable[..., HttpResponse]:
+    """The protocol view `name` of `sso_oidc.py`, imported at its first request."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        # View's own init only: the library's reads the endpoint, which may need discovery.
-        super(OIDCAuthenticationRequestView, self).__init__(*args, **kwargs)
+    def view(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        from tools_app.web import sso_oidc
 
-    def get(self, request: HttpRequest) -> HttpResponse:
-        if not settings.AGENTWEB_SSO:
-            raise Http404("Single sign-on is not configured.")
-        try:
-            self.OIDC_OP_AUTH_ENDPOINT = provider_endpoints()["authorization_endpoint"]
-        except SsoUnavailable as exc:
-            return sign_in_refused(request, str(exc), status=502)
-        self.OIDC_RP_CLIENT_ID = settings.OIDC_RP_CLIENT_ID
-        return super().get(request)  # type: ignore[no-any-return]
+        return getattr(sso_oidc, name).as_view()(request, *args, **kwargs)  # type: ignore[no-any-return]
 
-
-class SsoCallbackView(OIDCAuthenticationCallbackView):  # type: ignore[misc]
-    """GET /oidc/callback/: the provider's answer, checked against the sign-in this
-    browser started (state), exchanged once (PKCE), then the account signed in."""
-
-    def get(self, request: HttpRequest) -> HttpResponse:
-        if not settings.AGENTWEB_SSO:
-            raise Http404("Single sign-on is not configured.")
-        try:
-            return super().get(request)  # type: ignore[no-any-return]
-        except SuspiciousOperation as exc:
-            log.warning("OpenID Connect callback refused: %s", exc)
-            return sign_in_refused(request, ANSWER_NOT_OURS, status=400)
-        except SsoUnavailable as exc:
-            return sign_in_refused(request, str(exc), status=502)
-        except SsoRefused as exc:
-            return sign_in_refused(request, str(exc), status=403)
-
-    def login_failure(self) -> HttpResponse:
-        error = self.request.GET.get("error")
-        if error:
-            said = self.request.GET.get("error_description") or error
-            reason = f"The provider did not sign you in: {said[:300]}"
-            return sign_in_refused(self.request, reason, status=403)
-        return sign_in_refused(self.request, ANSWER_NOT_OURS, status=400)
+    return view
