@@ -15,7 +15,7 @@ import pytest
 from tests.agents.common import WAIT_SECONDS
 from tests.agents.fake_anthropic import FakeAnthropic
 from tests.helpers import ROOT
-from tools_app.core.gateway_settings import claude_code_settings
+from tools_app.core.gateway.agent_settings import claude_code_settings
 
 CLAUDE = ROOT / ".cache/npm-agents/node_modules/@anthropic-ai/claude-code/bin/claude.exe"
 

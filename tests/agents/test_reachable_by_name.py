@@ -34,7 +34,7 @@ from tests.agents.claude import finished, needs_claude, run_claude
 from tests.agents.fake_anthropic import FakeAnthropic
 from tests.browser.server import Daphne
 from tests.helpers import Worker
-from tools_app.core.gateway_settings import claude_code_settings
+from tools_app.core.gateway.agent_settings import claude_code_settings
 from tools_app.models import AgentSession, ToolCall
 
 pytestmark = [pytest.mark.django_db(transaction=True, serialized_rollback=True), needs_claude]

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from tools_app.core.gateway import map_native, native_tool_name, prepare_native
+from tools_app.core.gateway.judging import prepare_native
+from tools_app.core.gateway.mapping import map_native, native_tool_name
 from tools_app.core.policy.defaults import DEFAULT_POLICY
 from tools_app.core.policy.loader import policy_from_dict
 from tools_app.core.policy.types import Rule, SessionCounters

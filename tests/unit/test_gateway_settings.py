@@ -13,7 +13,7 @@ import pytest
 
 from agentweb_hook import FORMATS
 from tests.helpers import ROOT
-from tools_app.core.gateway_settings import (
+from tools_app.core.gateway.agent_settings import (
     HOME_SECRETS,
     AgentSandbox,
     claude_code_sandbox,

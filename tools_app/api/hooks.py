@@ -25,6 +25,15 @@ from django.views.decorators.http import require_POST
 
 from tools_app import access
 from tools_app.api.entry_checks import entry_refusal
+from tools_app.core.gateway.claude_code import (
+    IGNORED_EVENTS,
+    POST_FAILURE,
+    PRE,
+    BadEvent,
+    allow,
+    check_event,
+    deny,
+)
 from tools_app.core.tools.jsonsafe import UnsafeJSON, loads
 from tools_app.errors import ServiceError
 from tools_app.live import waiting
@@ -37,47 +46,9 @@ from tools_app.services import connection_check, gateway, tokens
 logger = logging.getLogger(__name__)
 
 Status = ToolCall.Status
-PRE, POST, POST_FAILURE = "PreToolUse", "PostToolUse", "PostToolUseFailure"
-# Events agentweb has no use for: answered with `{}` (no opinion).
-IGNORED_EVENTS = frozenset(
-    {"SessionStart", "SessionEnd", "UserPromptSubmit", "Stop", "SubagentStart", "SubagentStop"}
-    | {"Notification", "PreCompact", "PostCompact", "PermissionRequest", "PermissionDenied"}
-    | {"Setup", "TeammateIdle", "TaskCompleted", "TaskCreated", "ConfigChange", "CwdChanged"}
-    | {"FileChanged", "WorktreeCreate", "WorktreeRemove", "InstructionsLoaded", "Elicitation"}
-    | {"ElicitationResult", "PostToolBatch", "StopFailure", "UserPromptExpansion"}
-)
 # The statuses that end a hook's wait: decided one way or the other.
 ANSWERABLE = frozenset({Status.APPROVED, Status.RUNNING, *ToolCall.FINAL_STATUSES})
-MAX_ID_CHARS = 200
 POLICY_NAME_CHARS = 100  # Policy.name's length
-
-
-class BadEvent(ValueError):
-    """The event cannot be taken; the message says what is wrong with it."""
-
-
-def deny(reason: str, event: str = PRE) -> dict[str, Any]:
-    """A refusal in the shape Claude Code reads for this event."""
-    if event in {POST, POST_FAILURE}:
-        return {"decision": "block", "reason": reason}
-    return {
-        "hookSpecificOutput": {
-            "hookEventName": PRE,
-            "permissionDecision": "deny",
-            "permissionDecisionReason": reason,
-        }
-    }
-
-
-def allow(reason: str, updated_input: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "hookSpecificOutput": {
-            "hookEventName": PRE,
-            "permissionDecision": "allow",
-            "permissionDecisionReason": reason,
-            "updatedInput": updated_input,
-        }
-    }
 
 
 @csrf_exempt  # a bearer token, never a browser's cookie, authenticates a hook
@@ -193,35 +164,7 @@ def _event(request: HttpRequest) -> dict[str, Any]:
         event = loads(body, name="the event")
     except UnsafeJSON as exc:
         raise BadEvent(str(exc)) from None
-    if not isinstance(event, dict):
-        raise BadEvent(f"it must be a JSON object, not {type(event).__name__}")
-    name = event.get("hook_event_name")
-    if not isinstance(name, str) or not name:
-        raise BadEvent("`hook_event_name` is missing or not a string")
-    if name not in IGNORED_EVENTS and name not in {PRE, POST, POST_FAILURE}:
-        raise BadEvent(f"unknown hook_event_name {name[:100]!r}")
-    if name not in IGNORED_EVENTS:
-        _check_tool_event(event)
-    return event
-
-
-def _check_tool_event(event: dict[str, Any]) -> None:
-    for field in ("session_id", "tool_use_id", "tool_name"):
-        _id(event, field)
-    cwd = event.get("cwd")
-    if not isinstance(cwd, str) or not cwd.startswith("/") or len(cwd) > 4096:
-        raise BadEvent("`cwd` must be an absolute path (a string of at most 4096 characters)")
-    if not isinstance(event.get("tool_input"), dict):
-        raise BadEvent("`tool_input` must be a JSON object")
-    if event.get("agent_id") is not None:
-        _id(event, "agent_id")
-
-
-def _id(event: dict[str, Any], field: str) -> str:
-    value = event.get(field)
-    if not isinstance(value, str) or not value.strip() or len(value) > MAX_ID_CHARS:
-        raise BadEvent(f"`{field}` must be a non-empty string of at most {MAX_ID_CHARS} characters")
-    return value
+    return check_event(event)
 
 
 # --- PreToolUse ------------------------------------------------------------------------

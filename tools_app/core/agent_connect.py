@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tools_app.core.gateway_settings import (
+from tools_app.core.gateway.agent_settings import (
     TOKEN_VARIABLE,
     AgentSandbox,
     claude_code_settings,

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from tools_app import access
 from tools_app.core.agent_connect import Connection
-from tools_app.core.gateway_settings import AgentSandbox
+from tools_app.core.gateway.agent_settings import AgentSandbox
 from tools_app.core.policy.defaults import DEFAULT_SPEC
 from tools_app.models import ApiToken, Policy
 from tools_app.selectors import records

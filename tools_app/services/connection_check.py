@@ -1,7 +1,7 @@
 """`agentweb-hook check` and "Test the connection": is a developer's hook wired right?
 
 The answer comes from a dry run on the same judging road as a real hook event
-(`load_policy_or_denial`, then `core.gateway.prepare_native` with the agent's own tool
+(`load_policy_or_denial`, then `core.gateway.judging.prepare_native` with the agent's own tool
 names and input shapes), so it cannot drift from what the gateway would decide. Nothing is
 stored: no session, no tool call, no event, nothing in anyone's inbox (the token's
 last-used time is the one write, made by authenticating it).
@@ -17,7 +17,7 @@ from typing import Any
 from django.conf import settings
 
 import agentweb_hook
-from tools_app.core.gateway import prepare_native
+from tools_app.core.gateway.judging import prepare_native
 from tools_app.core.policy.types import PolicySpec, SessionCounters, Verdict
 from tools_app.errors import NotFound, ServiceError
 from tools_app.models import ApiToken, Policy

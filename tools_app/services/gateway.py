@@ -3,7 +3,7 @@
 A gateway session is one per (token user, the agent's session id), with no clone and no
 agent loop: the agent's machine runs the tools and asks first through a hook. Each tool
 use is one ToolCall, found again by its `tool_use_id`; the policy judges it from its
-input (`core.gateway.prepare_native`). An allowed call is `approved` until the hook
+input (`core.gateway.judging.prepare_native`). An allowed call is `approved` until the hook
 answers (then `running`: the agent runs it) and its PostToolUse makes it `succeeded`
 or `failed`. Nothing here runs a tool.
 """
@@ -20,7 +20,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from tools_app.core import engine
-from tools_app.core.gateway import prepare_native
+from tools_app.core.gateway.judging import prepare_native
 from tools_app.core.policy.types import PolicySpec, Verdict
 from tools_app.core.tools.jsonsafe import storable_args, storable_text
 from tools_app.errors import ServiceError

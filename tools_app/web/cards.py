@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 from tools_app import access
 from tools_app.core import rendering
 from tools_app.core.card_facts import InAgentweb, OnAgentMachine, Where, card_facts
-from tools_app.core.gateway.judging import sandbox_off
+from tools_app.core.gateway.claude_code import sandbox_off
 from tools_app.core.policy.remember import remember_patterns
 from tools_app.core.skills.executors import unfilled_placeholders
 from tools_app.core.tools.catalogue import facts_for

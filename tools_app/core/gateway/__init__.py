@@ -1,24 +1,11 @@
-"""The gateway's pure part: an agent's own tool use mapped to agentweb's, and judged.
+"""The gateway: agents that run their own tools, governed through their hooks.
 
-Claude Code (Codex, Gemini) runs its tools on its own machine and asks a hook first.
-`mapping` turns the native tool and input into an agentweb tool and arguments,
-`judging` validates, previews and asks the policy engine, and `gate_mode` holds what is
-allowed to pass unseen on a machine agentweb does not control. No Django here.
+Claude Code, Codex and Gemini CLI run their tools on their own machine and ask a hook
+first. One module per agent holds that agent's tools as agentweb's tools and arguments
+(`claude_code`, with the hook event and answer shapes every hook speaks; `codex`, with
+its `apply_patch` reader; `gemini`), on the shapes they share (`native`); `mapping` is
+their registry, `mcp` names MCP tools for the policy; `judging` judges a tool use on the
+engine's one road, and `gate_mode` holds what may pass unseen on a machine agentweb does
+not control; `agent_settings` is the hook configuration and agent sandboxes printed for
+each agent. No Django here; each module is imported where it lives.
 """
-
-from __future__ import annotations
-
-from tools_app.core.gateway.gate_mode import gate
-from tools_app.core.gateway.judging import agent_sandbox, input_preview, prepare_native
-from tools_app.core.gateway.mapping import NOT_SANDBOXED, Mapped, map_native, native_tool_name
-
-__all__ = [
-    "NOT_SANDBOXED",
-    "Mapped",
-    "agent_sandbox",
-    "gate",
-    "input_preview",
-    "map_native",
-    "native_tool_name",
-    "prepare_native",
-]

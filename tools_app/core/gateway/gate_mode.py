@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tools_app.core.gate import Fence, any_case, anywhere, fold, prove_command
-from tools_app.core.gateway.mapping import NOT_SANDBOXED, Mapped
+from tools_app.core.gateway.mapping import SEARCH_EXCLUSIONS
+from tools_app.core.gateway.native import NOT_SANDBOXED, Mapped
 from tools_app.core.policy.types import PolicySpec, Verdict
 from tools_app.core.tools.jsonsafe import storable_args
 from tools_app.core.tools.netguard import host_allowed, parse_target
@@ -101,11 +102,6 @@ def _prove(mapped: Mapped, args: Mapping[str, Any], policy: PolicySpec, native: 
     return Gated(verdict, runs, narrowed, proof.notes)
 
 
-# Claude Code's Grep runs ripgrep with `--hidden` (its 2.1 bundle), over every file below
-# its path: its `glob` (split on blanks into `--glob` options) is where exclusions go.
-_NARROWABLE_SEARCHES = {"Grep": "glob"}
-
-
 def _search(verdict: Verdict, policy: PolicySpec, native: Native) -> Gated:
     """A content search reads every file below its path, hidden ones too: narrowed to
     leave the secret files out where the agent's search takes exclusions, else a person
@@ -113,7 +109,7 @@ def _search(verdict: Verdict, policy: PolicySpec, native: Native) -> Gated:
     patterns = [p.strip() for p in policy.secret_paths if p.strip() and not p.startswith("#")]
     if not patterns:
         return Gated(verdict)
-    key = _NARROWABLE_SEARCHES.get(native.tool)
+    key = SEARCH_EXCLUSIONS.get(native.tool)
     if key is None:
         return Gated(
             Verdict(

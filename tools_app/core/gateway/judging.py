@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from tools_app.core.engine import STATUS_OF_VERDICT, Prepared
+from tools_app.core.gateway.claude_code import sandbox_off
 from tools_app.core.gateway.gate_mode import Native, gate
-from tools_app.core.gateway.mapping import NOT_SANDBOXED, Mapped, map_native
+from tools_app.core.gateway.mapping import map_native
+from tools_app.core.gateway.native import NOT_SANDBOXED, Mapped
 from tools_app.core.policy.engine import evaluate
 from tools_app.core.policy.preview import command_review
 from tools_app.core.policy.types import CallFacts, PolicySpec, SessionCounters
@@ -24,7 +26,7 @@ from tools_app.core.shell.commands import analyse_command
 from tools_app.core.tools.errors import ToolError
 from tools_app.core.tools.registry import validate_args
 
-__all__ = ["agent_sandbox", "input_preview", "prepare_native", "sandbox_off"]
+__all__ = ["agent_sandbox", "input_preview", "prepare_native"]
 
 # --- judging ---------------------------------------------------------------------------
 
@@ -90,15 +92,6 @@ def agent_sandbox(native_input: Mapping[str, Any]) -> str:
     """What the agent's hook event says of its own sandbox: `sandbox_off`, else "none
     reported" (no agent reports whether its sandbox is on)."""
     return sandbox_off(native_input) or "none reported by the agent"
-
-
-def sandbox_off(native_input: Mapping[str, Any]) -> str:
-    """Why the agent's own sandbox is off for this call, "" when the event says nothing:
-    Claude Code's Bash carries `dangerouslyDisableSandbox` when the model asks to run a
-    command outside it."""
-    if native_input.get("dangerouslyDisableSandbox") is True:
-        return "off for this call: the agent asked to run it outside its sandbox"
-    return ""
 
 
 # --- previews from the input alone ---------------------------------------------------

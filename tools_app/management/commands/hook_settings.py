@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from tools_app.core.agent_connect import INTEGRATIONS
-from tools_app.core.gateway_settings import AGENTS
+from tools_app.core.gateway.agent_settings import AGENTS
 from tools_app.management.commands._common import existing_policy
 from tools_app.selectors.agent_connect import connection_for
 

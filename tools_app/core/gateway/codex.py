@@ -1,6 +1,9 @@
-"""Codex CLI's `apply_patch` envelope, read so the gateway can judge it as agentweb's tools.
+"""Codex CLI: its `apply_patch` read, so the gateway can judge it as agentweb's tools.
 
-Codex sends an edit as `apply_patch` with `{"command": PATCH}`, PATCH in its own format:
+Codex sends Claude Code's PreToolUse shape itself (`agentweb-hook codex` passes it on and
+reads the answer back), its shell tool as `Bash` with `{"command"}`: only its patch tool
+is its own to map. It sends an edit as `apply_patch` with `{"command": PATCH}`, PATCH
+in its own format:
 
     *** Begin Patch
     *** Add File: path          (then every line prefixed with +)
@@ -14,10 +17,21 @@ file's content, or an update's single hunk as old and new text. Pure, no Django.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
-__all__ = ["FileChange", "PatchError", "read_patch"]
+from tools_app.core.gateway.native import (
+    NATIVE_PREFIX,
+    Agent,
+    Mapped,
+    NativeTool,
+    string_of,
+    workspace_path,
+)
+from tools_app.core.tools.jsonsafe import storable_args
+
+__all__ = ["AGENT", "FileChange", "PatchError", "read_patch"]
 
 Action = Literal["add", "update", "delete"]
 HEADERS: dict[str, Action] = {
@@ -93,3 +107,31 @@ def _hunk_line(change: FileChange, line: str, number: int) -> None:
         new.append(rest)
     else:
         raise PatchError(f"line {number}: a hunk's lines start with a space, - or +")
+
+
+# --- the patch as agentweb's tools -----------------------------------------------------
+
+
+def _apply_patch(native: Mapping[str, Any], cwd: str) -> Mapped:
+    """One added file is a `write_file`, one file's single hunk an `edit_file`; any other
+    patch (several files, a deletion, a move) goes to a person, naming what it does."""
+    text = str(string_of(native, "command"))
+    as_is = Mapped(f"{NATIVE_PREFIX}apply_patch", storable_args(dict(native)), "unknown")
+    try:
+        changes = read_patch(text)
+    except PatchError as exc:
+        return replace(as_is, notes=(f"not read as a patch: {exc}",))
+    if len(changes) == 1:
+        change = changes[0]
+        path = workspace_path(change.path, cwd)
+        if change.action == "add":
+            return Mapped("write_file", {"path": path, "content": change.content}, "core")
+        if change.action == "update" and not change.moved_to and len(change.hunks) == 1:
+            old, new = change.hunks[0]
+            args = {"path": path, "old_string": "\n".join(old), "new_string": "\n".join(new)}
+            return Mapped("edit_file", args, "core")
+    moves = {c.path: f" (to {c.moved_to})" if c.moved_to else "" for c in changes}
+    return replace(as_is, notes=tuple(f"{c.action}s {c.path}{moves[c.path]}" for c in changes))
+
+
+AGENT = Agent("codex", {"apply_patch": NativeTool(f"{NATIVE_PREFIX}apply_patch", _apply_patch)})
