@@ -28,6 +28,7 @@ from tools_app.models import (
     ApiToken,
     AuditEntry,
     Decision,
+    EgressCredential,
     Event,
     Policy,
     PolicyRule,
@@ -37,10 +38,17 @@ from tools_app.models import (
     ToolCall,
 )
 from tools_app.selectors import records
+from tools_app.services.credentials import egress_credential_delete, egress_credential_save
 from tools_app.services.policies import policy_changed, policy_delete
 from tools_app.services.skills import skill_audit
 from tools_app.services.tokens import api_tokens_revoke_all
-from tools_app.web.admin_forms import POLICY_GROUPS, PolicyForm, PolicyRuleForm, TryCallForm
+from tools_app.web.admin_forms import (
+    POLICY_GROUPS,
+    EgressCredentialForm,
+    PolicyForm,
+    PolicyRuleForm,
+    TryCallForm,
+)
 
 ADMIN = AuditEntry.Via.ADMIN  # the audit trail's "from where"
 
@@ -59,7 +67,7 @@ class PolicyRuleInline(admin.StackedInline[PolicyRule, Policy]):
     form = PolicyRuleForm
     extra = 0
     fields = (
-        "position", "tool", "args", "decision", "reason", "approvals", "approvers",
+        "position", "tool", "args", "decision", "reason", "approvals", "approvers", "hosts",
         "created_by", "remembered", "reviewer_bounded",
     )  # fmt: skip
     readonly_fields = ("created_by", "remembered")
@@ -158,6 +166,8 @@ class PolicyAdmin(admin.ModelAdmin[Policy]):
                 counters=counters,
             ).as_dict()
             result["note"] = records.tracked_secrets_note(policy, workspace)
+            if form.cleaned_data["tool"] == "run_command":
+                result["hosts_shown"] = ", ".join(result.get("hosts", [])) or "none"
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
@@ -167,6 +177,32 @@ class PolicyAdmin(admin.ModelAdmin[Policy]):
             "result": result,
         }
         return TemplateResponse(request, "admin/tools_app/policy/try_call.html", context)
+
+
+@admin.register(EgressCredential)
+class EgressCredentialAdmin(admin.ModelAdmin[EgressCredential]):
+    """Credentials the egress proxy adds to commands' requests. The secret is write-only:
+    no column, field or page shows it; the audit trail says "set" or "replaced"."""
+
+    form = EgressCredentialForm
+    list_display = ("host", "header", "project", "created_by", "created_at", "updated_at")
+    list_filter = ("project",)
+    search_fields = ("host",)
+    fields = ("host", "header", "project", "secret_value", "created_by", "created_at")
+    readonly_fields = ("created_by", "created_at")
+
+    def save_model(
+        self, request: HttpRequest, obj: EgressCredential, form: Any, change: bool
+    ) -> None:
+        secret = form.cleaned_data.get("secret_value") or None
+        egress_credential_save(credential=obj, secret=secret, user=request.user, via=ADMIN)
+
+    def delete_model(self, request: HttpRequest, obj: EgressCredential) -> None:
+        egress_credential_delete(credential=obj, user=request.user, via=ADMIN)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[EgressCredential]) -> None:
+        for credential in queryset:
+            egress_credential_delete(credential=credential, user=request.user, via=ADMIN)
 
 
 def _try_where(request: HttpRequest, form: TryCallForm) -> tuple[Path, SessionCounters] | None:

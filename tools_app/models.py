@@ -26,6 +26,10 @@ def default_blocked_commands() -> list[str]:
     return list(DEFAULT_POLICY["blocked_commands"])
 
 
+def default_command_hosts() -> list[str]:
+    return list(DEFAULT_POLICY["command_hosts"])
+
+
 class Policy(models.Model):
     """What agents may do; see tools_app/policy/engine.py for the order of evaluation."""
 
@@ -40,8 +44,11 @@ class Policy(models.Model):
     web_allow_hosts = models.JSONField(default=list, blank=True)
     web_write_hosts = models.JSONField(default=list, blank=True)
     command_network = models.BooleanField(
-        default=False, help_text="Give every command the network, not only approved ones."
+        default=False,
+        help_text="A command the policy allows gets its class's hosts without a person "
+        "(off: only once a person approves it, or a rule allows it). Never the whole network.",
     )
+    command_hosts = models.JSONField(default=default_command_hosts, blank=True)
     require_distinct_reviewer = models.BooleanField(
         default=False, help_text="A session's creator may deny but not approve its calls."
     )
@@ -113,6 +120,14 @@ class PolicyRule(models.Model):
     )
     approvers = models.CharField(
         max_length=150, blank=True, help_text="The group they must belong to (empty: any reviewer)."
+    )
+    # How it changes the hosts of the commands it decides: {add, remove, only}
+    # (`core/policy/types.HostChange`); a remembered rule's `only` is its approved grant.
+    hosts = models.JSONField(
+        null=True,
+        blank=True,
+        help_text='{"add": [HOST…], "remove": [HOST…], "only": [HOST…]} for the commands '
+        "it decides (empty: their class's hosts).",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -240,11 +255,13 @@ class ToolCall(models.Model):
         NOT_APPLICABLE = "not_applicable", "not judged"
 
     class Network(models.TextChoices):
-        """A command's network: given it, not given it, or tried and not there."""
+        """A command's network: given it, not given it, tried and not there, or a
+        connection the egress proxy refused (a host outside its grant)."""
 
         GRANTED = "granted"
         WITHHELD = "withheld"
         MISSING = "missing"
+        REFUSED = "refused"
 
     FINAL_STATUSES = frozenset(
         {Status.SUCCEEDED, Status.FAILED, Status.DENIED, Status.EXPIRED, Status.CANCELLED}
@@ -272,6 +289,11 @@ class ToolCall(models.Model):
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     network = models.CharField(max_length=10, blank=True, choices=Network.choices)
+    # The hosts a command may reach, fixed when it was judged (`EgressGrant.as_json`
+    # without credentials, which are added at run time); None: no network.
+    egress = models.JSONField(null=True, blank=True)
+    # Each connection its run tried (`Connection.as_json`), as the egress proxy saw it.
+    connections = models.JSONField(default=list, blank=True)
     # "host:pid" of the process running the call, to tell a crash from a long run.
     runner = models.CharField(max_length=300, blank=True)
     # For a call the runtime made: "<message index>:<position>" of the model's tool use.
@@ -475,6 +497,7 @@ from tools_app.tables.channels import Delivery as Delivery  # noqa: E402
 from tools_app.tables.channels import DeliveryAttempt as DeliveryAttempt  # noqa: E402
 from tools_app.tables.channels import NotifyPreference as NotifyPreference  # noqa: E402
 from tools_app.tables.channels import SlackUser as SlackUser  # noqa: E402
+from tools_app.tables.credentials import EgressCredential as EgressCredential  # noqa: E402
 from tools_app.tables.decisions import Approval as Approval  # noqa: E402
 from tools_app.tables.decisions import Decision as Decision  # noqa: E402
 from tools_app.tables.projects import Project as Project  # noqa: E402

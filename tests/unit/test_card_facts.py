@@ -24,13 +24,45 @@ def test_without_the_hosts_sandbox_the_card_warns_of_the_workers_rights_and_netw
     assert shown(facts)["Network"].startswith("on: no sandbox on this host")
 
 
-def test_approving_gives_a_waiting_command_the_network_and_the_card_says_so() -> None:
-    waiting = shown(card_facts(InAgentweb(runs_command=True, sandboxed=True, awaiting=True)))
-    assert waiting["Network"] == "off now; approving gives this command the network"
-    approved = shown(card_facts(InAgentweb(runs_command=True, sandboxed=True, approved=True)))
-    assert approved["Network"] == "on: a person approved this command"
-    policy = shown(card_facts(InAgentweb(runs_command=True, policy_network=True)))
-    assert policy["Network"] == "on (policy command_network)"
+def test_a_waiting_command_says_which_hosts_approving_opens_never_the_whole_network() -> None:
+    npm = ("registry.npmjs.org",)
+    waiting = InAgentweb(runs_command=True, sandboxed=True, awaiting=True, hosts=npm)
+    assert shown(card_facts(waiting))["Network"] == (
+        "off now; approving opens only registry.npmjs.org"
+    )
+    nothing = InAgentweb(runs_command=True, sandboxed=True, awaiting=True)
+    assert shown(card_facts(nothing))["Network"] == "off: approving opens no host"
+    ran = InAgentweb(runs_command=True, sandboxed=True, hosts=npm)
+    assert shown(card_facts(ran))["Network"] == (
+        "only registry.npmjs.org, through agentweb's proxy"
+    )
+
+
+def test_the_card_names_the_hosts_that_get_a_credential_never_the_secret() -> None:
+    hosts = ("npm.example.com", "registry.npmjs.org")
+    waiting = InAgentweb(
+        runs_command=True, awaiting=True, hosts=hosts, credential_hosts=("npm.example.com",)
+    )
+    assert shown(card_facts(waiting))["Network"] == (
+        "off now; approving opens only npm.example.com, registry.npmjs.org "
+        "(a credential is added for npm.example.com)"
+    )
+
+
+def test_after_a_run_the_card_lists_each_connection_and_warns_of_a_refused_one() -> None:
+    allowed = {"host": "registry.npmjs.org", "port": 443, "sent": 812, "received": 3_400_000}
+    refused = {"host": "evil.example", "port": 443, "sent": 0, "received": 0}
+    ran = InAgentweb(
+        runs_command=True,
+        hosts=("registry.npmjs.org",),
+        connections=(allowed | {"allowed": True}, refused | {"allowed": False}),
+    )
+    fact = next(f for f in card_facts(ran) if f.label == "Connections")
+    assert fact.text == (
+        "registry.npmjs.org:443 allowed, 812 B sent, 3.4 MB received; "
+        "evil.example:443 refused (not in this command's hosts)"
+    )
+    assert fact.warn
 
 
 def test_an_unrecorded_sandbox_or_timeout_is_not_printed() -> None:

@@ -69,4 +69,4 @@ def test_a_long_reason_is_clipped_but_keeps_the_network_note() -> None:
     long = outcomes.refused("x" * 2000)
     outcome = outcomes.command_outcome(long, unsandboxed=False, granted=False, output="EAI_AGAIN")
     assert outcome is not None and len(outcome.detail) <= outcomes.DETAIL_CHARS
-    assert outcome.detail.endswith("gives a command the network")
+    assert outcome.detail.endswith("a rule's hosts give a command hosts")

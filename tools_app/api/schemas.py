@@ -68,6 +68,19 @@ class QuorumOut(Schema):
     still_needed: int
 
 
+class EgressOut(Schema):
+    hosts: list[str]
+
+
+class ConnectionOut(Schema):
+    host: str
+    port: int
+    sent: int = Field(description="Bytes the command sent.")
+    received: int = Field(description="Bytes the command received.")
+    allowed: bool
+    reason: str = Field(default="", description="Why it was refused (empty: allowed).")
+
+
 class ToolCallOut(Schema):
     id: int
     session: int
@@ -96,8 +109,18 @@ class ToolCallOut(Schema):
     )
     network: str = Field(
         default="",
-        description="A command's network: granted, withheld, or missing (it tried to reach "
-        "the network and could not); empty: not a command, or not recorded.",
+        description="A command's network: granted, withheld, missing (it tried to reach "
+        "the network and could not) or refused (the egress proxy refused a host outside "
+        "its grant); empty: not a command, or not recorded.",
+    )
+    egress: EgressOut | None = Field(
+        default=None,
+        description="A command's grant, fixed when it was judged: the hosts it may reach "
+        "(once approved, for a call awaiting approval); null: no network.",
+    )
+    connections: list[ConnectionOut] = Field(
+        default_factory=list,
+        description="Each connection the command tried, as the egress proxy saw it.",
     )
     policy_version: int | None
     created_at: datetime
@@ -146,6 +169,11 @@ class VerdictOut(Schema):
     rule: str
     approvals: dict[str, Any] | None = Field(
         default=None, description="The quorum a require_approval asks for: {count, group}."
+    )
+    hosts: list[str] | None = Field(
+        default=None,
+        description="A command's hosts: those it may reach if it runs (allow) or once a "
+        "person approves it (require_approval); null: no network.",
     )
     note: str | None = Field(
         default=None, description="A warning about the workspace (a tracked secret path)."

@@ -12,10 +12,11 @@ the agent sent one. No Django here.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
-__all__ = ["Fact", "InAgentweb", "OnAgentMachine", "Where", "card_facts"]
+__all__ = ["Fact", "InAgentweb", "OnAgentMachine", "Where", "card_facts", "connection_text"]
 
 
 @dataclass(frozen=True)
@@ -37,19 +38,23 @@ class InAgentweb:
     """A call agentweb runs in the session's workspace. For a command: `sandboxed` is
     whether the host had the copy-on-write sandbox when the call was previewed (None when
     the preview did not record it), `timeout` agentweb's (the default when the agent sent
-    none), and what decides its network."""
+    none), its network: `hosts` the hosts its grant names (None: no network), of which
+    `credential_hosts` get a credential added, and once it ran the `connections` it
+    tried (`Connection.as_json`)."""
 
     runs_command: bool
     sandboxed: bool | None = None
     timeout: float | None = None
-    policy_network: bool = False
     awaiting: bool = False
-    approved: bool = False
+    hosts: tuple[str, ...] | None = None
+    credential_hosts: tuple[str, ...] = ()
+    connections: tuple[Mapping[str, Any], ...] = ()
 
     def facts(self) -> tuple[Fact, ...]:
         if not self.runs_command:
             return ()
-        found = [self._sandbox(), self._network(), _timeout(self.timeout, "")]
+        found = [self._sandbox(), self._network(), self._connections()]
+        found.append(_timeout(self.timeout, ""))
         return tuple(fact for fact in found if fact is not None)
 
     def _sandbox(self) -> Fact | None:
@@ -71,19 +76,48 @@ class InAgentweb:
         )
 
     def _network(self) -> Fact:
-        """A person's approval gives a command the network (`SandboxOptions.approved`),
-        whatever the policy says; without the sandbox it has the worker's."""
+        """Only the hosts of its grant, through agentweb's egress proxy; without the
+        sandbox it has the worker's network."""
         if self.sandboxed is False:
             text = "on: no sandbox on this host, the command has the worker's network"
             return Fact("network", "Network", text, warn=True)
-        if self.policy_network:
-            return Fact("network", "Network", "on (policy command_network)", warn=True)
+        if not self.hosts:
+            text = "off: approving opens no host" if self.awaiting else "off"
+            return Fact("network", "Network", text)
+        hosts = ", ".join(self.hosts)
+        if self.credential_hosts:
+            hosts += f" (a credential is added for {', '.join(self.credential_hosts)})"
         if self.awaiting:
-            text = "off now; approving gives this command the network"
-            return Fact("network", "Network", text, warn=True)
-        if self.approved:
-            return Fact("network", "Network", "on: a person approved this command", warn=True)
-        return Fact("network", "Network", "off")
+            return Fact("network", "Network", f"off now; approving opens only {hosts}", warn=True)
+        return Fact("network", "Network", f"only {hosts}, through agentweb's proxy", warn=True)
+
+    def _connections(self) -> Fact | None:
+        """What it reached, once it ran: each host, port, bytes each way, and whether
+        the proxy let it through."""
+        if not self.connections:
+            return None
+        text = "; ".join(connection_text(c) for c in self.connections)
+        refused = any(not c.get("allowed") for c in self.connections)
+        return Fact("connections", "Connections", text, warn=refused)
+
+
+def connection_text(connection: Mapping[str, Any]) -> str:
+    """`registry.npmjs.org:443 allowed, 1.2 kB sent, 3.4 MB received`."""
+    where = f"{connection.get('host')}:{connection.get('port')}"
+    if not connection.get("allowed"):
+        why = connection.get("reason") or "not in this command's hosts"
+        return f"{where} refused ({why})"
+    sent, received = _size(connection.get("sent")), _size(connection.get("received"))
+    return f"{where} allowed, {sent} sent, {received} received"
+
+
+def _size(value: object) -> str:
+    amount = float(value) if isinstance(value, int | float) else 0.0
+    if amount < 1000:
+        return f"{amount:,.0f} B"
+    if amount < 1_000_000:
+        return f"{amount / 1000:,.1f} kB"
+    return f"{amount / 1_000_000:,.1f} MB"
 
 
 @dataclass(frozen=True)

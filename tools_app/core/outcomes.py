@@ -10,10 +10,13 @@ effect was refused whole still `succeeded`. For a command it is one of
 * `nothing`: it changed nothing there was to apply;
 * `not_applicable`: it ran without the copy-on-write sandbox, so no effect was judged.
 
-and `network` says whether it had the network: `granted` (a person's approval, the
-policy's `command_network`, or no sandbox on the host), `withheld`, or `missing` (its
-output shows it tried to reach the network and could not). An empty outcome is "not
-recorded": a tool that changes nothing of its own, a call that never ran, an old row.
+and `network` says what it had of the network: `granted` (hosts of its grant, or no
+sandbox on the host), `withheld` (no grant), `missing` (its output shows it tried to
+reach the network and could not), or `refused` (the egress proxy refused a connection
+to a host outside its grant: the detail names the host and how to allow it). A command
+whose network was refused, or whose changes were refused, never reads as a plain
+success: its badge carries the detail. An empty outcome is "not recorded": a tool that
+changes nothing of its own, a call that never ran, an old row.
 """
 
 from __future__ import annotations
@@ -22,11 +25,13 @@ import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
+from tools_app.core.egress.grant import Connection
+
 if TYPE_CHECKING:
     from tools_app.core.command_effects import EffectVerdict
 
 OutcomeKind = Literal["applied", "held", "refused", "nothing", "not_applicable"]
-NetworkKind = Literal["granted", "withheld", "missing"]
+NetworkKind = Literal["granted", "withheld", "missing", "refused"]
 
 DETAIL_CHARS = 500
 # What a resolver or client prints when there is no network to reach: getaddrinfo's
@@ -42,12 +47,13 @@ _NO_NETWORK = re.compile(
 @dataclass(frozen=True)
 class CallOutcome:
     """What a run changed: the kind, a sentence a person reads, the call holding the
-    effect when it waits, and for a command its network."""
+    effect when it waits, and for a command its network and the connections it tried."""
 
     kind: OutcomeKind
     detail: str
     held_call: int | None = None
     network: NetworkKind | Literal[""] = ""
+    connections: tuple[Connection, ...] = ()
 
 
 def applied(paths: int, changed_lines: int) -> CallOutcome:
@@ -72,14 +78,22 @@ UNJUDGED = CallOutcome(
 
 
 def command_outcome(
-    judged: CallOutcome | None, *, unsandboxed: bool, granted: bool, output: str
+    judged: CallOutcome | None,
+    *,
+    unsandboxed: bool,
+    granted: bool,
+    output: str,
+    connections: tuple[Connection, ...] = (),
 ) -> CallOutcome | None:
     """A command's outcome with its network: `judged` is what the effect's judge
     concluded (None: it never judged one); None when the call ran no command."""
     if judged is None and not unsandboxed:
         return None
-    outcome = judged or UNJUDGED
+    outcome = replace(judged or UNJUDGED, connections=tuple(connections))
     granted = granted or unsandboxed
+    refused = [c for c in connections if not c.allowed]
+    if refused:
+        return _with_note(outcome, _refused_note(refused), "refused")
     sign = _NO_NETWORK.search(output)
     if sign is None:
         return replace(outcome, network="granted" if granted else "withheld")
@@ -87,11 +101,23 @@ def command_outcome(
         note = f"network unreachable: it had the network but could not reach it ({sign[0]})"
     else:
         note = (
-            f"no network: it tried to reach the network ({sign[0]}) but ran without it; only "
-            "a person's approval or the policy's command_network gives a command the network"
+            f"no network: it tried to reach the network ({sign[0]}) but had no hosts; the "
+            "policy's command_hosts (by command class) or a rule's hosts give a command hosts"
         )
+    return _with_note(outcome, note, "missing")
+
+
+def _refused_note(refused: list[Connection]) -> str:
+    hosts = ", ".join(dict.fromkeys(f"{c.host}:{c.port}" for c in refused))
+    return (
+        f"network refused: the proxy refused {hosts} (not in this command's hosts); to "
+        "allow it, add the host to the policy's command_hosts or to a rule's hosts"
+    )
+
+
+def _with_note(outcome: CallOutcome, note: str, network: NetworkKind) -> CallOutcome:
     detail = f"{_clip(outcome.detail, DETAIL_CHARS - len(note) - 3)} · {note}"
-    return replace(outcome, detail=detail, network="missing")
+    return replace(outcome, detail=_clip(detail), network=network)
 
 
 def badge(status: str, detail: str) -> str:

@@ -97,6 +97,7 @@ def tool_call_payload(call: ToolCall) -> dict[str, Any]:
         "outcome_detail": call.outcome_detail,
         "held_call": call.held_call_id,
         "network": call.network,
+        "connections": call.connections,
     } | _quorum(call)
 
 

@@ -57,6 +57,8 @@ def rule_as_dict(rule: PolicyRule) -> dict[str, Any]:
     }
     if rule.approvals > 1 or rule.approvers:
         data["approvals"] = {"count": rule.approvals, "group": rule.approvers}
+    if rule.hosts is not None:
+        data["hosts"] = rule.hosts
     return data
 
 
@@ -146,6 +148,8 @@ def tool_call_as_dict(call: ToolCall) -> dict[str, Any]:
         "outcome_detail": call.outcome_detail,
         "held_call": call.held_call_id,
         "network": call.network,
+        "egress": call.egress,
+        "connections": call.connections,
         "policy_version": call.policy_version,
         "created_at": call.created_at,
         "decided_at": call.decided_at,

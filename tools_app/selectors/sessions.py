@@ -39,9 +39,11 @@ def _waiting_count() -> Subquery:
 
 def _unapplied_count() -> Subquery:
     """Calls whose run applied nothing of what it changed (refused whole), or lacked the
-    network it tried to reach; a held effect shows as a waiting call already."""
+    network it tried to reach, or had a connection refused; a held effect shows as a
+    waiting call already."""
     missed = ToolCall.objects.filter(session=OuterRef("pk")).filter(
-        Q(outcome=ToolCall.Outcome.REFUSED) | Q(network=ToolCall.Network.MISSING)
+        Q(outcome=ToolCall.Outcome.REFUSED)
+        | Q(network__in=[ToolCall.Network.MISSING, ToolCall.Network.REFUSED])
     )
     counted = missed.order_by().values("session").annotate(n=Count("id"))
     return Subquery(counted.values("n")[:1], output_field=IntegerField())

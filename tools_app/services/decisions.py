@@ -16,9 +16,11 @@ from tools_app.core.engine import preview_hash
 from tools_app.core.policy.remember import fits_the_call, remember_is_exact, remembered_args
 from tools_app.core.policy.risky_commands import APPROVE
 from tools_app.core.policy.types import PolicySpec, Quorum
+from tools_app.core.tools.catalogue import facts_for
 from tools_app.core.tools.jsonsafe import storable_args
 from tools_app.errors import Conflict, Forbidden, Invalid
 from tools_app.models import Approval, Decision, ToolCall
+from tools_app.selectors.egress import egress_hosts
 from tools_app.services.audit import Action, audit_tool_call, via_for_scope
 from tools_app.services.gateway import gateway_prepare_edit
 from tools_app.services.lifecycle import PERSON, tool_call_move
@@ -29,7 +31,7 @@ from tools_app.services.policies import (
     widening_needs_admin,
 )
 from tools_app.services.queueing import EXECUTE_TOOL_CALL, tool_call_enqueue
-from tools_app.services.tool_calls import prepare_call, quorum_fields
+from tools_app.services.tool_calls import egress_fields, prepare_call, quorum_fields
 from tools_app.services.tool_specs import tool_spec_edited
 
 Status = ToolCall.Status
@@ -237,13 +239,22 @@ def _remember(
     )
     rule = policy_rule_remember(
         policy=call.session.policy, tool=call.tool, args=call.args, user=user,
-        rule_args=rule_args, reviewer_bounded=bounded,
+        rule_args=rule_args, reviewer_bounded=bounded, hosts=_approved_hosts(call),
     )  # fmt: skip
     details = {"rule": rule.pk, "args": rule.args, "reviewer_bounded": bounded}
+    details |= {"hosts": rule.hosts} if rule.hosts is not None else {}
     audit_tool_call(
         call=call, action=Action.RULE_REMEMBER, via=via, actor=user, seen=seen,
         decision="allow", reason=rule.reason, details=details,
     )  # fmt: skip
+
+
+def _approved_hosts(call: ToolCall) -> list[str] | None:
+    """A command's grant as the reviewer approved it: what a remembered rule carries, so
+    that the calls it allows never get more hosts (none for a command that had none)."""
+    if not facts_for(call.tool).runs_command:
+        return None
+    return list(egress_hosts(call) or ())
 
 
 def _widened(call: ToolCall, rule_args: dict[str, str], user: Any) -> dict[str, str]:
@@ -309,6 +320,7 @@ def _outcome_for_edit(call: ToolCall, args: dict[str, Any]) -> tuple[str, dict[s
         "reason": prepared.verdict.reason,
         "rule": prepared.verdict.rule,
         "policy_version": spec.version,
+        "egress": egress_fields(prepared.verdict),
         **quorum_fields(prepared.verdict),
     }
     if prepared.verdict.kind == "deny":

@@ -15,6 +15,7 @@ from pathlib import Path
 from django.utils import timezone
 
 from tools_app.core import command_effects, engine, outcomes
+from tools_app.core.egress.grant import Connection
 from tools_app.core.policy.types import PolicySpec, SessionCounters
 from tools_app.core.tools import git_runner
 from tools_app.core.tools.base import ToolContext
@@ -60,15 +61,18 @@ def effect_handler(*, call: ToolCall, approved: bool) -> EffectJudge:
     return EffectJudge(call=call, approved=approved)
 
 
-def command_outcome(context: ToolContext, result: str) -> outcomes.CallOutcome | None:
-    """What a run's command changed and whether it had the network (None: it ran none)."""
+def command_outcome(
+    context: ToolContext, result: str, connections: tuple[Connection, ...] = ()
+) -> outcomes.CallOutcome | None:
+    """What a run's command changed, whether it had the network and what it reached
+    (None: it ran no command)."""
     judge = context.effect_handler
-    options = context.sandbox
     return outcomes.command_outcome(
         judge.outcome if isinstance(judge, EffectJudge) else None,
         unsandboxed=result.endswith(UNSANDBOXED_NOTE),
-        granted=options.network or options.approved,
+        granted=context.sandbox.egress is not None,
         output=result,
+        connections=connections,
     )
 
 

@@ -22,6 +22,7 @@ from tools_app.core.policy.loader import (
 from tools_app.core.policy.remember import remember_patterns
 from tools_app.core.policy.types import (
     POLICY_SETTINGS,
+    HostChange,
     PolicySpec,
     SessionCounters,
     Verdict,
@@ -59,6 +60,7 @@ def policy_import(*, data: object, user: Any = None, via: str = Via.CLI) -> Poli
             reason=rule.reason,
             approvals=rule.quorum.count if rule.quorum else 1,
             approvers=rule.quorum.group if rule.quorum else "",
+            hosts=rule.hosts.as_dict() if rule.hosts else None,
         )
         for index, rule in enumerate(spec.rules)
     )
@@ -136,10 +138,13 @@ def policy_rule_remember(
     user: Any,
     rule_args: dict[str, str] | None = None,
     reviewer_bounded: bool = False,
+    hosts: list[str] | None = None,
 ) -> PolicyRule:
     """An allow rule for exactly this tool and these arguments ("approve & remember"),
     or for `rule_args`: the patterns a reviewer widened (checked by `remember_check`);
-    `reviewer_bounded` when that reviewer is not a policy admin (see `widening_needs_admin`)."""
+    `reviewer_bounded` when that reviewer is not a policy admin (see `widening_needs_admin`).
+    `hosts`: a command's grant as it was approved; the rule's commands get no host beyond
+    them (`HostChange.only`)."""
     if rule_args is None:
         patterns = remember_patterns(tool, args)
     else:
@@ -155,6 +160,7 @@ def policy_rule_remember(
         created_by=user,
         remembered=True,
         reviewer_bounded=reviewer_bounded,
+        hosts=None if hosts is None else HostChange(only=tuple(hosts)).as_dict(),
     )
     policy_bump_version(policy=policy)
     return rule

@@ -15,6 +15,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from tools_app.core import engine
+from tools_app.core.egress.grant import EgressGrant
 from tools_app.core.outcomes import CallOutcome
 from tools_app.core.policy.paths import workspace_relative
 from tools_app.core.policy.types import PolicySpec, Quorum, SessionCounters, Verdict
@@ -27,7 +28,8 @@ from tools_app.core.tools.jsonsafe import storable_args, storable_text
 from tools_app.errors import Conflict
 from tools_app.models import AgentSession, Policy, ToolCall
 from tools_app.selectors.decisions import approved_by_person
-from tools_app.services import cache, effects, subagents
+from tools_app.selectors.egress import egress_hosts, grant_credentials
+from tools_app.services import cache, connections, effects, subagents
 from tools_app.services.audit import Action as AuditAction
 from tools_app.services.audit import Via as AuditVia
 from tools_app.services.audit import audit_tool_call
@@ -192,8 +194,18 @@ def verdict_fields(
         "decided_at": None if awaiting else now,
         "finished_at": now if final else None,
         "expires_at": _expiry(call.session.policy) if awaiting else None,
+        "egress": egress_fields(verdict),
         **quorum_fields(verdict if awaiting else None),
     }
+
+
+def egress_fields(verdict: Verdict | None) -> dict[str, Any] | None:
+    """The hosts a command may reach, as the call stores them when it is judged: what
+    runs after an approval gets exactly what the card showed (credentials are added at
+    run time, never stored)."""
+    if verdict is None or verdict.egress is None or verdict.kind == "deny":
+        return None
+    return {"hosts": list(verdict.egress.hosts)}
 
 
 def quorum_fields(verdict: Verdict | None) -> dict[str, Any]:
@@ -238,7 +250,7 @@ def _run_claimed(call: ToolCall) -> ToolCall:
     ran = engine.execute(spec, call.args, context)
     if ran.status == Status.RUNNING:
         return call  # runs as a child session; its end finishes this call
-    changed = effects.command_outcome(context, ran.result)
+    changed = effects.command_outcome(context, ran.result, connections.logged(context))
     return _tool_call_finish(call, ran.status, ran.result, ran=True, outcome=changed)
 
 
@@ -246,8 +258,10 @@ def tool_context(session: AgentSession, call: ToolCall | None = None) -> ToolCon
     """Where and how a session's tools run; a person's approval widens the sandbox."""
     human = call is not None and approved_by_person(call)
     policy = session.policy
+    egress = _grant(session, call)
     options = SandboxOptions(
-        network=human or policy.command_network,
+        network=egress is not None,
+        egress=egress,
         approved=human,
         protected_paths=tuple(policy.protected_paths),
         web_allow_hosts=tuple(policy.web_allow_hosts),
@@ -279,7 +293,16 @@ def tool_context(session: AgentSession, call: ToolCall | None = None) -> ToolCon
         effect_store=effect_store(),
         start_subagent=None if call is None else subagents.subagent_starter(call=call),
         secrets=secret_value,
+        on_connections=None if call is None else connections.connection_log(call=call),
     )
+
+
+def _grant(session: AgentSession, call: ToolCall | None) -> EgressGrant | None:
+    """The grant the call was judged with, and the credentials for its hosts now."""
+    hosts = egress_hosts(call) if call is not None else None
+    if not hosts:
+        return None
+    return EgressGrant(hosts=hosts, credentials=grant_credentials(session=session, hosts=hosts))
 
 
 def _secrets_shown(call: ToolCall) -> tuple[str, ...]:
@@ -328,6 +351,7 @@ def _tool_call_finish(
             ToolCall.objects.filter(pk=call.pk).update(
                 outcome=changed["outcome"], outcome_detail=changed["outcome_detail"],
                 held_call_id=changed["held_call_id"], network=changed["network"],
+                connections=changed["connections"],
             )  # fmt: skip
         if not finished:
             call.refresh_from_db()
@@ -343,6 +367,7 @@ def _outcome_fields(call: ToolCall, outcome: CallOutcome | None) -> dict[str, An
         "outcome_detail": _redacted(call, outcome.detail),
         "held_call_id": outcome.held_call,
         "network": outcome.network,
+        "connections": [connection.as_json() for connection in outcome.connections],
     }
     audit_tool_call(
         call=call, action=AuditAction.RUN_OUTCOME, via=AuditVia.SYSTEM, actor=None, seen="",

@@ -51,6 +51,8 @@ class AuditEntry(models.Model):
         TOKEN_CREATE = "token.create", "token created"
         TOKEN_REVOKE = "token.revoke", "token revoked"
         SESSION_CANCEL = "session.cancel", "session cancelled"
+        CREDENTIAL_CHANGE = "credential.change", "credential change"
+        CREDENTIAL_DELETE = "credential.delete", "credential deleted"
         # What a command's run changed (ToolCall.outcome), recorded by the system.
         RUN_OUTCOME = "tool_call.outcome", "run outcome"
 

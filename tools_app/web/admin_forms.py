@@ -11,7 +11,8 @@ from django.contrib.auth.models import Group
 from tools_app.core.policy.loader import validate_policy_dict
 from tools_app.core.policy.types import POLICY_SETTINGS, PolicyField
 from tools_app.core.tools.registry import REGISTRY
-from tools_app.models import Policy, PolicyRule
+from tools_app.models import EgressCredential, Policy, PolicyRule
+from tools_app.services.credentials import credential_problems
 
 
 class LinesField(forms.CharField):
@@ -69,11 +70,15 @@ class PolicyForm(forms.ModelForm[Policy]):
 class PolicyRuleForm(forms.ModelForm[PolicyRule]):
     class Meta:
         model = PolicyRule
-        fields = ("position", "tool", "args", "decision", "reason", "approvals", "approvers")
+        fields = (
+            "position", "tool", "args", "decision", "reason", "approvals", "approvers", "hosts",
+        )  # fmt: skip
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["approvals"].required = False  # left empty: one approval, as before
+        if "hosts" in self.fields:
+            self.fields["hosts"].required = False
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -88,6 +93,8 @@ class PolicyRuleForm(forms.ModelForm[PolicyRule]):
             rule["approvals"] = {"count": count, "group": group}
             if group and not Group.objects.filter(name=group).exists():
                 self.add_error("approvers", f"No group is named {group!r}.")
+        if cleaned.get("hosts") is not None:
+            rule["hosts"] = cleaned["hosts"]
         for problem in validate_policy_dict({"name": "rule-check", "rules": [rule]}):
             field = problem.field.removeprefix("rules[0].").split(".")[0]
             field = "approvers" if problem.field.endswith(".group") else field
@@ -127,3 +134,33 @@ class TryCallForm(forms.Form):
         if not isinstance(value, dict):
             raise forms.ValidationError("The arguments must be a JSON object: {...}.")
         return value
+
+
+class EgressCredentialForm(forms.ModelForm[EgressCredential]):
+    """A credential's host, header and project; its secret is typed, never shown back
+    (the field is always empty: left empty on a change, the stored secret stays)."""
+
+    secret_value = forms.CharField(
+        label="Secret",
+        required=False,
+        strip=False,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="The header's value (e.g. `Bearer …`). Write-only: it is never shown; "
+        "leave empty to keep the stored one.",
+    )
+
+    class Meta:
+        model = EgressCredential
+        fields = ("host", "header", "project")
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        secret = cleaned.get("secret_value") or None
+        if self.instance.pk is None and secret is None:
+            self.add_error("secret_value", "A new credential needs its secret.")
+        problems = credential_problems(
+            host=cleaned.get("host") or "", header=cleaned.get("header") or "", secret=secret
+        )
+        for name, message in problems.items():
+            self.add_error("secret_value" if name == "secret" else name, message)
+        return cleaned

@@ -17,6 +17,7 @@ from tools_app.core.skills.executors import unfilled_placeholders
 from tools_app.core.tools.catalogue import facts_for
 from tools_app.models import Decision, PullRequest, ToolCall
 from tools_app.selectors.decisions import quorum_status
+from tools_app.selectors.egress import credential_hosts, egress_hosts
 from tools_app.selectors.sessions import long_text
 
 # An escaped pair (`\\` and any character), or an invisible character on its own.
@@ -130,24 +131,16 @@ def where_of(call: ToolCall) -> Where:
     if not runs_command:
         return InAgentweb(runs_command=False)
     sandboxed = preview.get("sandboxed")
-    awaiting = call.status == ToolCall.Status.AWAITING_APPROVAL
+    hosts = egress_hosts(call)
     return InAgentweb(
         runs_command=True,
         sandboxed=sandboxed if isinstance(sandboxed, bool) else None,
         timeout=_seconds(preview.get("timeout", call.args.get("timeout"))),
-        policy_network=call.session.policy.command_network,
-        awaiting=awaiting,
-        approved=not awaiting and _approved(call),
+        awaiting=call.status == ToolCall.Status.AWAITING_APPROVAL,
+        hosts=hosts,
+        credential_hosts=tuple(credential_hosts(session=call.session, hosts=hosts or ())),
+        connections=tuple(c for c in call.connections or [] if isinstance(c, dict)),
     )
-
-
-def _approved(call: ToolCall) -> bool:
-    """Whether a person approved the call: their approval gives a command the network."""
-    try:
-        human: Decision | None = call.human
-    except Decision.DoesNotExist:
-        human = None
-    return human is not None and human.decision == Decision.Choice.APPROVE
 
 
 def _seconds(value: object) -> float | None:

@@ -5,7 +5,8 @@
 5. built-in approvals           6. otherwise allow (read-only tools: "only reads")
 
 The first decisive step wins, and its verdict names the rule and a reason a person can
-read. Anything unexpected inside fails closed: a deny with rule "engine-error". Under
+read; a command's verdict also carries the hosts it may reach (`policy/egress.py`).
+Anything unexpected inside fails closed: a deny with rule "engine-error". Under
 `require_distinct_reviewer`, step 4 passes over a remembered rule in a session its own
 author created (`rules.self_approval`): the four-eyes rule outranks it. And a rule a
 reviewer widened without being a policy admin (`Rule.reviewer_bounded`) never allows a
@@ -24,6 +25,7 @@ from dataclasses import replace
 
 from tools_app.core.policy.checks import BUILTIN_APPROVALS, BUILTIN_DENIES, INVARIANTS, Check
 from tools_app.core.policy.context import CallContext, is_read_only
+from tools_app.core.policy.egress import command_egress
 from tools_app.core.policy.rules import first_matching_rule
 from tools_app.core.policy.types import (
     CallFacts,
@@ -70,7 +72,9 @@ def _evaluate(context: CallContext) -> Verdict:
         or _first(BUILTIN_APPROVALS, context)
         or _fallthrough(context)
     )
-    return _builtin_quorum(verdict, context.policy)
+    verdict = _builtin_quorum(verdict, context.policy)
+    egress = command_egress(verdict, context)
+    return verdict if egress is None else replace(verdict, egress=egress)
 
 
 def _builtin_quorum(verdict: Verdict, policy: PolicySpec) -> Verdict:

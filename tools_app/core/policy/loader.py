@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from tools_app.core.egress.classes import command_hosts_problem
+from tools_app.core.egress.patterns import host_pattern_problem, normalised
 from tools_app.core.policy.defaults import DEFAULT_SPEC
 from tools_app.core.policy.patterns import compile_pattern
 from tools_app.core.policy.rules import value_pattern_problem
@@ -19,6 +21,7 @@ from tools_app.core.policy.types import (
     PLAIN_FIELDS,
     POLICY_FIELDS,
     VERDICTS,
+    HostChange,
     PolicySpec,
     Quorum,
     Rule,
@@ -30,7 +33,8 @@ LIST_FIELDS = tuple(f.name for f in POLICY_FIELDS if f.kind == "list")
 INT_FIELDS = {f.name: f.minimum for f in POLICY_FIELDS if f.kind == "int"}
 BOOL_FIELDS = tuple(f.name for f in POLICY_FIELDS if f.kind == "bool")
 POLICY_KEYS = tuple(f.name for f in POLICY_FIELDS)
-RULE_KEYS = ("id", "tool", "args", "decision", "reason", "approvals")
+RULE_KEYS = ("id", "tool", "args", "decision", "reason", "approvals", "hosts")
+HOSTS_KEYS = ("add", "remove", "only")
 QUORUM_KEYS = ("count", "group")
 
 
@@ -67,6 +71,7 @@ _ITEM_CHECKS: dict[str, Callable[[str], str | None]] = {
     "path": pattern_problem,
     "command": _command_problem,
     "host": _host_problem,
+    "command-hosts": command_hosts_problem,
 }
 _LIST_ITEM_CHECKS = {f.name: _ITEM_CHECKS[f.items] for f in POLICY_FIELDS if f.kind == "list"}
 
@@ -137,6 +142,8 @@ def _rule_problems(where: str, rule: Any) -> list[PolicyProblem]:
     if "approvals" in rule:
         verdict = rule.get("decision")  # a policy file's key for a rule's verdict
         problems += _quorum_problems(f"{where}.approvals", rule["approvals"], verdict)
+    if "hosts" in rule:
+        problems += _hosts_problems(f"{where}.hosts", rule["hosts"], rule.get("decision"))
     return problems + _args_problems(f"{where}.args", rule.get("args", {}))
 
 
@@ -162,6 +169,33 @@ def _quorum_problems(where: str, quorum: Any, verdict: Any) -> list[PolicyProble
         problems.append(
             PolicyProblem(f"{where}.group", "must be a group's name (at most 150 characters)")
         )
+    return problems
+
+
+def _hosts_problems(where: str, hosts: Any, verdict: Any) -> list[PolicyProblem]:
+    """`hosts: {add: [...], remove: [...], only: [...]}`: each a list of host patterns
+    (`core/egress/patterns.py`), on a rule that lets a command run."""
+    if verdict == "deny":
+        return [PolicyProblem(where, "is only for a rule that allows or asks a person")]
+    if not isinstance(hosts, Mapping):
+        return [
+            PolicyProblem(where, f"must be an object {{add, remove, only}}, not {_kind(hosts)}")
+        ]
+    problems = [
+        PolicyProblem(f"{where}.{key}", f"unknown key (known: {', '.join(HOSTS_KEYS)})")
+        for key in hosts
+        if key not in HOSTS_KEYS
+    ]
+    for key in HOSTS_KEYS:
+        value = hosts.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(h, str) for h in value):
+            problems.append(PolicyProblem(f"{where}.{key}", "must be a list of host patterns"))
+            continue
+        problems += [
+            PolicyProblem(f"{where}.{key}[{i}]", message)
+            for i, host in enumerate(value)
+            if (message := host_pattern_problem(host))
+        ]
     return problems
 
 
@@ -220,6 +254,22 @@ def _rule_from_dict(index: int, data: Mapping[str, Any]) -> Rule:
         verdict=data["decision"],
         reason=data.get("reason", ""),
         quorum=_quorum_from_dict(data.get("approvals")),
+        hosts=_hosts_from_dict(data.get("hosts")),
+    )
+
+
+def _hosts_from_dict(data: Mapping[str, Any] | None) -> HostChange | None:
+    if data is None:
+        return None
+    only = data.get("only")
+
+    def patterns(values: list[str]) -> tuple[str, ...]:
+        return tuple(normalised(host) for host in values)
+
+    return HostChange(
+        add=patterns(data.get("add", [])),
+        remove=patterns(data.get("remove", [])),
+        only=None if only is None else patterns(only),
     )
 
 
@@ -247,7 +297,8 @@ def _rule_to_dict(index: int, rule: Rule) -> dict[str, Any]:
     data: dict[str, Any] = {} if rule.id == str(index + 1) else {"id": rule.id}
     data |= {"tool": rule.tool, "args": dict(rule.args), "decision": rule.verdict}
     data |= {"reason": rule.reason}
-    return data | ({"approvals": rule.quorum.as_dict()} if rule.quorum else {})
+    data |= {"approvals": rule.quorum.as_dict()} if rule.quorum else {}
+    return data | ({"hosts": rule.hosts.as_dict()} if rule.hosts else {})
 
 
 def policy_to_dict(spec: PolicySpec) -> dict[str, Any]:

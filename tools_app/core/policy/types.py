@@ -7,6 +7,10 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from tools_app.core.egress.classes import DEFAULT_COMMAND_HOSTS
+from tools_app.core.egress.grant import EgressGrant
+from tools_app.core.egress.patterns import matches
+
 # What the policy can answer about a call.
 VerdictKind = Literal["allow", "deny", "require_approval"]
 VERDICTS: tuple[VerdictKind, ...] = ("allow", "deny", "require_approval")
@@ -21,12 +25,17 @@ class Verdict:
     reason: str
     rule: str
     quorum: Quorum | None = None  # a require_approval that needs more than anyone's yes
+    # A command's network: the hosts it gets if it runs (an allow) or once a person
+    # approves it (a require_approval); None: no network (`policy/egress.py`).
+    egress: EgressGrant | None = None
 
     def as_dict(self) -> dict[str, Any]:
         # "decision": the key the API and the commands have always answered with.
         answer: dict[str, Any] = {"decision": self.kind, "reason": self.reason, "rule": self.rule}
         if self.quorum is not None:
             answer["approvals"] = self.quorum.as_dict()
+        if self.egress is not None:
+            answer["hosts"] = list(self.egress.hosts)
         return answer
 
 
@@ -43,6 +52,34 @@ class Quorum:
 
     def as_dict(self) -> dict[str, Any]:
         return {"count": self.count, "group": self.group}
+
+
+@dataclass(frozen=True)
+class HostChange:
+    """How a rule changes the hosts of the commands it decides (a policy file's
+    `hosts: {add, remove, only}`): `add` these patterns, `remove` every host one of
+    these patterns names, and with `only` keep just the hosts one of those names. A
+    remembered rule has `only`: the grant it was approved with, never more hosts."""
+
+    add: tuple[str, ...] = ()
+    remove: tuple[str, ...] = ()
+    only: tuple[str, ...] | None = None
+
+    def apply(self, hosts: tuple[str, ...]) -> tuple[str, ...]:
+        changed = [h for h in (*hosts, *self.add) if not _named(h, self.remove)]
+        if self.only is not None:
+            changed = [h for h in changed if _named(h, self.only)]
+        return tuple(dict.fromkeys(changed))
+
+    def as_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"add": list(self.add), "remove": list(self.remove)}
+        return data | ({"only": list(self.only)} if self.only is not None else {})
+
+
+def _named(host: str, patterns: tuple[str, ...]) -> bool:
+    """A host pattern is named by `patterns` when it is one of them or one of them
+    matches it as a host (a wildcard named only by itself or a wider wildcard)."""
+    return any(host == p or (not host.startswith("*") and matches(host, p)) for p in patterns)
 
 
 @dataclass(frozen=True)
@@ -69,10 +106,11 @@ class Rule:
     remembered_by: str = ""
     reviewer_bounded: bool = False
     quorum: Quorum | None = None  # only on a require_approval rule
+    hosts: HostChange | None = None  # only for run_command: see `policy/egress.py`
 
 
 FieldKind = Literal["text", "int", "bool", "list", "rules"]
-ItemCheck = Literal["", "path", "command", "host"]
+ItemCheck = Literal["", "path", "command", "host", "command-hosts"]
 
 
 @dataclass(frozen=True)
@@ -150,6 +188,16 @@ class PolicySpec:
         "Hosts web_fetch may send a body or a method other than GET/HEAD to without a person.",
     )
     command_network: bool = _switch("Commands")
+    # The hosts each class of command may reach (`core/egress/classes.py`), one class a
+    # line: `npm registry.npmjs.org`.
+    command_hosts: tuple[str, ...] = _spec_field(
+        DEFAULT_COMMAND_HOSTS,
+        kind="list",
+        items="command-hosts",
+        group="Commands",
+        help="Hosts a command may reach, by class, one class a line: "
+        "CLASS HOST [HOST …] (classes: npm, pip, git, cargo, go).",
+    )
     # A run_command asking for a longer timeout (seconds) waits for a person.
     command_timeout_limit: int = _number(600, "Commands", minimum=1)
     require_distinct_reviewer: bool = _switch("Approvals")
