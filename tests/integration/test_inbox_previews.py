@@ -108,7 +108,7 @@ def test_a_command_shows_its_parts_and_what_held_it(session: AgentSession, card:
         assert "this host has no copy-on-write sandbox" in shown
         assert "the worker&#x27;s network" in shown
     else:
-        network = "off now; approving gives this command the network"
+        network = "off now; approving opens only registry.npmjs.org"
         assert f'<dt>Network</dt><dd class="network"><strong>{network}</strong></dd>' in shown
 
 
@@ -170,27 +170,27 @@ def test_any_other_tool_shows_its_arguments_as_json(session: AgentSession, card:
     assert 'data-json="1"' in shown  # edited as JSON
 
 
-def test_a_command_card_says_truthfully_whether_it_gets_the_network(
+def test_a_command_card_says_truthfully_which_hosts_it_gets(
     session: AgentSession, card: Any
 ) -> None:
-    """A person's approval gives a command the network: the card says so before the
-    click, not "off"; with the policy's command_network on, it says on, and why."""
+    """Approving opens the hosts of the command's class, never the whole network: the
+    card names them before the click; without the sandbox it has the worker's network."""
     call = run(session, "run_command", command="npm install left-pad")
     shown = card(call)
     if (call.preview or {}).get("sandboxed") is not False:
-        assert "approving gives this command the network" in shown
+        assert "approving opens only registry.npmjs.org" in shown
     assert "<dd>off</dd>" not in shown
-    Policy.objects.filter(name="default").update(command_network=True)
-    call.preview = {**(call.preview or {}), "sandboxed": True}
-    call.save(update_fields=["preview"])
-    shown = card(ToolCall.objects.get(pk=call.pk))
-    assert "<strong>on (policy command_network)</strong>" in shown
+    unknown = run(session, "run_command", command="node build.js && npm install")
+    assert unknown.status == ToolCall.Status.AWAITING_APPROVAL and unknown.egress is None
+    unknown.preview = {**(unknown.preview or {}), "sandboxed": True}
+    unknown.save(update_fields=["preview"])
+    assert '<dd class="network">off: approving opens no host</dd>' in card(unknown)
     call.preview = {**(call.preview or {}), "sandboxed": False}
     call.save(update_fields=["preview"])
     assert "no sandbox on this host, the command has the worker&#x27;s network" in card(call)
 
 
-def test_a_decided_command_card_says_whether_it_ran_with_the_network(
+def test_a_decided_command_card_says_which_hosts_it_ran_with(
     session: AgentSession, card: Any, reviewer: User
 ) -> None:
     call = run(session, "run_command", command="npm install left-pad")
@@ -198,9 +198,10 @@ def test_a_decided_command_card_says_whether_it_ran_with_the_network(
     call.status = ToolCall.Status.SUCCEEDED
     call.save(update_fields=["preview", "status"])
     Decision.objects.create(tool_call=call, user=reviewer, decision="approve")
-    assert "<strong>on: a person approved this command</strong>" in card(call)
-    ToolCall.objects.filter(pk=call.pk).update(status=ToolCall.Status.EXPIRED)
-    Decision.objects.filter(tool_call=call).delete()
+    network = "only registry.npmjs.org, through agentweb&#x27;s proxy"
+    assert f"<strong>{network}</strong>" in card(call)
+    ToolCall.objects.filter(pk=call.pk).update(status=ToolCall.Status.EXPIRED, egress=None)
+    assert '<dd class="network">off</dd>' in card(ToolCall.objects.get(pk=call.pk))
     assert '<dd class="network">off</dd>' in card(ToolCall.objects.get(pk=call.pk))
 
 

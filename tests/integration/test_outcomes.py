@@ -109,8 +109,8 @@ def test_an_applied_effect_and_an_empty_one_say_so(session: AgentSession, rita: 
 def test_a_command_that_tried_the_network_it_did_not_have_says_so(
     session: AgentSession, rita: Api
 ) -> None:
-    """As `npm install left-pad` allowed by a rule: no person approved it, so no network;
-    its resolver failed inside, and the call still `succeeded`."""
+    """A command of no known class has no hosts, so no network; its resolver failed
+    inside, and the call still `succeeded`, its outcome saying how hosts are given."""
     call = run_script(
         session,
         "python3 -c \"import socket; socket.getaddrinfo('registry.npmjs.org', 443)\"\n",
@@ -118,7 +118,7 @@ def test_a_command_that_tried_the_network_it_did_not_have_says_so(
     body = rita.get(f"/tool-calls/{call.pk}").json()
     assert (body["status"], body["outcome"], body["network"]) == ("succeeded", "nothing", "missing")
     assert "no network: it tried to reach the network (" in body["outcome_detail"]
-    assert "command_network" in body["outcome_detail"]
+    assert "command_hosts" in body["outcome_detail"]
 
 
 def test_a_tool_that_runs_no_command_records_no_outcome(session: AgentSession) -> None:
