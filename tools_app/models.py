@@ -86,6 +86,9 @@ class Verdict(models.TextChoices):
     REQUIRE_APPROVAL = "require_approval"
 
 
+HOSTS_HELP = '{"add": [HOST…], "remove": [HOST…], "only": [HOST…]} for the commands it decides.'
+
+
 class PolicyRule(models.Model):
     """`{tool, args: {NAME: PATTERN}, decision, reason}`, applied in `position` order;
     its `decision` (the policy file's key) is the verdict it gives."""
@@ -121,14 +124,8 @@ class PolicyRule(models.Model):
     approvers = models.CharField(
         max_length=150, blank=True, help_text="The group they must belong to (empty: any reviewer)."
     )
-    # How it changes the hosts of the commands it decides: {add, remove, only}
-    # (`core/policy/types.HostChange`); a remembered rule's `only` is its approved grant.
-    hosts = models.JSONField(
-        null=True,
-        blank=True,
-        help_text='{"add": [HOST…], "remove": [HOST…], "only": [HOST…]} for the commands '
-        "it decides (empty: their class's hosts).",
-    )
+    # `core/policy/types.HostChange`; a remembered rule's `only` is its approved grant.
+    hosts = models.JSONField(null=True, blank=True, help_text=HOSTS_HELP)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -289,10 +286,9 @@ class ToolCall(models.Model):
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     network = models.CharField(max_length=10, blank=True, choices=Network.choices)
-    # The hosts a command may reach, fixed when it was judged (`EgressGrant.as_json`
-    # without credentials, which are added at run time); None: no network.
+    # A command's hosts, fixed when judged ({"hosts": [...]}; None: no network), and each
+    # connection its run tried (`Connection.as_json`), as the egress proxy saw it.
     egress = models.JSONField(null=True, blank=True)
-    # Each connection its run tried (`Connection.as_json`), as the egress proxy saw it.
     connections = models.JSONField(default=list, blank=True)
     # "host:pid" of the process running the call, to tell a crash from a long run.
     runner = models.CharField(max_length=300, blank=True)
