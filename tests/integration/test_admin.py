@@ -173,6 +173,39 @@ def test_a_bad_blocked_command_is_reported_on_its_field(admin_client: Client) ->
     assert "blocked_commands[1]" in " ".join(errors["blocked_commands"])
 
 
+def test_a_command_host_too_wide_is_refused_and_nothing_changes(admin_client: Client) -> None:
+    policy = Policy.objects.get(name="default")
+    before = (policy.version, policy.command_hosts)
+    answer = admin_client.post(
+        f"/admin/tools_app/policy/{policy.pk}/change/",
+        policy_form(policy, command_hosts="npm registry.npmjs.org\npip *\ngit 127.0.0.1"),
+    )
+    assert answer.status_code == 200
+    errors = " ".join(answer.context["adminform"].form.errors["command_hosts"])
+    assert "command_hosts[1]: '*' matches every host" in errors
+    assert "command_hosts[2]: '127.0.0.1' is this machine" in errors
+    policy.refresh_from_db()
+    assert (policy.version, policy.command_hosts) == before
+
+
+def test_a_rule_whose_hosts_add_an_address_is_refused_naming_it(admin_client: Client) -> None:
+    policy = Policy.objects.get(name="default")
+    rule = {
+        "rules-TOTAL_FORMS": "1",
+        "rules-0-position": "0",
+        "rules-0-tool": "run_command",
+        "rules-0-args": '{"command": "npm *"}',
+        "rules-0-decision": "allow",
+        "rules-0-reason": "",
+        "rules-0-hosts": '{"add": ["169.254.169.254"]}',
+    }
+    form = policy_form(policy, command_hosts="npm registry.npmjs.org", **rule)
+    answer = admin_client.post(f"/admin/tools_app/policy/{policy.pk}/change/", form)
+    assert answer.status_code == 200
+    assert b"rules[0].hosts.add[0]: &#x27;169.254.169.254&#x27; is this machine" in answer.content
+    assert not PolicyRule.objects.exists()
+
+
 # --- "Try a call": the dry-run service from the admin ------------------------------------
 
 

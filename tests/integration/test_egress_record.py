@@ -201,6 +201,18 @@ def test_what_runs_after_approval_gets_exactly_the_grant_the_card_showed(
     assert TOKEN not in repr(options.egress)
 
 
+def test_an_edited_command_is_judged_again_and_gets_the_hosts_of_what_was_approved(
+    session: AgentSession, reviewer: User, rita: Api
+) -> None:
+    call = run(session, "npm install left-pad")
+    edited = {"command": "pip install --no-index requests"}  # fails at once: no index
+    answer = rita.post(
+        f"/tool-calls/{call.pk}/decision", {"decision": "approve", "args": edited}
+    ).json()
+    assert answer["args"]["command"] == edited["command"]
+    assert answer["egress"] == {"hosts": ["pypi.org", "files.pythonhosted.org"]}
+
+
 # --- remembered rules carry their grant -----------------------------------------------------
 
 

@@ -320,7 +320,7 @@ def _outcome_for_edit(call: ToolCall, args: dict[str, Any]) -> tuple[str, dict[s
         "reason": prepared.verdict.reason,
         "rule": prepared.verdict.rule,
         "policy_version": spec.version,
-        "egress": egress_fields(prepared.verdict),
+        "egress": None if call.native_tool else egress_fields(prepared.verdict),
         **quorum_fields(prepared.verdict),
     }
     if prepared.verdict.kind == "deny":

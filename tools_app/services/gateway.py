@@ -243,7 +243,8 @@ def _call_judge(call: ToolCall, ran_in: str, *, received: events.Item) -> ToolCa
     native_input = dict(call.native_input or {})
     prepared = _prepare(spec, call, native_input, ran_in)
     prepared = _with_requested(prepared, requested_hash(native_input), ran_in)
-    fields = {"tool": call.tool, **verdict_fields(call, prepared, spec)}
+    # The agent's machine runs it: agentweb's egress proxy grants it nothing.
+    fields = {"tool": call.tool, **verdict_fields(call, prepared, spec), "egress": None}
     runs = _gateway_facts_of(prepared).get("runs")
     if isinstance(runs, dict):  # gate mode narrowed it: the agent is told to run this
         fields["native_input"] = runs
