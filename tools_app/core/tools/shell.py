@@ -9,6 +9,7 @@ from collections.abc import Mapping
 
 from pydantic import Field
 
+from tools_app.core.egress import sandbox as egress_sandbox
 from tools_app.core.tools import git_view, overlay, processes, secret_files
 from tools_app.core.tools.base import MAX_COMMAND_CHARS, SandboxOptions, ToolArgs, ToolContext
 from tools_app.core.tools.effect import Effect
@@ -84,9 +85,13 @@ def run_argv(
         text = format_result(run.result, timeout)
         note = _judge(ctx, run.effect)
     notes = [note] if note else []
-    if (options.network or options.approved) and options.egress is None:
+    if options.egress is not None:
+        notes.append(egress_sandbox.summary(run.connections))
+        if ctx.on_connections is not None:
+            ctx.on_connections(run.connections)
+    elif options.network or options.approved:
         notes.append(NO_HOSTS_NOTE)
-    return "\n".join([text, *notes])
+    return "\n".join([text, *filter(None, notes)])
 
 
 def _with_secrets_masked(ctx: ToolContext) -> SandboxOptions:
