@@ -385,25 +385,36 @@ def _relay_requests(
     extra = (credential.header, credential.value) if credential is not None else None
     server = _Stream(upstream)
     head = first
-    with contextlib.suppress(messages.BadRequest, OSError, ssl.SSLError):
+    with contextlib.suppress(OSError, ssl.SSLError):
         while True:
-            if head is None:
-                raw = client.head()
-                if raw is None:
-                    return
-                head = messages.parse_head(raw)
-            path = _path_for(head, authority)
+            try:
+                if head is None:
+                    raw = client.head()
+                    if raw is None:
+                        return
+                    head = messages.parse_head(raw)
+                path = _path_for(head, authority)
+                framing = messages.body_framing(head)
+                out = messages.rewritten(head, path or "", authority, extra)
+            except messages.BadRequest as exc:
+                _answer(client.sock, 400, "Bad Request", f"agentweb egress proxy: {exc}")
+                return
             if path is None:
                 return
             if (head.header("expect") or "").lower() == "100-continue":
                 client.sock.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
-            out = messages.rewritten(head, path, authority, extra)
             upstream.sendall(out)
             tally.sent += len(out)
-            _relay_body(client, upstream, messages.body_framing(head), tally, "sent")
-            if not (
-                _relay_response(server, client.sock, head, tally) and messages.keeps_alive(head)
-            ):
+            try:
+                _relay_body(client, upstream, framing, tally, "sent")
+            except messages.BadRequest:
+                return  # a body cut short or malformed: the server gets no more
+            try:
+                if not _relay_response(server, client.sock, head, tally):
+                    return
+            except messages.BadRequest:
+                return  # the server's answer is malformed: the connection ends
+            if not messages.keeps_alive(head):
                 return
             head = None
 
