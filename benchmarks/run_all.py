@@ -26,6 +26,7 @@ SCRIPTS = (
     "bench_engine.py",
     "bench_sandbox.py",
     "bench_git_view.py",
+    "bench_egress.py",
     "bench_api.py",
     "bench_runtime.py",
     "bench_latency.py",

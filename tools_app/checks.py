@@ -1,5 +1,6 @@
 """System checks: which uid commands run as, a warning when they would run without the
-copy-on-write sandbox, and single sign-on settings that are set halfway."""
+copy-on-write sandbox, the egress proxy's test-only allowance left on, and single
+sign-on settings that are set halfway."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, Info, Warning, register
 
 from tools_app.core import sso
+from tools_app.core.egress import config as egress_config
 from tools_app.core.tools import sandbox_user
 from tools_app.core.tools.overlay import cow_available, cow_unavailable_reason
 
@@ -31,6 +33,25 @@ def check_sandbox(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
             "util-linux (apt-get install bubblewrap), unprivileged user namespaces, a temp "
             "dir its uid can enter, and for a root worker idmapped mounts (Linux 5.19+).",
             id="agentweb.W001",
+        )
+    ]
+
+
+@register()
+def check_egress(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """The tests' loopback allowance of the egress proxy is malformed, or on in production."""
+    try:
+        pinned = egress_config.test_hosts()
+    except ValueError as exc:
+        return [Error(str(exc), id="agentweb.E020")]
+    if not pinned or settings.DEBUG:
+        return []
+    return [
+        Warning(
+            f"{egress_config.TEST_HOSTS_ENV} pins {', '.join(sorted(pinned))} to loopback "
+            "addresses: commands granted those hosts reach this machine's services.",
+            hint="It is for tests only; leave it empty in production.",
+            id="agentweb.W020",
         )
     ]
 

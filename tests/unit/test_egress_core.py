@@ -10,6 +10,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -327,3 +328,17 @@ def test_a_tunnel_whose_sni_is_another_host_is_cut(served: proxy.EgressProxy) ->
     assert not conn.allowed and conn.reason == (
         "the TLS server name 'evil.test' is not the CONNECT host echo.test"
     )
+
+
+def test_the_test_allowance_is_an_error_when_malformed_and_a_warning_in_production(
+    monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    from tools_app.checks import check_egress
+
+    settings.DEBUG = False
+    monkeypatch.setenv(config.TEST_HOSTS_ENV, "registry.test=127.0.0.1:4873")
+    assert [m.id for m in check_egress()] == ["agentweb.W020"]
+    settings.DEBUG = True
+    assert check_egress() == []
+    monkeypatch.setenv(config.TEST_HOSTS_ENV, "registry.test=93.184.216.34:80")
+    assert [m.id for m in check_egress()] == ["agentweb.E020"]

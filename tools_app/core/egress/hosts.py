@@ -1,35 +1,23 @@
 """Which hosts a grant lets a command reach, and the words a refused command reads.
 
-A grant's host is a glob (`registry.npmjs.org`, `*.pythonhosted.org`) matched against the
-whole lower-case name, optionally with a port (`git.example.com:8443`); without one it
+A grant's host is a pattern as the policy writes and checks it (`core/egress/patterns.py`:
+`registry.npmjs.org`, `*.pythonhosted.org`, optionally with a port); without a port it
 means the web's ports, 80 and 443.
 """
 
 from __future__ import annotations
 
-import fnmatch
-
+from tools_app.core.egress import patterns
 from tools_app.core.egress.grant import Credential, EgressGrant
-
-WEB_PORTS = (80, 443)
-
 
 def normalise(host: str) -> str:
     """A host name as grants and SNI compare it: lower case, no trailing dot."""
-    return host.strip().lower().removesuffix(".")
-
-
-def _split(pattern: str) -> tuple[str, tuple[int, ...]]:
-    name, sep, port = pattern.rpartition(":")
-    if sep and port.isdigit():
-        return normalise(name), (int(port),)
-    return normalise(pattern), WEB_PORTS
+    return patterns.normalised(host)
 
 
 def pattern_matches(pattern: str, host: str, port: int) -> bool:
-    """Whether one grant entry covers `host:port`."""
-    name, ports = _split(pattern)
-    return port in ports and fnmatch.fnmatchcase(normalise(host), name)
+    """Whether one grant entry covers `host:port` (the policy's own matching)."""
+    return patterns.matches(host, pattern, port)
 
 
 def allowed(grant: EgressGrant, host: str, port: int) -> bool:

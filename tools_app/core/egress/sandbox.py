@@ -10,11 +10,15 @@ bound read-only and named by the variables each tool reads.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import shutil
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from tools_app.core.egress import hosts
+from tools_app.core.egress import ca, config, hosts, proxy
 from tools_app.core.egress.grant import Connection, EgressGrant
+from tools_app.core.tools import sandbox_user
+from tools_app.core.tools.errors import ToolError
 
 PORT = 3128
 INSIDE = "/run/agentweb"
@@ -23,11 +27,14 @@ BUNDLE_NAME = "egress-ca-bundle.pem"
 SOCKET_INSIDE = f"{INSIDE}/{SOCKET_NAME}"
 BUNDLE_INSIDE = f"{INSIDE}/{BUNDLE_NAME}"
 PROXY_URL = f"http://127.0.0.1:{PORT}"
+# socat's block size: its default (8 KB) caps a download at a fraction of the link.
+SOCAT_OPTIONS = ("-b262144",)
 # Starts the bridge, waits (a bounded moment) until it listens, then becomes the command.
 # /proc/net/tcp lists the namespace's own sockets: 0100007F:0C38 is 127.0.0.1:3128, 0A
 # is LISTEN.
 _BRIDGE = (
-    f"socat TCP-LISTEN:{PORT},bind=127.0.0.1,fork,reuseaddr UNIX-CONNECT:{SOCKET_INSIDE} "
+    f"socat {' '.join(SOCAT_OPTIONS)} TCP-LISTEN:{PORT},bind=127.0.0.1,fork,reuseaddr "
+    f"UNIX-CONNECT:{SOCKET_INSIDE} "
     "</dev/null >/dev/null 2>&1 & i=0; "
     f"until grep -q ' 0100007F:{PORT:04X} 00000000:0000 0A' /proc/net/tcp; do "
     'i=$((i+1)); [ "$i" -gt 1000 ] && break; sleep 0.002; done; exec "$@"'
@@ -44,15 +51,21 @@ CA_VARIABLES = (
 )
 
 
-def wrapped_argv(argv: Sequence[str]) -> list[str]:
-    """`argv` run once the bridge to the proxy listens inside the sandbox."""
+def wrapped_argv(argv: Sequence[str], grant: EgressGrant | None) -> list[str]:
+    """`argv` run once the bridge to the proxy listens inside the sandbox (as it is
+    without a grant)."""
+    if grant is None:
+        return list(argv)
     return ["sh", "-c", _BRIDGE, "agentweb-egress", *argv]
 
 
-def environment(grant: EgressGrant, base: dict[str, str]) -> dict[str, str]:
+def environment(grant: EgressGrant | None, base: dict[str, str]) -> dict[str, str]:
     """The proxy variables every common tool reads (curl, pip, npm, git, node, Python),
-    added to `base` (git's through `GIT_CONFIG_*`, after any entries `base` has)."""
+    added to `base` (git's through `GIT_CONFIG_*`, after any entries `base` has); `base`
+    as it is without a grant."""
     env = dict(base)
+    if grant is None:
+        return env
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
         env[name] = PROXY_URL
     env.update({"NO_PROXY": NO_PROXY, "no_proxy": NO_PROXY})
@@ -73,6 +86,29 @@ def bind_args(scratch: Path, grant: EgressGrant) -> list[str]:
     if grant.credentials:
         out += ["--ro-bind", str(scratch / BUNDLE_NAME), BUNDLE_INSIDE]
     return out
+
+
+@contextlib.contextmanager
+def proxy_for_run(scratch: Path, grant: EgressGrant | None) -> Iterator[proxy.EgressProxy | None]:
+    """The command's egress proxy on a socket in its scratch (with a credential, the CA
+    bundle beside it) while the command runs; None without a grant. A ToolError when it
+    cannot start: the command does not run."""
+    if grant is None:
+        yield None
+        return
+    owner = sandbox_user.sandbox_ids() if sandbox_user.worker_is_root() else None
+    with contextlib.ExitStack() as stack:
+        try:
+            if grant.credentials:
+                bundle = ca.authority(config.var_dir() / "egress-ca").bundle_file
+                shutil.copyfile(bundle, scratch / BUNDLE_NAME)
+            running = stack.enter_context(proxy.serving(grant, scratch / SOCKET_NAME, owner))
+        except (OSError, ValueError) as exc:
+            raise ToolError(
+                f"the command did not run: its egress proxy could not start ({exc}); "
+                "nothing was changed"
+            ) from None
+        yield running
 
 
 def summary(connections: Sequence[Connection]) -> str:

@@ -27,17 +27,15 @@ layer by `tools/effect_reader.py`; `tools/effect_apply.py` applies and holds it.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
-from tools_app.core.egress import ca, config, proxy
 from tools_app.core.egress import sandbox as egress_sandbox
 from tools_app.core.egress.grant import Connection
 from tools_app.core.tools import processes, sandbox_user
@@ -101,8 +99,7 @@ _PROC_READONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", 
 
 
 class CowRun:
-    """A finished copy-on-write run: its result, its effect, the connections it tried
-    through its egress proxy, and the scratch to clean up.
+    """A finished copy-on-write run: result, effect, connections, and the scratch to clean up.
 
     The effect's blobs live in the scratch dir: apply or hold them before `cleanup()`.
     """
@@ -161,13 +158,13 @@ def run_copy_on_write(
         bounds = sandbox_user.limits(timeout)
         lower_fd = fds[0] if sandbox_user.worker_is_root() else None
         env = {**processes.scrubbed_env(processes.SANDBOX_HOME), **(extra_env or {})}
-        with _egress_proxy(scratch, options) as egress:
+        with egress_sandbox.proxy_for_run(scratch, options.egress) as egress:
             result = processes.run_process(
                 build_cow_command(
                     root, argv, options, scratch, lower_fd=lower_fd, bounds=bounds, views=views
                 ),
                 cwd=str(scratch),
-                env=egress_sandbox.environment(options.egress, env) if options.egress else env,
+                env=egress_sandbox.environment(options.egress, env),
                 timeout=timeout,
                 sandboxed=True,
                 should_stop=should_stop,
@@ -183,30 +180,6 @@ def run_copy_on_write(
         for fd in fds:
             os.close(fd)
     return CowRun(result, effect, scratch, egress.connections if egress else ())
-
-
-@contextlib.contextmanager
-def _egress_proxy(scratch: Path, options: SandboxOptions) -> Iterator[proxy.EgressProxy | None]:
-    """The command's egress proxy on a socket in its scratch (with a credential, the CA
-    bundle beside it), while the command runs; None without a network grant."""
-    grant = options.egress
-    if grant is None:
-        yield None
-        return
-    owner = sandbox_user.sandbox_ids() if sandbox_user.worker_is_root() else None
-    with contextlib.ExitStack() as stack:
-        try:
-            if grant.credentials:
-                bundle = ca.authority(config.var_dir() / "egress-ca").bundle_file
-                shutil.copyfile(bundle, scratch / egress_sandbox.BUNDLE_NAME)
-            socket_path = scratch / egress_sandbox.SOCKET_NAME
-            running = stack.enter_context(proxy.serving(grant, socket_path, owner))
-        except (OSError, ValueError) as exc:
-            raise ToolError(
-                f"the command did not run: its egress proxy could not start ({exc}); "
-                "nothing was changed"
-            ) from None
-        yield running
 
 
 def _view_layers(scratch: Path, options: SandboxOptions, fds: list[int]) -> list[tuple[str, str]]:
@@ -331,8 +304,7 @@ def build_cow_command(
     if lower_fd is not None:
         cmd += sandbox_user.setpriv_args()
     cmd += sandbox_user.prlimit_args(bounds)
-    if options.egress is not None:
-        argv = egress_sandbox.wrapped_argv(argv)
+    argv = egress_sandbox.wrapped_argv(argv, options.egress)
     return cmd + bwrap_args(Path(root), scratch / "merged", options, bounds) + ["--", *argv]
 
 
