@@ -100,9 +100,11 @@ class _Stream:
         return data
 
     def some(self, limit: int) -> bytes:
-        if not self.buffer and not self.fill():
-            return b""
-        return self.take(min(limit, len(self.buffer)))
+        """Up to `limit` bytes: what is buffered, else straight from the socket (no copy
+        through the buffer: a large body streams at the link's speed)."""
+        if self.buffer:
+            return self.take(min(limit, len(self.buffer)))
+        return self.sock.recv(min(limit, CHUNK))
 
 
 class EgressProxy:
