@@ -10,6 +10,7 @@ from __future__ import annotations
 from tools_app.core.egress import patterns
 from tools_app.core.egress.grant import Credential, EgressGrant
 
+
 def normalise(host: str) -> str:
     """A host name as grants and SNI compare it: lower case, no trailing dot."""
     return patterns.normalised(host)

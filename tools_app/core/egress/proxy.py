@@ -100,8 +100,7 @@ class _Stream:
         return data
 
     def some(self, limit: int) -> bytes:
-        """Up to `limit` bytes: what is buffered, else straight from the socket (no copy
-        through the buffer: a large body streams at the link's speed)."""
+        """Up to `limit` bytes: the buffer's, else straight from the socket (no copy)."""
         if self.buffer:
             return self.take(min(limit, len(self.buffer)))
         return self.sock.recv(min(limit, CHUNK))
