@@ -4,6 +4,7 @@ socket in the test's own process: what it lets through and what it refuses, and 
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import ssl
 import threading
@@ -14,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tools_app.core.egress import config, hosts, messages, proxy, sandbox, tls_hello
+from tools_app.core.egress import ca, config, hosts, messages, proxy, sandbox, tls_hello
 from tools_app.core.egress.grant import Connection, Credential, EgressGrant
 
 # --- host globs ------------------------------------------------------------------------
@@ -209,6 +210,27 @@ def test_the_test_allowance_takes_loopback_addresses_only(monkeypatch: pytest.Mo
     monkeypatch.setenv(config.TEST_HOSTS_ENV, "registry.test=10.0.0.1:80")
     with pytest.raises(ValueError, match="loopback"):
         config.test_hosts()
+
+
+def test_the_installation_ca_is_made_once_its_key_private(tmp_path: Path) -> None:
+    authority = ca.Authority(tmp_path / "egress-ca")
+    assert (tmp_path / "egress-ca" / "ca-key.pem").stat().st_mode & 0o777 == 0o600
+    assert authority.bundle_file.read_bytes().endswith(authority.cert_file.read_bytes())
+    again = ca.Authority(tmp_path / "egress-ca")
+    assert again.cert_file.read_bytes() == authority.cert_file.read_bytes()
+    client = ssl.create_default_context(cafile=str(authority.cert_file))
+    server = authority.server_context("registry.test")
+    to_client, to_server = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = client.wrap_bio(to_client, to_server, server_hostname="registry.test")
+    server_in, server_out = ssl.MemoryBIO(), ssl.MemoryBIO()
+    served = server.wrap_bio(server_in, server_out, server_side=True)
+    for _ in range(4):  # the handshake, carried between the two by hand
+        for side in (tls, served):
+            with contextlib.suppress(ssl.SSLWantReadError):
+                side.do_handshake()
+        server_in.write(to_server.read())
+        to_client.write(server_out.read())
+    assert tls.getpeercert()["subjectAltName"] == (("DNS", "registry.test"),)
 
 
 # --- the proxy, in process -------------------------------------------------------------

@@ -74,7 +74,8 @@ def test_npm_and_pip_install_through_the_proxy_and_another_host_is_refused(
         f"node -e 'console.log(require(\"/tmp/app/node_modules/{npm}\"))' && "
         f"{PIP} --index-url http://pypi.test/simple --trusted-host pypi.test {py} && "
         f"PYTHONPATH=/tmp/py python3 -c 'import {py} as m; print(m.VALUE * 2)' && "
-        "curl -sS --max-time 5 https://evil.test/ ; echo curl=$?"
+        "curl -sS --max-time 5 https://evil.test/ ; echo curl=$?; "
+        "git ls-remote http://registry.test/repo.git >/dev/null 2>&1; echo git=$?"
     )
     out, connections = run(servers.workspace, command, grant)
     assert out.startswith("exit code: 0"), out
@@ -91,6 +92,7 @@ def test_npm_and_pip_install_through_the_proxy_and_another_host_is_refused(
     assert all(c.received > 0 for c in connections if c.allowed)
     paths = {path for path, _ in servers.npm.seen}
     assert f"/{registries.NPM_PACKAGE}/-/{registries.NPM_PACKAGE}-1.0.0.tgz" in paths
+    assert "/repo.git/info/refs" in paths and "git=128" in out  # git's http.proxy too
 
 
 def test_without_a_grant_nothing_connects(servers: Servers) -> None:
