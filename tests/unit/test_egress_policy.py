@@ -13,7 +13,7 @@ import pytest
 from tools_app.core import outcomes
 from tools_app.core.egress.classes import class_hosts, command_hosts_table, url_host
 from tools_app.core.egress.grant import Connection
-from tools_app.core.egress.patterns import covers, host_pattern_problem, matches
+from tools_app.core.egress.patterns import covers, host_pattern_problem, matches, overlaps
 from tools_app.core.policy.defaults import DEFAULT_POLICY
 from tools_app.core.policy.engine import evaluate
 from tools_app.core.policy.loader import PolicyInvalid, policy_from_dict, policy_to_dict
@@ -43,8 +43,8 @@ def hosts(command: str, policy: PolicySpec = NETWORKED, workspace: Path = Path("
         ("uv pip install requests", PYPI),
         ("cargo build", ["crates.io", "static.crates.io", "index.crates.io"]),
         ("go mod download", ["proxy.golang.org", "sum.golang.org"]),
-        ("git clone https://git.example.org/team/app.git", ["git.example.org"]),
-        ("git -C sub ls-remote git@code.example.net:team/app.git", ["code.example.net"]),
+        ("git clone https://github.com/team/app.git", ["github.com"]),
+        ("git -C sub ls-remote git@gitlab.com:team/app.git", ["gitlab.com"]),
         ("git fetch", ["github.com", "gitlab.com"]),  # no remote known: the policy's list
         ("cd web && npm ci", ["registry.npmjs.org"]),
         ("npm ci && pip install x", ["registry.npmjs.org", *PYPI]),
@@ -78,6 +78,16 @@ def test_git_reads_the_remote_host_from_the_workspace_config(tmp_path: Path) -> 
     assert hosts("git fetch", workspace=tmp_path) == ["git.corp.example"]
     assert hosts("git pull fork main", workspace=tmp_path) == ["fork.example.com"]
     assert hosts("git fetch ../local-copy", workspace=tmp_path) == ["github.com", "gitlab.com"]
+    typed = "git clone https://git.corp.example/other.git"  # a host of its own remotes
+    assert hosts(typed, workspace=tmp_path) == ["git.corp.example"]
+
+
+def test_a_url_the_agent_typed_gets_its_host_only_when_the_policy_names_it() -> None:
+    """An agent's own URL is not a grant: the policy's git list stays, and the proxy
+    refuses the typed host and says how to allow it."""
+    assert hosts("git clone https://attacker.example/x.git") == ["github.com", "gitlab.com"]
+    corp = replace(NETWORKED, command_hosts=("git *.corp.example",))
+    assert hosts("git clone https://git.corp.example/x.git", policy=corp) == ["git.corp.example"]
 
 
 def test_a_local_or_address_remote_never_becomes_a_host() -> None:
@@ -173,6 +183,9 @@ def test_matching_names_ports_and_subdomains() -> None:
     assert covers(["*.example.com"], "npm.example.com")
     assert covers(["*.example.com"], "*.pkgs.example.com")
     assert not covers(["npm.example.com"], "*.example.com")
+    assert overlaps(["npm.example.com"], "*.example.com")
+    assert overlaps(["npm.example.com:8443"], "npm.example.com")
+    assert not overlaps(["registry.npmjs.org"], "*.example.com")
 
 
 def test_the_policy_file_checks_every_host_and_reads_back_equal() -> None:

@@ -11,7 +11,7 @@ from django.db.models import Q
 
 from tools_app.core.egress.classes import command_hosts_table
 from tools_app.core.egress.grant import Credential
-from tools_app.core.egress.patterns import covers
+from tools_app.core.egress.patterns import overlaps
 from tools_app.models import AgentSession, EgressCredential, Policy, PolicyRule, ToolCall
 
 
@@ -24,13 +24,13 @@ def egress_hosts(call: ToolCall) -> tuple[str, ...] | None:
 
 
 def _for_session(session: AgentSession, hosts: Iterable[str]) -> list[EgressCredential]:
-    """The credentials of the session's project (or of every project) whose host the
-    grant's hosts cover, oldest first."""
+    """The credentials of the session's project (or of every project) for a host the
+    grant names, oldest first (the proxy adds each to the requests its host matches)."""
     hosts = tuple(hosts)
     if not hosts:
         return []
     rows = EgressCredential.objects.filter(Q(project__isnull=True) | Q(project=session.project_id))
-    return [row for row in rows.order_by("id") if covers(hosts, row.host)]
+    return [row for row in rows.order_by("id") if overlaps(hosts, row.host)]
 
 
 def grant_credentials(*, session: AgentSession, hosts: Iterable[str]) -> tuple[Credential, ...]:

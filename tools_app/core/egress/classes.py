@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from tools_app.core.egress.patterns import host_pattern_problem, normalised
+from tools_app.core.egress.patterns import covers, host_pattern_problem, normalised
 from tools_app.core.shell.command_types import SimpleCommand
 
 __all__ = [
@@ -42,8 +42,9 @@ _SUBCOMMANDS: dict[str, dict[str, frozenset[str]]] = {
     },
     "git": {"git": frozenset({"fetch", "clone", "pull", "ls-remote"})},
     "cargo": {
-        "cargo": frozenset({"fetch", "build", "check", "install", "update", "add", "vendor"})
-        | {"generate-lockfile"}
+        "cargo": frozenset(
+            {"fetch", "build", "check", "install", "update", "add", "vendor", "generate-lockfile"}
+        )
     },
     "go": {"go": frozenset({"get", "install", "build", "mod", "list"})},
 }
@@ -144,15 +145,29 @@ def class_hosts(
 
 
 def git_hosts(command: SimpleCommand, listed: tuple[str, ...], workspace: Path) -> tuple[str, ...]:
-    """The host of the remote a git command names (a URL, or a remote whose URL the
-    workspace's .git/config holds); the policy's git list when it cannot be known."""
+    """The host of the remote a git command reaches, else the policy's git list.
+
+    A remote's name (`origin`, or none) is its URL in the workspace's own .git/config,
+    which agentweb wrote when it cloned the session's repository: its host is the
+    session's git host. A URL typed into the command is the agent's choice, so its host
+    is granted only when the policy's git list names it or it is one of the workspace's
+    remotes; any other is left to the proxy, which refuses it and says how to allow it.
+    """
+    remote = _remote_word(command)
+    remotes = _remote_urls(workspace)
+    typed = url_host(remote)
+    if typed:
+        trusted = covers(listed, typed) or typed in {url_host(u) for u in remotes.values()}
+        return (typed,) if trusted and host_pattern_problem(typed) is None else listed
+    host = url_host(remotes.get(remote, ""))
+    return (host,) if host and host_pattern_problem(host) is None else listed
+
+
+def _remote_word(command: SimpleCommand) -> str:
+    """The remote a git fetch/clone/pull/ls-remote names: its first operand, or origin."""
     _, subcommand = _program_and_subcommand((command.program, *command.args))
     words = command.args[command.args.index(subcommand) + 1 :] if subcommand else ()
-    remote = next((w for w in words if not w.startswith("-")), "origin")
-    host = url_host(remote) or url_host(_remote_url(workspace, remote))
-    if host and host_pattern_problem(host) is None:
-        return (host,)
-    return listed
+    return next((w for w in words if not w.startswith("-")), "origin")
 
 
 def url_host(url: str) -> str:
@@ -161,12 +176,15 @@ def url_host(url: str) -> str:
     return normalised(match[1] or match[2]) if match else ""
 
 
-def _remote_url(workspace: Path, remote: str) -> str:
-    """The URL of `remote` in the workspace's own .git/config ("" when not there)."""
+def _remote_urls(workspace: Path) -> dict[str, str]:
+    """Each remote's URL in the workspace's own .git/config (none when unreadable)."""
     try:
         text = (workspace / ".git" / "config").read_text(encoding="utf-8", errors="replace")
     except OSError:
-        return ""
-    section = re.search(rf'^\[remote "{re.escape(remote)}"\]\s*$(.*?)(?=^\[|\Z)', text, re.M | re.S)
-    url = re.search(r"^\s*url\s*=\s*(\S+)", section[1], re.M) if section else None
-    return url[1] if url else ""
+        return {}
+    found: dict[str, str] = {}
+    for section in re.finditer(r'^\[remote "([^"\n]+)"\]\s*$(.*?)(?=^\[|\Z)', text, re.M | re.S):
+        url = re.search(r"^\s*url\s*=\s*(\S+)", section[2], re.M)
+        if url:
+            found[section[1]] = url[1]
+    return found

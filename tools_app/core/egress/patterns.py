@@ -15,7 +15,7 @@ import ipaddress
 import re
 from collections.abc import Iterable
 
-__all__ = ["covers", "host_pattern_problem", "matches", "normalised"]
+__all__ = ["covers", "host_pattern_problem", "matches", "normalised", "overlaps"]
 
 _LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?|[a-z0-9]")
 # Suffixes under which anyone registers a name: `*.co.uk` is as wide as `*.com`.
@@ -97,10 +97,8 @@ def _name_problem(pattern: str, host: str) -> str | None:
 def matches(host: str, pattern: str, port: int | None = None) -> bool:
     """True when `host` (and `port`, when given) is one `pattern` names. A pattern
     without a port names ports 80 and 443."""
-    name, _, wanted = normalised(pattern).rpartition(":") if _has_port(pattern) else (
-        normalised(pattern), "", ""
-    )  # fmt: skip
-    if port is not None and port not in ({int(wanted)} if wanted else {80, 443}):
+    name, wanted = _name_and_port(pattern)
+    if port is not None and port not in ({wanted} if wanted else {80, 443}):
         return False
     host = normalised(host)
     if name.startswith("*."):
@@ -108,8 +106,12 @@ def matches(host: str, pattern: str, port: int | None = None) -> bool:
     return host == name
 
 
-def _has_port(pattern: str) -> bool:
-    return normalised(pattern).count(":") == 1
+def _name_and_port(pattern: str) -> tuple[str, int | None]:
+    text = normalised(pattern)
+    if text.count(":") != 1:
+        return text, None
+    name, _, port = text.partition(":")
+    return name, int(port) if port.isdigit() else None
 
 
 def covers(patterns: Iterable[str], pattern: str) -> bool:
@@ -124,3 +126,12 @@ def covers(patterns: Iterable[str], pattern: str) -> bool:
         if given.startswith("*.") and wanted.startswith("*.") and wanted.endswith(given[1:]):
             return True
     return False
+
+
+def overlaps(patterns: Iterable[str], pattern: str) -> bool:
+    """True when some host `pattern` names is also named by one of `patterns`: a
+    credential for `*.example.com` applies to a grant of `npm.example.com`."""
+    given = [normalised(p) for p in patterns]
+    return covers(given, pattern) or any(
+        not host.startswith("*.") and matches(_name_and_port(host)[0], pattern) for host in given
+    )
