@@ -7,6 +7,7 @@ refused at save when it could reach too much, and never shown anywhere."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from tests.integration.helpers import Api
+from tests.unit import package_registries as registries
+from tests.unit.helpers import requires_cow
 from tools_app import services
 from tools_app.core.egress.grant import Connection
 from tools_app.core.tools.effect import Effect
@@ -219,7 +222,7 @@ def test_an_edited_command_is_judged_again_and_gets_the_hosts_of_what_was_approv
 def test_a_remembered_npm_install_rule_gets_the_registry_and_nothing_else(
     session: AgentSession, policy: Policy, superuser: User
 ) -> None:
-    first = run(session, "npm install --offline left-pad")  # runs at once, offline: no wait
+    first = run(session, "npm install left-pad")
     services.tool_call_decide(
         call=first, user=superuser, scope="session", decision="approve", remember=True,
         rule_args={"command": "npm install *"},
@@ -304,3 +307,53 @@ def test_no_secret_reaches_the_api_the_pages_or_the_exports(
         export_of(admin_browser, "csv"),
     ]
     assert all(TOKEN not in page for page in pages)
+
+
+# --- end to end, through the egress proxy ---------------------------------------------------
+
+NPM_INSTALL = (
+    "npm install --no-audit --no-fund --no-update-notifier --fetch-retries=0 --prefix /tmp/app"
+)
+
+
+@pytest.fixture
+def npm_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[registries.Registry]:
+    """A small npm registry on 127.0.0.1, named `registry.test` through the proxy's
+    test allowance."""
+    registry, server = registries.npm_registry("registry.test", "http")
+    monkeypatch.setenv("AGENTWEB_EGRESS_TEST_HOSTS", f"registry.test=127.0.0.1:{registry.port}")
+    yield registry
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.sandbox
+@requires_cow
+def test_a_remembered_npm_install_rule_runs_the_next_install_with_the_registry_only(
+    session: AgentSession, policy: Policy, superuser: User, npm_registry: registries.Registry
+) -> None:
+    """The issue's case: approving & remembering `npm install *` lets the next install
+    reach the registry, and a registry it was not approved for is refused and recorded."""
+    Policy.objects.filter(pk=policy.pk).update(command_hosts=["npm registry.test"])
+    package = registries.NPM_PACKAGE
+    first = run(session, f"{NPM_INSTALL} --registry http://registry.test/ {package}")
+    assert first.status == ToolCall.Status.AWAITING_APPROVAL
+    services.tool_call_decide(
+        call=first, user=superuser, scope="session", decision="approve", remember=True,
+        rule_args={"command": "npm install *"},
+    )  # fmt: skip
+    first = services.tool_call_execute(tool_call_id=first.pk)
+    assert first.status == ToolCall.Status.SUCCEEDED, first.result
+    again = run(session, f"{NPM_INSTALL} --registry http://registry.test/ {package}")
+    assert (again.status, again.rule, again.egress) == (
+        ToolCall.Status.SUCCEEDED, f"rule {PolicyRule.objects.get(remembered=True).pk}",
+        {"hosts": ["registry.test"]},
+    )  # fmt: skip
+    assert [(c["host"], c["port"], c["allowed"]) for c in again.connections] == [
+        ("registry.test", 80, True)
+    ]
+    assert again.network == "granted" and again.connections[0]["received"] > 0
+    elsewhere = run(session, f"{NPM_INSTALL} --registry http://mirror.test/ {package}")
+    assert [(c["host"], c["allowed"]) for c in elsewhere.connections] == [("mirror.test", False)]
+    assert elsewhere.network == "refused"
+    assert "the proxy refused mirror.test:80" in elsewhere.outcome_detail
