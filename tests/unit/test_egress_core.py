@@ -230,7 +230,8 @@ def test_the_installation_ca_is_made_once_its_key_private(tmp_path: Path) -> Non
                 side.do_handshake()
         server_in.write(to_server.read())
         to_client.write(server_out.read())
-    assert tls.getpeercert()["subjectAltName"] == (("DNS", "registry.test"),)
+    peer = tls.getpeercert()
+    assert peer is not None and peer["subjectAltName"] == (("DNS", "registry.test"),)
 
 
 # --- the proxy, in process -------------------------------------------------------------
