@@ -16,6 +16,7 @@ from asgiref.sync import async_to_sync
 from django.contrib.auth.models import User
 from django.test import Client
 
+from tests.integration.gateway_helpers import Hook
 from tests.integration.helpers import Api
 from tests.unit import package_registries as registries
 from tests.unit.helpers import requires_cow
@@ -357,3 +358,10 @@ def test_a_remembered_npm_install_rule_runs_the_next_install_with_the_registry_o
     assert [(c["host"], c["allowed"]) for c in elsewhere.connections] == [("mirror.test", False)]
     assert elsewhere.network == "refused"
     assert "the proxy refused mirror.test:80" in elsewhere.outcome_detail
+
+
+@pytest.mark.usefixtures("no_hook_wait", "policy")
+def test_a_gateway_command_gets_no_grant_the_agents_machine_runs_it(claude: Hook) -> None:
+    claude.pre("Bash", {"command": "npm install left-pad"})
+    call = ToolCall.objects.get(native_tool="Bash")
+    assert call.status == ToolCall.Status.AWAITING_APPROVAL and call.egress is None
