@@ -96,7 +96,8 @@ def prepare(
     counters: SessionCounters,
 ) -> Prepared:
     """Validate the arguments, compute what the call would change, and ask the policy:
-    the one road of every tool, core or skill (`spec` says how each step is done)."""
+    the one road of every tool, core, skill or an agent's own (`spec` says how each step
+    is done, and may have the last word on the verdict)."""
     context = context if isinstance(context, ToolContext) else ToolContext(workspace=context)
     try:
         validated, args = spec.validate(raw_args)
@@ -111,6 +112,9 @@ def prepare(
     verdict = evaluate(policy, facts, counters)
     verdict = _unsandboxed_needs_a_person(spec.facts.runs_command, verdict)
     verdict = _secret_commit_needs_a_person(verdict, preview)
+    if spec.judge is not None:
+        judged = spec.judge(args, verdict, preview)
+        verdict, args, preview = judged.verdict, judged.args, judged.preview
     if plan_error and verdict.kind != "deny":
         # A call that cannot work (old_string not found …) fails; one the policy
         # refuses anyway (a path outside the workspace, into .git) is denied.

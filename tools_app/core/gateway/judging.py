@@ -1,32 +1,36 @@
-"""The gateway's judging: one native tool use validated, previewed and judged from its
-input alone.
+"""The gateway's judging: one native tool use judged from its input alone, on the
+engine's one road.
 
 agentweb cannot run the call nor read the agent's disk: `prepare_native` maps the call
-(`mapping`), validates it, builds the preview from the input (a Write's whole content,
-an Edit's hunk, a command's parsed parts), asks the same policy engine, then applies
-gate mode (`gate_mode`). No Django here.
+(`mapping`) and hands `engine.prepare` the call's spec (`native_tool_spec`): its
+arguments checked by the agentweb tool's model, its preview built from the input (a
+Write's whole content, an Edit's hunk, a command's parsed parts), judged by the same
+policy, with gate mode's last word (`gate_mode`). No Django here.
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from tools_app.core.engine import STATUS_OF_VERDICT, Prepared
+from tools_app.core import engine
 from tools_app.core.gateway.claude_code import sandbox_off
 from tools_app.core.gateway.gate_mode import Native, gate
 from tools_app.core.gateway.mapping import map_native
 from tools_app.core.gateway.native import NOT_SANDBOXED, Mapped
-from tools_app.core.policy.engine import evaluate
 from tools_app.core.policy.preview import command_review
-from tools_app.core.policy.types import CallFacts, PolicySpec, SessionCounters
+from tools_app.core.policy.types import PolicySpec, SessionCounters, Verdict
 from tools_app.core.shell.commands import analyse_command
-from tools_app.core.tools.errors import ToolError
+from tools_app.core.tools.base import Judged, ToolContext, ToolSpec
+from tools_app.core.tools.catalogue import ToolFacts, facts_for
+from tools_app.core.tools.errors import RunsElsewhere, ToolError
+from tools_app.core.tools.jsonsafe import storable_args
 from tools_app.core.tools.registry import validate_args
 
-__all__ = ["agent_sandbox", "input_preview", "prepare_native"]
+__all__ = ["agent_sandbox", "input_preview", "native_tool_spec", "prepare_native"]
 
 # --- judging ---------------------------------------------------------------------------
 
@@ -38,52 +42,83 @@ def prepare_native(
     cwd: str,
     counters: SessionCounters,
     ran_in: str = "",
-) -> tuple[Mapped, Prepared]:
+) -> tuple[Mapped, engine.Prepared]:
     """Map, validate, preview and judge one native tool use, from its input alone (and
     the directory it runs in, `ran_in`, see `map_native`).
 
     The Prepared's status is `failed` (the input does not fit), `denied`,
     `awaiting_approval` or `approved` (the agent may run it)."""
     mapped = map_native(native_tool, native_input, cwd, ran_in)
-    if mapped.problem:
-        error = f"{native_tool}'s input does not fit its shape: {mapped.problem}"
-        return mapped, Prepared(status="failed", args=mapped.args, error=error)
-    args = mapped.args
-    if mapped.kind == "core":
-        try:
-            validated = validate_args(mapped.tool, mapped.args)
-            args = validated.model_dump(exclude_none=True, exclude_unset=True)
-        except ToolError as exc:
-            return mapped, Prepared(status="failed", args=mapped.args, error=str(exc))
+    spec = native_tool_spec(mapped, Native(native_tool, native_input, cwd), policy)
     workspace = Path(cwd or "/nonexistent-agent-cwd")
-    preview, lines = input_preview(mapped, args, workspace, policy)
-    facts = CallFacts(mapped.tool, args, workspace, lines)
-    native = Native(native_tool, native_input, cwd)
-    gated = gate(mapped, args, evaluate(policy, facts, counters), policy, native)
-    gateway = _gateway_facts(native_tool, mapped, native_input)
+    return mapped, engine.prepare(policy, spec, mapped.args, workspace, counters)
+
+
+def native_tool_spec(mapped: Mapped, native: Native, policy: PolicySpec) -> ToolSpec:
+    """The spec of one native tool use, judged by its agentweb name: the agentweb tool's
+    arguments check (a native input that does not fit is refused), a preview from the
+    input alone, and gate mode's last word on the verdict. It runs on the agent's
+    machine, never here."""
+
+    def check(raw: object) -> dict[str, Any]:
+        if mapped.problem:
+            raise ToolError(f"{native.tool}'s input does not fit its shape: {mapped.problem}")
+        if mapped.kind != "core":
+            return storable_args(raw)  # a tool agentweb does not have: judged by its name
+        # What the agent sent, never a default it did not: the agent runs its own call.
+        return validate_args(mapped.tool, raw).model_dump(exclude_none=True, exclude_unset=True)
+
+    def preview(
+        context: ToolContext, _: object, args: dict[str, Any]
+    ) -> tuple[dict[str, Any], int | None]:
+        shown, lines = input_preview(mapped, args, context.workspace, policy)
+        return {**shown, "gateway": _gateway_facts(native, mapped)}, lines
+
+    def judge(args: dict[str, Any], verdict: Verdict, shown: dict[str, Any] | None) -> Judged:
+        return _gated(mapped, native, policy, Judged(verdict, args, shown))
+
+    return ToolSpec(
+        _facts(mapped),
+        description="",
+        args_model=None,
+        run=_runs_on_the_agents_machine,
+        preview=preview,
+        check=check,
+        judge=judge,
+    )
+
+
+def _facts(mapped: Mapped) -> ToolFacts:
+    """The agentweb tool's facts, but for agentweb's sandbox rule (gate mode judges a
+    command that runs on the agent's machine); a tool agentweb does not have is unknown."""
+    if mapped.kind != "core":
+        return ToolFacts(mapped.tool)
+    return replace(facts_for(mapped.tool), runs_command=False)
+
+
+def _runs_on_the_agents_machine(_: ToolContext, __: object) -> str:
+    raise RunsElsewhere(NOT_SANDBOXED)
+
+
+def _gated(mapped: Mapped, native: Native, policy: PolicySpec, judged: Judged) -> Judged:
+    """Gate mode's verdict, with the call narrowed where it narrowed it: the input the
+    agent is told to run (`runs`) and what the narrowing did, in the preview."""
+    gated = gate(mapped, judged.args, judged.verdict, policy, native)
+    args, shown = judged.args, dict(judged.preview or {})
     if gated.runs is not None:
-        gateway |= {"notes": [*gateway["notes"], *gated.notes], "runs": gated.runs}
+        facts = shown["gateway"]
+        shown["gateway"] = {**facts, "notes": [*facts["notes"], *gated.notes], "runs": gated.runs}
     if gated.args is not None:
         args = gated.args
-        preview["command"] = args.get("command", preview.get("command"))
-    verdict = gated.verdict
-    prepared = Prepared(
-        status=STATUS_OF_VERDICT[verdict.kind],
-        args=args,
-        verdict=verdict,
-        preview={**preview, "gateway": gateway},
-        changed_lines=lines,
-    )
-    return mapped, prepared
+        shown["command"] = args.get("command", shown.get("command"))
+    return Judged(gated.verdict, args, shown)
 
 
-def _gateway_facts(
-    native_tool: str, mapped: Mapped, native_input: Mapping[str, Any]
-) -> dict[str, Any]:
+def _gateway_facts(native: Native, mapped: Mapped) -> dict[str, Any]:
     return {
-        "native_tool": native_tool,
+        "native_tool": native.tool,
         "where": NOT_SANDBOXED,
-        "agent_sandbox": agent_sandbox(native_input),
+        "agent_sandbox": agent_sandbox(native.input),
         "notes": list(mapped.notes),
     }
 

@@ -22,6 +22,8 @@ __all__ = [
     "MAX_NAME_CHARS",
     "MAX_PATH_CHARS",
     "MAX_TEXT_CHARS",
+    "Judge",
+    "Judged",
     "Preview",
     "ReviewCommand",
     "SandboxOptions",
@@ -38,6 +40,7 @@ MAX_COMMAND_CHARS = 100_000  # a command line, a regex, a commit message
 MAX_TEXT_CHARS = 5_000_000  # a whole file's content (the API refuses bodies over 10 MB)
 
 if TYPE_CHECKING:
+    from tools_app.core.policy.types import Verdict
     from tools_app.core.shell.commands import CommandAnalysis
     from tools_app.core.tools.effect import Effect
     from tools_app.core.tools.forge import ForgeSettings
@@ -144,6 +147,22 @@ Preview = Callable[[ToolContext, Any, dict[str, Any]], tuple[dict[str, Any], int
 
 
 @dataclass(frozen=True)
+class Judged:
+    """A spec's last word on a call (`ToolSpec.judge`): the verdict to record, and the
+    arguments and preview it stands for (narrowed, when the spec narrowed the call)."""
+
+    verdict: Verdict
+    args: dict[str, Any]
+    preview: dict[str, Any] | None
+
+
+# What a spec adds to the policy's verdict, for a call the policy's checks cannot follow
+# all the way (one that runs on an agent's own machine): called with the validated
+# arguments, the verdict and the preview, after the engine's own checks.
+Judge = Callable[[dict[str, Any], "Verdict", dict[str, Any] | None], Judged]
+
+
+@dataclass(frozen=True)
 class ToolSpec:
     """A tool as the engine prepares and runs it, whatever its kind (core, internal,
     skill): what it is (`facts`: the policy's and the card's), what the model reads, its
@@ -153,7 +172,8 @@ class ToolSpec:
     The arguments are an args model (core and internal tools) or, for a tool described
     by JSON Schema (a skill's), `check`: raw arguments in, the arguments as stored out,
     a ToolError naming every bad one. `executor` is what the policy knows of how a skill
-    tool runs.
+    tool runs. `judge` (None: the policy's verdict stands) is the spec's last word on the
+    verdict: gate mode, for a tool use an agent runs on its own machine.
     """
 
     facts: ToolFacts
@@ -164,6 +184,7 @@ class ToolSpec:
     check: Callable[[object], dict[str, Any]] | None = None
     input_schema: Mapping[str, Any] | None = None
     executor: Mapping[str, Any] | None = None
+    judge: Judge | None = None
 
     @property
     def name(self) -> str:
