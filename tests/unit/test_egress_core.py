@@ -321,6 +321,8 @@ def test_an_ip_literal_a_private_address_and_an_unknown_host_are_refused(
 ) -> None:
     literal = exchange(served, b"GET http://1.2.3.4/ HTTP/1.1\r\n\r\n")
     assert literal.startswith(b"HTTP/1.1 403 Forbidden") and b"by name only" in literal
+    six = exchange(served, b"CONNECT [2606:4700::1111]:443 HTTP/1.1\r\n\r\n")
+    assert six.startswith(b"HTTP/1.1 403 Forbidden") and b"by name only" in six
     nowhere = exchange(served, b"CONNECT localhost.example:443 HTTP/1.1\r\n\r\n")
     assert nowhere.startswith((b"HTTP/1.1 403", b"HTTP/1.1 502"))
     outside = exchange(served, b"CONNECT evil.test:443 HTTP/1.1\r\n\r\n")
@@ -332,7 +334,8 @@ def test_an_ip_literal_a_private_address_and_an_unknown_host_are_refused(
     )
     assert smuggled.startswith(b"HTTP/1.1 400") and b"both Transfer-Encoding" in smuggled
     refused = [c for c in served.stop() if not c.allowed]
-    assert [c.host for c in refused] == ["1.2.3.4", "localhost.example", "evil.test"]
+    hosts_refused = [c.host for c in refused]
+    assert hosts_refused == ["1.2.3.4", "2606:4700::1111", "localhost.example", "evil.test"]
 
 
 def test_a_tunnel_whose_sni_is_another_host_is_cut(served: proxy.EgressProxy) -> None:

@@ -5,6 +5,9 @@ outside the sandbox that nothing inside can find."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,9 +16,13 @@ import pytest
 
 from tests.unit import package_registries as registries
 from tests.unit.helpers import make_workspace, requires_cow
+from tools_app.core.egress import proxy
+from tools_app.core.egress import sandbox as egress_sandbox
 from tools_app.core.egress.grant import Connection, Credential, EgressGrant
 from tools_app.core.tools.base import SandboxOptions, ToolContext
+from tools_app.core.tools.overlay import build_cow_command, make_scratch, remove_scratch
 from tools_app.core.tools.shell import run_argv
+from tools_app.core.tools.trees import remove_tree
 
 pytestmark = [pytest.mark.sandbox, requires_cow]
 
@@ -145,3 +152,32 @@ def test_a_credential_is_added_outside_and_leaves_no_trace_inside(servers: Serve
     assert "\n0\n0\nsearched\n/tmp/control\n" in out and TOKEN not in out, out
     assert all(auth == f"Bearer {TOKEN}" for _, auth in servers.secure.seen)
     assert next(c.reason for c in connections if c.allowed) == "credential for secure.test added"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="starting a worker as nobody needs root")
+def test_an_unprivileged_worker_s_command_reaches_its_proxy_too(servers: Servers) -> None:
+    """The chain a worker that is not root runs (its own user namespace), started as
+    `nobody`: the proxy's socket, owned by the worker, is reachable from the command."""
+    base = Path(tempfile.mkdtemp(prefix="agentweb-nobody-"))
+    ws = base / "ws"
+    ws.mkdir()
+    scratch = make_scratch(ws)
+    grant = EgressGrant(hosts=("registry.test",))
+    try:
+        os.chmod(base, 0o755)
+        for path in (ws, scratch, scratch / "upper", scratch / "work", scratch / "merged"):
+            os.chown(path, 65534, 65534)
+        url = f"http://registry.test/{registries.NPM_PACKAGE}"
+        command = f"curl -sS -o /dev/null -w '%{{http_code}}' {url}"
+        cmd = build_cow_command(ws, ["bash", "-c", command], SandboxOptions(egress=grant), scratch)
+        env = egress_sandbox.environment(grant, {"PATH": "/usr/bin:/bin", "HOME": "/tmp/home"})
+        with proxy.serving(grant, scratch / egress_sandbox.SOCKET_NAME, (65534, 65534)) as running:
+            done = subprocess.run(
+                ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", *cmd],
+                cwd=scratch, capture_output=True, text=True, timeout=60, check=False, env=env,
+            )  # fmt: skip
+        assert done.stdout == "200", done.stderr
+        assert [(c.host, c.allowed) for c in running.connections] == [("registry.test", True)]
+    finally:
+        remove_tree(base, ignore_errors=True)
+        remove_scratch(scratch)

@@ -28,14 +28,12 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
-from tools_app.core.egress import ca, config, hosts, messages, tls_hello
+from tools_app.core.egress import ca, config, hosts, messages, relay, tls_hello
 from tools_app.core.egress.grant import Connection, Credential, EgressGrant
 from tools_app.core.tools import netguard
 
-CHUNK = 256 * 1024
 HELLO_TIMEOUT = 10.0
 CONNECT_TIMEOUT = 10.0
 HEAD_TIMEOUT = 60.0
@@ -50,62 +48,6 @@ class Refused(Exception):
         self.status = status
 
 
-@dataclass
-class _Tally:
-    """One connection's record while it lasts."""
-
-    host: str
-    port: int
-    sent: int = 0
-    received: int = 0
-    allowed: bool = False
-    reason: str = ""
-
-    def frozen(self) -> Connection:
-        return Connection(self.host, self.port, self.sent, self.received, self.allowed, self.reason)
-
-
-class _Stream:
-    """A socket read through a buffer: heads by line, bodies by count."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
-        self.buffer = bytearray()
-
-    def fill(self) -> bool:
-        data = self.sock.recv(CHUNK)
-        self.buffer += data
-        return bool(data)
-
-    def head(self) -> bytes | None:
-        """The next head through its blank line; None at a clean end of stream."""
-        while (end := self.buffer.find(b"\r\n\r\n")) < 0:
-            if len(self.buffer) > messages.MAX_HEAD:
-                raise messages.BadRequest("the request head is larger than 64 KB")
-            if not self.fill():
-                if self.buffer:
-                    raise messages.BadRequest("the connection ended inside a request head")
-                return None
-        return self.take(end + 4)
-
-    def line(self) -> bytes:
-        while (end := self.buffer.find(b"\r\n")) < 0:
-            if len(self.buffer) > messages.MAX_HEAD or not self.fill():
-                raise messages.BadRequest("a chunked body is malformed")
-        return self.take(end + 2)
-
-    def take(self, count: int) -> bytes:
-        data = bytes(self.buffer[:count])
-        del self.buffer[:count]
-        return data
-
-    def some(self, limit: int) -> bytes:
-        """Up to `limit` bytes: the buffer's, else straight from the socket (no copy)."""
-        if self.buffer:
-            return self.take(min(limit, len(self.buffer)))
-        return self.sock.recv(min(limit, CHUNK))
-
-
 class EgressProxy:
     """The proxy of one command run: serves `socket_path` until `stop()`."""
 
@@ -117,7 +59,7 @@ class EgressProxy:
         self.owner = owner
         self.pinned = config.test_hosts()
         self.authority = ca.authority(config.var_dir() / "egress-ca") if grant.credentials else None
-        self._tallies: list[_Tally] = []
+        self._tallies: list[relay.Tally] = []
         self._open: set[socket.socket] = set()
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
@@ -169,7 +111,7 @@ class EgressProxy:
             self._open.add(sock)
 
     def _serve(self, client: socket.socket) -> None:
-        stream = _Stream(client)
+        stream = relay.Stream(client)
         try:
             client.settimeout(HEAD_TIMEOUT)
             raw = stream.head()
@@ -181,7 +123,7 @@ class EgressProxy:
             else:
                 self._forward(stream, head)
         except messages.BadRequest as exc:
-            _answer(client, 400, "Bad Request", f"agentweb egress proxy: {exc}")
+            relay.answer(client, 400, "Bad Request", f"agentweb egress proxy: {exc}")
         except (OSError, ssl.SSLError):
             pass  # a side went away: the tally has what passed
         finally:
@@ -191,10 +133,10 @@ class EgressProxy:
 
     # --- deciding ---------------------------------------------------------------------
 
-    def _admit(self, host: str, port: int) -> tuple[_Tally, tuple[str, int]]:
+    def _admit(self, host: str, port: int) -> tuple[relay.Tally, tuple[str, int]]:
         """The connection's tally and the checked address to connect to; a refusal is
         tallied and raised."""
-        tally = _Tally(hosts.normalise(host), port)
+        tally = relay.Tally(hosts.normalise(host), port)
         with self._lock:
             self._tallies.append(tally)
         try:
@@ -207,7 +149,8 @@ class EgressProxy:
 
     def _check(self, host: str, port: int) -> tuple[str, int]:
         try:
-            target = netguard.parse_target(f"http://{host}:{port}/")
+            shown = f"[{host}]" if ":" in host else host  # an IPv6 literal
+            target = netguard.parse_target(f"http://{shown}:{port}/")
         except ValueError as exc:
             raise Refused(f"{host}: {exc}") from None
         if target.ip is not None:
@@ -229,7 +172,7 @@ class EgressProxy:
 
     # --- CONNECT ----------------------------------------------------------------------
 
-    def _tunnel(self, stream: _Stream, head: messages.RequestHead) -> None:
+    def _tunnel(self, stream: relay.Stream, head: messages.RequestHead) -> None:
         host, port = messages.connect_authority(head)
         client = stream.sock
         try:
@@ -251,13 +194,17 @@ class EgressProxy:
             return
         credential = hosts.credential_for(self.grant, tally.host, port)
         if credential is None:
-            _splice(client, upstream, tally)
+            relay.splice(client, upstream, tally)
             return
         tally.reason = f"credential for {credential.host} added"
         self._terminate(client, upstream, tally, credential)
 
     def _terminate(
-        self, client: socket.socket, upstream: socket.socket, tally: _Tally, credential: Credential
+        self,
+        client: socket.socket,
+        upstream: socket.socket,
+        tally: relay.Tally,
+        credential: Credential,
     ) -> None:
         """TLS ends here on both sides, so the credential can join every request."""
         assert self.authority is not None
@@ -267,11 +214,11 @@ class EgressProxy:
         outer = context.wrap_socket(upstream, server_hostname=tally.host)
         self._track(outer)
         authority = tally.host if tally.port == 443 else f"{tally.host}:{tally.port}"
-        _relay_requests(_Stream(inner), outer, tally, authority, credential, first=None)
+        relay.relay_requests(relay.Stream(inner), outer, tally, authority, credential, first=None)
 
     # --- plain HTTP -------------------------------------------------------------------
 
-    def _forward(self, stream: _Stream, head: messages.RequestHead) -> None:
+    def _forward(self, stream: relay.Stream, head: messages.RequestHead) -> None:
         host, port, _ = messages.absolute_target(head)
         try:
             tally, address = self._admit(host, port)
@@ -280,15 +227,15 @@ class EgressProxy:
             return
         upstream = self._connect(address, tally)
         if upstream is None:
-            _answer(stream.sock, 502, "Bad Gateway", f"agentweb egress proxy: {tally.reason}")
+            relay.answer(stream.sock, 502, "Bad Gateway", f"agentweb egress proxy: {tally.reason}")
             return
         credential = hosts.credential_for(self.grant, tally.host, port)
         if credential is not None:
             tally.reason = f"credential for {credential.host} added"
         authority = tally.host if port == 80 else f"{tally.host}:{port}"
-        _relay_requests(stream, upstream, tally, authority, credential, first=head)
+        relay.relay_requests(stream, upstream, tally, authority, credential, first=head)
 
-    def _connect(self, address: tuple[str, int], tally: _Tally) -> socket.socket | None:
+    def _connect(self, address: tuple[str, int], tally: relay.Tally) -> socket.socket | None:
         try:
             upstream = socket.create_connection(address, timeout=CONNECT_TIMEOUT)
         except OSError as exc:
@@ -317,12 +264,7 @@ def serving(
 def _refuse(sock: socket.socket, host: str, port: int, refused: Refused) -> None:
     reason = "Forbidden" if refused.status == 403 else "Bad Gateway"
     text = hosts.refusal_text(hosts.normalise(host), port, str(refused))
-    _answer(sock, refused.status, reason, f"agentweb egress proxy: {text}")
-
-
-def _answer(sock: socket.socket, status: int, reason: str, text: str) -> None:
-    with contextlib.suppress(OSError):
-        sock.sendall(messages.response(status, reason, text))
+    relay.answer(sock, refused.status, reason, f"agentweb egress proxy: {text}")
 
 
 def _check_hello(client: socket.socket, host: str) -> None:
@@ -348,153 +290,3 @@ def _check_hello(client: socket.socket, host: str) -> None:
         client.settimeout(None)
     if hosts.normalise(name) != host:
         raise Refused(f"the TLS server name {name!r} is not the CONNECT host {host}")
-
-
-def _splice(client: socket.socket, upstream: socket.socket, tally: _Tally) -> None:
-    """Bytes both ways until both sides are done; counted as sent and received."""
-    back = threading.Thread(target=_copy, args=(upstream, client, tally, "received"), daemon=True)
-    back.start()
-    _copy(client, upstream, tally, "sent")
-    back.join()
-
-
-def _copy(source: socket.socket, sink: socket.socket, tally: _Tally, field: str) -> None:
-    try:
-        while data := source.recv(CHUNK):
-            sink.sendall(data)
-            setattr(tally, field, getattr(tally, field) + len(data))
-    except (OSError, ssl.SSLError):
-        pass
-    with contextlib.suppress(OSError, ssl.SSLError):
-        sink.shutdown(socket.SHUT_WR)
-
-
-def _relay_requests(
-    client: _Stream,
-    upstream: socket.socket,
-    tally: _Tally,
-    authority: str,
-    credential: Credential | None,
-    *,
-    first: messages.RequestHead | None,
-) -> None:
-    """One request at a time to one server: its head rewritten (origin-form, `Host`, the
-    credential's header), its body passed by its framing, then its response passed
-    whole. A plain-HTTP request for another server ends the connection (the client
-    opens a new one, judged afresh). One request at a time, so one thread: a TLS
-    socket must never be read and written by two threads at once."""
-    extra = (credential.header, credential.value) if credential is not None else None
-    server = _Stream(upstream)
-    head = first
-    with contextlib.suppress(OSError, ssl.SSLError):
-        while True:
-            try:
-                if head is None:
-                    raw = client.head()
-                    if raw is None:
-                        return
-                    head = messages.parse_head(raw)
-                path = _path_for(head, authority)
-                framing = messages.body_framing(head)
-                out = messages.rewritten(head, path or "", authority, extra)
-            except messages.BadRequest as exc:
-                _answer(client.sock, 400, "Bad Request", f"agentweb egress proxy: {exc}")
-                return
-            if path is None:
-                return
-            if (head.header("expect") or "").lower() == "100-continue":
-                client.sock.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
-            upstream.sendall(out)
-            tally.sent += len(out)
-            try:
-                _relay_body(client, upstream, framing, tally, "sent")
-            except messages.BadRequest:
-                return  # a body cut short or malformed: the server gets no more
-            try:
-                if not _relay_response(server, client.sock, head, tally):
-                    return
-            except messages.BadRequest:
-                return  # the server's answer is malformed: the connection ends
-            if not messages.keeps_alive(head):
-                return
-            head = None
-
-
-def _relay_response(
-    server: _Stream, client: socket.socket, request: messages.RequestHead, tally: _Tally
-) -> bool:
-    """Pass the response to `request` (after any 1xx); whether the connection may go on."""
-    while True:
-        raw = server.head()
-        if raw is None:
-            return False
-        status, head = messages.parse_response(raw)
-        client.sendall(raw)
-        tally.received += len(raw)
-        if status == 101:
-            return False  # a protocol switch is not relayed: the connection ends
-        if status >= 200:
-            break
-    if request.method == "HEAD" or status in (204, 304):
-        framing: tuple[str, int] = ("none", 0)
-    else:
-        framing = messages.body_framing(head)
-        if framing == ("none", 0) and head.header("content-length") is None:
-            _relay_until_closed(server, client, tally)
-            return False
-    _relay_body(server, client, framing, tally, "received")
-    return messages.keeps_alive(head)
-
-
-def _path_for(head: messages.RequestHead, authority: str) -> str | None:
-    """The origin-form path to send, or None when the request is for another server."""
-    if head.target.startswith("/"):
-        return head.target
-    host, port, path = messages.absolute_target(head)
-    own = hosts.normalise(host) if port == 80 else f"{hosts.normalise(host)}:{port}"
-    return path if own == authority else None
-
-
-def _relay_body(
-    source: _Stream, sink: socket.socket, framing: tuple[str, int], tally: _Tally, field: str
-) -> None:
-    kind, length = framing
-    if kind == "length":
-        _relay_count(source, sink, length, tally, field)
-        return
-    if kind != "chunked":
-        return
-    while True:
-        line = source.line()
-        _send(sink, line, tally, field)
-        try:
-            count = int(line.split(b";", 1)[0].strip(), 16)
-        except ValueError:
-            raise messages.BadRequest("a chunked body is malformed") from None
-        if count == 0:
-            break
-        _relay_count(source, sink, count + 2, tally, field)
-    while (line := source.line()) != b"\r\n":  # trailers, then the blank line
-        _send(sink, line, tally, field)
-    _send(sink, line, tally, field)
-
-
-def _relay_count(
-    source: _Stream, sink: socket.socket, count: int, tally: _Tally, field: str
-) -> None:
-    while count > 0:
-        data = source.some(min(count, CHUNK))
-        if not data:
-            raise messages.BadRequest("the connection ended inside a body")
-        _send(sink, data, tally, field)
-        count -= len(data)
-
-
-def _relay_until_closed(source: _Stream, sink: socket.socket, tally: _Tally) -> None:
-    while data := source.some(CHUNK):
-        _send(sink, data, tally, "received")
-
-
-def _send(sink: socket.socket, data: bytes, tally: _Tally, field: str) -> None:
-    sink.sendall(data)
-    setattr(tally, field, getattr(tally, field) + len(data))
