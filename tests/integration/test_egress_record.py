@@ -183,6 +183,10 @@ def test_the_card_before_approval_names_the_hosts_and_which_get_a_credential(
             f"(a credential is added for {CORP})"
         ) in shown
     assert TOKEN not in shown
+    assert (
+        '<p class="meta remember-hosts">The commands it allows reach at most what approving '
+        f"this one opens: registry.npmjs.org, {CORP}.</p>"
+    ) in shown
     body = rita.get(f"/tool-calls/{call.pk}").json()
     assert body["egress"] == {"hosts": ["registry.npmjs.org", CORP]}
     assert TOKEN not in json.dumps(body)

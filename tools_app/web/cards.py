@@ -107,6 +107,7 @@ def card_context(call: ToolCall, user: Any, **extra: Any) -> dict[str, Any]:
         "edit_value": _edit_value(edited, field),
         "args_json": json.dumps(edited, indent=2, ensure_ascii=False),
         "remember": remember_fields(call),
+        "remember_hosts": remembered_hosts(call),
     }
     context.update(extra)
     return context
@@ -147,6 +148,14 @@ def _seconds(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value)
+
+
+def remembered_hosts(call: ToolCall) -> str | None:
+    """What a remembered rule would carry of a command's network: the hosts approving
+    this call opens, never more (None: not a command)."""
+    if not facts_for(call.tool).runs_command or call.native_tool:
+        return None
+    return ", ".join(egress_hosts(call) or ()) or "no host"
 
 
 def remember_fields(call: ToolCall) -> list[tuple[str, str]]:
