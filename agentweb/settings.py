@@ -387,6 +387,12 @@ AGENTWEB_SKILL_SECRETS = envlist("AGENTWEB_SKILL_SECRETS", "")
 # end of a run before it says "awaiting approval (call N)": under the 60 s that the MCP
 # TypeScript SDK waits for an answer by default.
 AGENTWEB_MCP_WAIT_SECONDS = envint("AGENTWEB_MCP_WAIT_SECONDS", 50)
+# Third-party MCP servers behind /mcp (docs/mcp.md): how long one may take to start and to
+# answer a call, when an idle one is stopped, and the private hosts an http one may be at.
+AGENTWEB_MCP_UPSTREAM_START_SECONDS = envint("AGENTWEB_MCP_UPSTREAM_START_SECONDS", 30)
+AGENTWEB_MCP_UPSTREAM_CALL_SECONDS = envint("AGENTWEB_MCP_UPSTREAM_CALL_SECONDS", 120)
+AGENTWEB_MCP_UPSTREAM_IDLE_SECONDS = envint("AGENTWEB_MCP_UPSTREAM_IDLE_SECONDS", 600)
+AGENTWEB_MCP_UPSTREAM_ALLOW_HOSTS = envlist("AGENTWEB_MCP_UPSTREAM_ALLOW_HOSTS", "")
 # `up` starts the scripted demo session on its first run (no API key needed).
 AGENTWEB_DEMO = envbool("AGENTWEB_DEMO", True)
 

@@ -19,7 +19,15 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
 from django.http import Http404
 
-from tools_app.models import AgentSession, ApiToken, AuditEntry, Project, PullRequest, ToolCall
+from tools_app.models import (
+    AgentSession,
+    ApiToken,
+    AuditEntry,
+    Project,
+    PullRequest,
+    ToolCall,
+    UpstreamServer,
+)
 from tools_app.tables.projects import REVIEWERS_GROUP as REVIEWERS_GROUP
 
 FULL_SCOPES = frozenset({"session", "review"})
@@ -216,6 +224,18 @@ def is_token_admin(user: Any) -> bool:
 def visible_api_tokens(user: Any) -> QuerySet[ApiToken]:
     tokens = ApiToken.objects.select_related("user")
     return tokens if is_token_admin(user) else tokens.filter(user__pk=user.pk)
+
+
+def usable_upstreams(user: Any, session: AgentSession | None) -> QuerySet[UpstreamServer]:
+    """The MCP upstream servers a caller's agent may use: the enabled ones for every
+    project and, in a session, those of its project; without one, those of the projects
+    the person sees (a listing: every call still acts in a session)."""
+    servers = UpstreamServer.objects.filter(enabled=True)
+    if not _active(user):
+        return servers.none()
+    if session is not None:
+        return servers.filter(Q(project__isnull=True) | Q(project_id=session.project_id))
+    return servers.filter(Q(project__isnull=True) | Q(project__in=seen_projects(user)))
 
 
 # --- fetch and check: 404 to outsiders ---------------------------------------------------

@@ -416,4 +416,4 @@ admin.site.unregister(User)
 admin.site.register(User, UserAdmin)
 
 # channels and deliveries, and projects: admins of their own modules
-from tools_app.web import notify_admin, project_admin  # noqa: E402,F401
+from tools_app.web import notify_admin, project_admin, upstream_admin  # noqa: E402,F401

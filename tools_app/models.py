@@ -498,3 +498,5 @@ from tools_app.tables.decisions import Approval as Approval  # noqa: E402
 from tools_app.tables.decisions import Decision as Decision  # noqa: E402
 from tools_app.tables.projects import Project as Project  # noqa: E402
 from tools_app.tables.tokens import ApiToken as ApiToken  # noqa: E402
+from tools_app.tables.upstreams import UpstreamServer as UpstreamServer  # noqa: E402
+from tools_app.tables.upstreams import UpstreamTool as UpstreamTool  # noqa: E402

@@ -40,7 +40,9 @@ from mcp.server.models import InitializationOptions
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from tools_app import access, services
+from tools_app.api import mcp_upstreams
 from tools_app.core.tools.registry import core_tool_schemas
+from tools_app.core.upstreams.definitions import judged_name, split_listed
 from tools_app.live import waiting
 from tools_app.models import AgentSession
 from tools_app.selectors import records
@@ -149,7 +151,11 @@ def build_server(principal_of: PrincipalOf) -> Server[Any]:
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        schemas = await _db(_tool_schemas)(principal_of(ctx), defaults.get(principal_of(ctx)))
+        who = principal_of(ctx)
+        schemas = await _db(_tool_schemas)(who, defaults.get(who))
+        servers = await _db(_upstreams_of)(who, defaults.get(who))
+        listed = await mcp_upstreams.listed_tool_schemas(servers, _db)
+        schemas += [_with_session(schema) for schema in listed]
         return types.ListToolsResult(tools=[_tool(schema) for schema in schemas])
 
     async def call_tool(
@@ -168,7 +174,9 @@ def build_server(principal_of: PrincipalOf) -> Server[Any]:
             if params.name == AWAIT_TOOL_CALL:
                 return await _await_call(who, _positive_int(args, "id"), report)
             session_id = _session_of(who, args, defaults)
-            return await _tool_call(who, session_id, params.name, args, report)
+            upstream = split_listed(params.name)
+            tool = judged_name(*upstream) if upstream else params.name
+            return await _tool_call(who, session_id, tool, args, report)
         except Refused as exc:
             return _result(str(exc), error=True)
         except (services.ServiceError, Http404, PermissionDenied) as exc:
@@ -182,9 +190,21 @@ def build_server(principal_of: PrincipalOf) -> Server[Any]:
         "'awaiting approval (call N)': call await_tool_call {id: N} to keep waiting.",
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        **_upstream_handlers(principal_of, defaults),
     )
     server.add_request_handler("server/discover", types.RequestParams, _discover(server))
     return server
+
+
+def _upstream_handlers(principal_of: PrincipalOf, defaults: DefaultSessions) -> dict[str, Any]:
+    """The MCP upstreams' resources and prompts, for the servers the caller may use (in
+    the connection's default session's project, if it has one)."""
+
+    async def servers(ctx: ServerRequestContext[Any, Any]) -> list[mcp_upstreams.Reachable]:
+        who = principal_of(ctx)
+        return list(await _db(_upstreams_of)(who, defaults.get(who)))
+
+    return mcp_upstreams.passthrough_handlers(servers)
 
 
 async def _tools_changed(ctx: ServerRequestContext[Any, Any]) -> None:
@@ -244,6 +264,11 @@ def _tool_schemas(who: Principal, session_id: int | None) -> list[dict[str, Any]
     return [*META_TOOLS, *(_with_session(schema) for schema in schemas)]
 
 
+def _upstreams_of(who: Principal, session_id: int | None) -> list[mcp_upstreams.Reachable]:
+    session = access.session_for(who.user, session_id, scope=who.scope) if session_id else None
+    return mcp_upstreams.reachable(who.user, session)
+
+
 def _with_session(schema: dict[str, Any]) -> dict[str, Any]:
     input_schema = dict(schema["input_schema"])
     if input_schema.get("type") == "object":
@@ -254,10 +279,12 @@ def _with_session(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def _tool(schema: dict[str, Any]) -> types.Tool:
+    hints = schema.get("annotations") or {}
     return types.Tool(
         name=schema["name"],
         description=schema["description"],
         input_schema=schema["input_schema"],
+        annotations=types.ToolAnnotations.model_validate(hints) if hints else None,
     )
 
 

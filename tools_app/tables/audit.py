@@ -53,6 +53,8 @@ class AuditEntry(models.Model):
         SESSION_CANCEL = "session.cancel", "session cancelled"
         CREDENTIAL_CHANGE = "credential.change", "credential change"
         CREDENTIAL_DELETE = "credential.delete", "credential deleted"
+        UPSTREAM_CHANGE = "upstream.change", "MCP upstream change"
+        UPSTREAM_ACCEPT = "upstream.accept", "MCP tool definition accepted"
         # What a command's run changed (ToolCall.outcome), recorded by the system.
         RUN_OUTCOME = "tool_call.outcome", "run outcome"
 

@@ -4,6 +4,8 @@
   other controls) shown as `<U+202E>`-style markers. Use it for anything an agent wrote.
 * `{{ text|hidden_count }}` — how many such characters `text` holds.
 * `{{ value|pretty_json }}` — a JSON value indented, as text (then `|reveal` it).
+* `{{ value|highlighted_json }}` — a JSON value indented and highlighted, as revealed
+  HTML (an MCP upstream call's arguments).
 * `{% tool_call call %}` — one tool call as every page shows it (the inbox card, the
   session timeline, the pull request page): its preview by kind (a diff, a command, a
   pull request, a fetch, a sub-agent, a skill), the arguments the agent sent and the
@@ -41,6 +43,13 @@ def hidden_count(value: Any) -> int:
 @register.filter
 def pretty_json(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+@register.filter(is_safe=True)
+def highlighted_json(value: Any) -> SafeString:
+    lines = pretty_json(value).splitlines()
+    html = rendering.highlight_lines(lines, rendering.lexer_for("arguments.json"))
+    return mark_safe("\n".join(html))  # noqa: S308  (highlight_lines reveals every token)
 
 
 @register.inclusion_tag("tools_app/_diff.html")

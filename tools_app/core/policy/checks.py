@@ -20,7 +20,7 @@ from tools_app.core.policy.risky_commands import (
 )
 from tools_app.core.policy.targets import secret_targets, write_targets
 from tools_app.core.policy.types import Verdict, VerdictKind
-from tools_app.core.tools.catalogue import FILE_WRITE_TOOLS, is_skill_tool
+from tools_app.core.tools.catalogue import FILE_WRITE_TOOLS, is_skill_tool, is_upstream_tool
 from tools_app.core.tools.errors import ToolError
 from tools_app.core.tools.netguard import check_target, host_allowed, parse_target
 from tools_app.core.tools.paths import in_git_dir, protected_match
@@ -364,6 +364,32 @@ class SkillToolNeedsApproval(ApprovalCheck):
         return f"skill tool: {context.tool} runs its skill's {kind} executor{APPROVE}"
 
 
+class UpstreamToolNeedsApproval(ApprovalCheck):
+    """A third-party MCP server's tool waits for a person unless its pinned definition
+    says that it only reads (`readOnlyHint`, and neither `destructiveHint` nor
+    `openWorldHint`) or a rule allows it by name (`mcp.git.*`). Annotations are the
+    server's word about itself: they may let a call pass where no rule speaks, and are
+    never read before an admin's rule."""
+
+    name = "builtin:mcp-tool"
+    HINTS: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("destructiveHint", "may destroy data"),
+        ("openWorldHint", "reaches the world outside"),
+    )
+
+    def reason(self, context: CallContext) -> str | None:
+        if not is_upstream_tool(context.tool):
+            return None
+        executor = context.call.executor or {}
+        hints = executor.get("annotations") or {}
+        said = [why for key, why in self.HINTS if hints.get(key) is True]
+        if hints.get("readOnlyHint") is True and not said:
+            return None
+        if not said:
+            return f"MCP tool {context.tool}: its server does not say it only reads{APPROVE}"
+        return f"MCP tool {context.tool}: its server says it {' and '.join(said)}{APPROVE}"
+
+
 INVARIANTS: tuple[Check, ...] = (BadArguments(), OutsideWorkspace(), GitDirWrite())
 BUILTIN_DENIES: tuple[Check, ...] = (
     BlockedCommand(),
@@ -385,4 +411,5 @@ BUILTIN_APPROVALS: tuple[Check, ...] = (
     OpaqueCommand(),
     LongCommand(),
     SkillToolNeedsApproval(),
+    UpstreamToolNeedsApproval(),
 )

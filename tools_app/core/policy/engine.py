@@ -39,11 +39,16 @@ from tools_app.core.policy.types import (
 logger = logging.getLogger(__name__)
 
 # The built-in approvals a reviewer who is not a policy admin may remember a wider rule
-# for (a call's size, a web write, a skill tool). Every other one is risky (a protected
-# or secret path, a risky or opaque command, a pull request, and any check added later):
-# only a policy admin's rule allows what it would send to a person.
+# for (a call's size, a web write, a skill tool, an MCP upstream's tool). Every other one
+# is risky (a protected or secret path, a risky or opaque command, a pull request, and
+# any check added later): only a policy admin's rule allows what it would send to a person.
 WIDENABLE_APPROVALS = frozenset(
-    {"builtin:require-approval-above", "builtin:web-write", "builtin:skill-tool"}
+    {
+        "builtin:require-approval-above",
+        "builtin:web-write",
+        "builtin:skill-tool",
+        "builtin:mcp-tool",
+    }
 )
 RISKY_APPROVALS = tuple(c for c in BUILTIN_APPROVALS if c.name not in WIDENABLE_APPROVALS)
 

@@ -18,7 +18,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from tools_app.core.skills.executors import executor_problem, template_problem
-from tools_app.core.tools.catalogue import qualified_skill_tool
+from tools_app.core.tools.catalogue import UPSTREAM_PREFIX, qualified_skill_tool
 
 SKILL_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,99}$")
 # What OpenAI's and Anthropic's tool formats accept as a tool name.
@@ -81,6 +81,8 @@ def skill_from_dict(data: object, *, core_tools: frozenset[str] = frozenset()) -
     name = _text(data, "name", "", required=True)
     if not SKILL_NAME.match(name):
         raise SkillInvalid("name", "use lowercase letters, digits, - and _ (at most 100)")
+    if f"{name}." == UPSTREAM_PREFIX:
+        raise SkillInvalid("name", f"{name!r} names the MCP upstreams' tools; choose another")
     tools = data.get("tools", [])
     if not isinstance(tools, list):
         raise SkillInvalid("tools", "must be a list of tools")

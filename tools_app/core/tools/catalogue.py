@@ -30,9 +30,11 @@ __all__ = [
     "cached_with",
     "facts_for",
     "is_skill_tool",
+    "is_upstream_tool",
     "qualified_skill_tool",
     "skill_facts",
     "split_skill_tool",
+    "upstream_facts",
 ]
 
 # Where a cached result is kept and what makes it stale:
@@ -168,6 +170,8 @@ def facts_for(tool: str) -> ToolFacts:
     known = CATALOGUE.get(tool) or INTERNAL.get(tool)
     if known is not None:
         return known
+    if is_upstream_tool(tool):
+        return upstream_facts(tool)
     return skill_facts(tool) if is_skill_tool(tool) else ToolFacts(tool)
 
 
@@ -191,7 +195,23 @@ def qualified_skill_tool(skill: str, tool: str) -> str:
 
 
 def is_skill_tool(name: str) -> bool:
-    return SKILL_SEPARATOR in name
+    return SKILL_SEPARATOR in name and not is_upstream_tool(name)
+
+
+# A third-party MCP server's tool is judged and stored as `mcp.SERVER.TOOL`
+# (`core/upstreams/definitions.py`); no skill may be named `mcp`.
+UPSTREAM_PREFIX = "mcp."
+
+
+def is_upstream_tool(name: str) -> bool:
+    return name.startswith(UPSTREAM_PREFIX)
+
+
+def upstream_facts(name: str) -> ToolFacts:
+    """An upstream tool's facts: an unknown tool's (it may change anything, and never
+    runs twice), shown on an MCP card. Whether it only reads is its pinned definition's
+    annotations, which the policy reads from the call (`CallFacts.executor`)."""
+    return ToolFacts(name, card="mcp")
 
 
 def split_skill_tool(name: str) -> tuple[str, str]:

@@ -1,0 +1,251 @@
+"""Connections to third-party MCP servers, kept warm in the process that uses them.
+
+Each process that talks to upstreams (daphne for `tools/list`, resources and prompts;
+the tool worker for the calls it forwards) has one `Pool`: an event loop on a thread
+of its own, so that a server that is slow to start never blocks daphne's loop (the
+held waits of `/mcp` live there) nor holds a worker's database connection.
+
+A server is started on first use, kept while it is used, and stopped when it has been
+idle for `idle_seconds`. One that crashed is started again by the next request; a
+request that may be repeated (`retry`: a listing) is sent again once on a fresh start,
+a tool call never (it is forwarded once: the worker lists the tools first, which both
+proves the server alive and checks the pinned definition).
+An `Endpoint` names everything a connection depends on; a changed entry (another
+command, URL or credential) is another endpoint, and its old connection goes idle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import hashlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Operation = Callable[[Client], Awaitable[T]]
+STDERR_TAIL = 2000  # characters of a server's stderr an error names
+
+
+class UpstreamUnavailable(Exception):
+    """The server did not start or did not answer: the message says what happened."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """How to reach one server: a sandboxed argv (stdio) or a URL with headers (http)."""
+
+    name: str
+    argv: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    cwd: str = ""
+    stderr: str = ""  # where a stdio server's stderr goes (its scratch folder)
+    url: str = ""
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+
+    def key(self) -> str:
+        parts = repr((self.name, self.argv, self.env, self.cwd, self.url, self.headers))
+        return hashlib.sha256(parts.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class _Connection:
+    """One running server: its client, entered and left by one owning task."""
+
+    def __init__(self, endpoint: Endpoint, idle_seconds: float) -> None:
+        self.endpoint = endpoint
+        self.idle_seconds = idle_seconds
+        self.client: Client | None = None
+        self.ready = asyncio.Event()
+        self.stop = asyncio.Event()
+        self.error: BaseException | None = None
+        self.in_flight = 0
+        self.last_used = time.monotonic()
+        self.task: asyncio.Task[None] | None = None
+
+    async def own(self) -> None:
+        """Start the server, keep it while it is used, stop it when idle or told."""
+        try:
+            async with AsyncExitStack() as stack:
+                self.client = await stack.enter_async_context(_client(self.endpoint, stack))
+                self.ready.set()
+                while not self.stop.is_set():
+                    idle_for = time.monotonic() - self.last_used
+                    if not self.in_flight and idle_for >= self.idle_seconds:
+                        break
+                    with suppress(TimeoutError):
+                        await asyncio.wait_for(self.stop.wait(), max(0.5, self.idle_seconds / 4))
+        except BaseException as exc:
+            self.error = exc
+        finally:
+            self.client = None
+            self.ready.set()
+
+
+def _client(endpoint: Endpoint, stack: AsyncExitStack) -> Client:
+    if endpoint.url:
+        http = create_mcp_http_client(headers=dict(endpoint.headers))
+        stack.push_async_callback(http.aclose)
+        return Client(streamable_http_client(endpoint.url, http_client=http), cache=None)
+    errlog = open(endpoint.stderr or os.devnull, "w", encoding="utf-8")  # noqa: SIM115
+    stack.callback(errlog.close)
+    params = StdioServerParameters(
+        command=endpoint.argv[0],
+        args=list(endpoint.argv[1:]),
+        env=dict(endpoint.env),
+        cwd=endpoint.cwd or None,
+    )
+    return Client(stdio_client(params, errlog=errlog), cache=None)
+
+
+class Pool:
+    """The warm servers of this process, on an event loop of their own."""
+
+    def __init__(self, *, idle_seconds: float, start_seconds: float) -> None:
+        self.idle_seconds = idle_seconds
+        self.start_seconds = start_seconds
+        self.connections: dict[str, _Connection] = {}
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.guard = threading.Lock()
+
+    def submit(
+        self, endpoint: Endpoint, operation: Operation[T], *, timeout: float, retry: bool = False
+    ) -> concurrent.futures.Future[T]:
+        """Run `operation` with the server's client on the pool's loop. `retry`: the
+        operation may be sent twice, so a server found dead is started again for it."""
+        coroutine = self._run(endpoint, operation, timeout, retry)
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop())
+
+    def run(
+        self, endpoint: Endpoint, operation: Operation[T], *, timeout: float, retry: bool = False
+    ) -> T:
+        """`submit`, waited for in this thread (a worker's)."""
+        future = self.submit(endpoint, operation, timeout=timeout, retry=retry)
+        return future.result(2 * (timeout + self.start_seconds) + 5)
+
+    def close(self) -> None:
+        """Stop every server (tests, and a process's end)."""
+        loop = self.loop
+        if loop is None:
+            return
+        asyncio.run_coroutine_threadsafe(self._close_all(), loop).result(30)
+
+    def running(self) -> list[str]:
+        return sorted(c.endpoint.name for c in self.connections.values() if c.client is not None)
+
+    def _loop(self) -> asyncio.AbstractEventLoop:
+        with self.guard:
+            if self.loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(
+                    target=loop.run_forever, name="agentweb-mcp-upstreams", daemon=True
+                )
+                thread.start()
+                self.loop = loop
+            return self.loop
+
+    async def _run(
+        self, endpoint: Endpoint, operation: Operation[T], timeout: float, retry: bool
+    ) -> T:
+        if not retry:
+            return await self._once(endpoint, operation, timeout)
+        try:
+            return await self._once(endpoint, operation, timeout)
+        except (UpstreamUnavailable, MCPError):
+            raise
+        except Exception as exc:
+            logger.info("MCP upstream %s: %r; starting it again", endpoint.name, exc)
+            await self._stopped(endpoint)
+            return await self._once(endpoint, operation, timeout)
+
+    async def _stopped(self, endpoint: Endpoint) -> None:
+        connection = self.connections.pop(endpoint.key(), None)
+        if connection is not None and connection.task is not None:
+            connection.stop.set()
+            await asyncio.gather(connection.task, return_exceptions=True)
+
+    async def _once(self, endpoint: Endpoint, operation: Operation[T], timeout: float) -> T:
+        connection = await self._connected(endpoint)
+        connection.in_flight += 1
+        try:
+            assert connection.client is not None
+            return await asyncio.wait_for(operation(connection.client), timeout)
+        except TimeoutError:
+            raise UpstreamUnavailable(
+                f"the MCP server {endpoint.name!r} did not answer within {timeout:g} s"
+            ) from None
+        finally:
+            connection.in_flight -= 1
+            connection.last_used = time.monotonic()
+
+    async def _connected(self, endpoint: Endpoint) -> _Connection:
+        key = endpoint.key()
+        connection = self.connections.get(key)
+        if (
+            connection is None
+            or connection.task is None
+            or connection.task.done()
+            or connection.stop.is_set()
+        ):
+            connection = _Connection(endpoint, self.idle_seconds)
+            self.connections[key] = connection
+            connection.task = asyncio.get_running_loop().create_task(connection.own())
+        try:
+            await asyncio.wait_for(connection.ready.wait(), self.start_seconds)
+        except TimeoutError:
+            connection.stop.set()
+            raise UpstreamUnavailable(
+                f"the MCP server {endpoint.name!r} did not start within {self.start_seconds:g} s"
+                + _stderr_tail(endpoint)
+            ) from None
+        if connection.client is None:
+            self.connections.pop(key, None)
+            raise UpstreamUnavailable(
+                f"the MCP server {endpoint.name!r} did not start: {_said(connection.error)}"
+                + _stderr_tail(endpoint)
+            )
+        return connection
+
+    async def _close_all(self) -> None:
+        tasks = []
+        for connection in self.connections.values():
+            connection.stop.set()
+            if connection.task is not None:
+                tasks.append(connection.task)
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self.connections.clear()
+
+
+def _said(error: BaseException | None) -> str:
+    """An exception group's first cause, as one line."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    if error is None:
+        return "it ended"
+    text = str(error) or type(error).__name__
+    return " ".join(text.split())[:500]
+
+
+def _stderr_tail(endpoint: Endpoint) -> str:
+    if not endpoint.stderr:
+        return ""
+    try:
+        data = Path(endpoint.stderr).read_bytes()[-STDERR_TAIL:]
+    except OSError:
+        return ""
+    text = data.decode("utf-8", "replace").strip()
+    return f"; its last output: {text}" if text else ""
