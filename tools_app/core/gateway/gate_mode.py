@@ -201,9 +201,9 @@ def _unknown_tool(mapped: Mapped) -> Verdict:
 
 
 def _named_for_gateway(mapped: Mapped, verdict: Verdict) -> Verdict:
-    """The skill-tool check also fires on `mcp.…` and `native.…` names (they hold a dot):
-    say what the tool really is."""
-    if verdict.rule != "builtin:skill-tool" or mapped.kind == "core":
+    """The skill-tool check also fires on `native.…` names (they hold a dot), and the MCP
+    upstreams' check on `mcp.…` names: say what the tool really is."""
+    if verdict.rule not in ("builtin:skill-tool", "builtin:mcp-tool") or mapped.kind == "core":
         return verdict
     if mapped.kind == "no_effect":
         return Verdict(
