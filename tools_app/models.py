@@ -389,8 +389,7 @@ class CachedResult(models.Model):
     """A read-only tool's result, kept per session until a write makes it stale.
 
     `scope` is the workspace-relative path the result depends on: a file for
-    read_file, a directory for listings and searches, "." for the whole tree.
-    """
+    read_file, a directory for listings and searches, "." for the whole tree."""
 
     session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="cache")
     tool = models.CharField(max_length=200)
@@ -485,8 +484,7 @@ class PullRequest(models.Model):
         return spelled(f"#{self.number} {self.title}")
 
 
-# In their own modules (one app): imported here so that Django and `tools_app.models`
-# know them.
+# Tables in their own modules, imported so that Django and `tools_app.models` know them.
 from tools_app.tables.audit import AuditEntry as AuditEntry  # noqa: E402
 from tools_app.tables.channels import Channel as Channel  # noqa: E402
 from tools_app.tables.channels import Delivery as Delivery  # noqa: E402
