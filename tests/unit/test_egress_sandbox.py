@@ -116,17 +116,29 @@ def test_without_a_grant_nothing_connects(servers: Servers) -> None:
 
 
 def test_a_granted_command_reaches_no_address_and_no_resolver_directly(servers: Servers) -> None:
-    grant = EgressGrant(hosts=("registry.test",))
+    """Only names, only through the proxy; a granted HTTPS host without a credential is
+    tunnelled untouched (the token-guarded registry answers 401: nothing was added)."""
+    grant = EgressGrant(hosts=("registry.test", "secure.test"))
     command = (
         f"curl -sS --max-time 5 http://127.0.0.1:{servers.npm.port}/ ; echo loopback=$?; "
         "curl -sS --max-time 5 --noproxy '*' http://93.184.216.34/ ; echo direct=$?; "
         "curl -sS --max-time 5 http://93.184.216.34/ ; echo literal=$?; "
-        "getent hosts registry.test ; echo dns=$?"
+        "getent hosts registry.test ; echo dns=$?; "
+        # -k: the test's CA is not the sandbox's; the tunnel is what is looked at.
+        f"curl -sk -o /dev/null -w 'tunnel=%{{http_code}}' https://secure.test/{registries.NPM_PACKAGE}"
     )
     out, connections = run(servers.workspace, command, grant)
     assert "loopback=7" in out and "direct=7" in out and "dns=2" in out, out
     assert "93.184.216.34 is an IP address; the egress proxy connects to hosts by name only" in out
-    assert [(c.host, c.allowed) for c in connections] == [("93.184.216.34", False)]
+    assert "tunnel=401" in out and servers.secure.seen[-1][1] == ""
+    assert [(c.host, c.allowed, c.reason) for c in connections] == [
+        (
+            "93.184.216.34",
+            False,
+            "93.184.216.34 is an IP address; the egress proxy connects to hosts by name only",
+        ),
+        ("secure.test", True, ""),
+    ]
 
 
 def test_a_credential_is_added_outside_and_leaves_no_trace_inside(servers: Servers) -> None:
@@ -146,11 +158,13 @@ def test_a_credential_is_added_outside_and_leaves_no_trace_inside(servers: Serve
         # The search finds the token where it is (a control): in a file it was written to.
         "pattern > /tmp/control; grep -rsl -f <(pattern) /tmp"
     )
+    before = len(servers.secure.seen)
     out, connections = run(servers.workspace, command, grant)
     assert out.startswith("exit code: 0"), out
     assert "added " + registries.NPM_PACKAGE in out or "added 1 package" in out
     assert "\n0\n0\nsearched\n/tmp/control\n" in out and TOKEN not in out, out
-    assert all(auth == f"Bearer {TOKEN}" for _, auth in servers.secure.seen)
+    assert servers.secure.seen[before:]
+    assert all(auth == f"Bearer {TOKEN}" for _, auth in servers.secure.seen[before:])
     assert next(c.reason for c in connections if c.allowed) == "credential for secure.test added"
 
 
