@@ -20,6 +20,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from tools_app.core import engine
+from tools_app.core.gateway import claude_code
 from tools_app.core.gateway.judging import prepare_native
 from tools_app.core.policy.types import PolicySpec, Verdict
 from tools_app.core.tools.jsonsafe import storable_args, storable_text
@@ -34,7 +35,6 @@ from tools_app.services.tool_calls import session_counters, verdict_fields
 Status = ToolCall.Status
 Kind = AgentSession.Kind
 GATEWAY_RUNNER = "gateway"  # a gateway call runs on the agent's machine, never here
-MAX_RESULT_CHARS = 20_000
 # The statuses of a call the model has not been told about yet, which a retry with the
 # same input may join (never a second card for one change).
 JOINABLE = (
@@ -358,7 +358,7 @@ def gateway_call_finish(
             call, "claim_run", by=AGENT, started_at=timezone.now(), runner=GATEWAY_RUNNER
         )
     ran = _ran(call, ran_input, response)
-    result = _result_text(response, succeeded)
+    result = claude_code.result_text(response, succeeded)
     if ran.get("differs"):
         result = f"{ran['differs']}\n\n{result}"
     status = Status.SUCCEEDED if succeeded else Status.FAILED
@@ -386,9 +386,9 @@ def _running_with_input(session: AgentSession, native_tool: str, ran_input: Any)
 
 def _ran(call: ToolCall, ran_input: Any, response: Any) -> dict[str, Any]:
     ran: dict[str, Any] = {}
-    patch = response.get("structuredPatch") if isinstance(response, dict) else None
-    if isinstance(patch, list):
-        ran["diff"] = patch_text(call.args.get("path", ""), patch)
+    diff = claude_code.reported_diff(response, str(call.args.get("path", "")))
+    if diff is not None:
+        ran["diff"] = diff
     if isinstance(ran_input, dict) and _canonical(storable_args(ran_input)) != _canonical(
         call.native_input
     ):
@@ -397,35 +397,3 @@ def _ran(call: ToolCall, ran_input: Any, response: Any) -> dict[str, Any]:
             f"Warning: the input that ran differs from the one agentweb allowed (call {call.pk})."
         )
     return ran
-
-
-def patch_text(path: str, hunks: list[Any]) -> str:
-    """Claude Code's `structuredPatch` as a unified diff."""
-    out = [f"--- a/{path}\n", f"+++ b/{path}\n"]
-    for hunk in hunks:
-        if not isinstance(hunk, dict):
-            continue
-        head = (
-            f"@@ -{hunk.get('oldStart', 0)},{hunk.get('oldLines', 0)} "
-            f"+{hunk.get('newStart', 0)},{hunk.get('newLines', 0)} @@\n"
-        )
-        out.append(head)
-        out.extend(f"{line}\n" for line in hunk.get("lines", []) if isinstance(line, str))
-    return storable_text("".join(out))
-
-
-def _result_text(response: Any, succeeded: bool) -> str:
-    if isinstance(response, str):
-        text = response
-    elif isinstance(response, dict) and ("stdout" in response or "stderr" in response):
-        text = "\n".join(str(response.get(k) or "") for k in ("stdout", "stderr")).strip()
-    elif isinstance(response, dict) and "filePath" in response:
-        kind = response.get("type") or "edit"
-        text = f"{kind}: {response.get('filePath')}"
-    else:
-        text = json.dumps(response, ensure_ascii=False, default=str)
-    if not succeeded and not text:
-        text = "the tool failed on the agent's machine"
-    if len(text) > MAX_RESULT_CHARS:
-        text = text[:MAX_RESULT_CHARS] + f"\n… (truncated at {MAX_RESULT_CHARS} characters)"
-    return storable_text(text)

@@ -8,6 +8,7 @@ it and every answer back (its own `FORMATS`, standard library only). No Django h
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +25,7 @@ from tools_app.core.gateway.native import (
     write,
 )
 from tools_app.core.tools.base import MAX_NAME_CHARS
+from tools_app.core.tools.jsonsafe import storable_text
 from tools_app.core.tools.shell import MAX_TIMEOUT
 
 __all__ = [
@@ -36,6 +38,8 @@ __all__ = [
     "allow",
     "check_event",
     "deny",
+    "reported_diff",
+    "result_text",
     "sandbox_off",
 ]
 
@@ -127,6 +131,7 @@ IGNORED_EVENTS = frozenset(
     | {"ElicitationResult", "PostToolBatch", "StopFailure", "UserPromptExpansion"}
 )
 MAX_ID_CHARS = 200
+MAX_RESULT_CHARS = 20_000
 
 
 class BadEvent(ValueError):
@@ -188,3 +193,44 @@ def allow(reason: str, updated_input: dict[str, Any]) -> dict[str, Any]:
             "updatedInput": updated_input,
         }
     }
+
+
+# --- what its PostToolUse reports ----------------------------------------------------
+
+
+def result_text(response: Any, succeeded: bool) -> str:
+    """A tool's `tool_response` (or a failure's `error`) as the call's result: a command's
+    output, the file a write or edit touched, else the JSON; capped."""
+    if isinstance(response, str):
+        text = response
+    elif isinstance(response, dict) and ("stdout" in response or "stderr" in response):
+        text = "\n".join(str(response.get(k) or "") for k in ("stdout", "stderr")).strip()
+    elif isinstance(response, dict) and "filePath" in response:
+        kind = response.get("type") or "edit"
+        text = f"{kind}: {response.get('filePath')}"
+    else:
+        text = json.dumps(response, ensure_ascii=False, default=str)
+    if not succeeded and not text:
+        text = "the tool failed on the agent's machine"
+    if len(text) > MAX_RESULT_CHARS:
+        text = text[:MAX_RESULT_CHARS] + f"\n… (truncated at {MAX_RESULT_CHARS} characters)"
+    return storable_text(text)
+
+
+def reported_diff(response: Any, path: str) -> str | None:
+    """The change a Write or Edit made, as a unified diff, from its `tool_response`'s
+    `structuredPatch`; None when it reports none."""
+    hunks = response.get("structuredPatch") if isinstance(response, dict) else None
+    if not isinstance(hunks, list):
+        return None
+    out = [f"--- a/{path}\n", f"+++ b/{path}\n"]
+    for hunk in hunks:
+        if not isinstance(hunk, dict):
+            continue
+        head = (
+            f"@@ -{hunk.get('oldStart', 0)},{hunk.get('oldLines', 0)} "
+            f"+{hunk.get('newStart', 0)},{hunk.get('newLines', 0)} @@\n"
+        )
+        out.append(head)
+        out.extend(f"{line}\n" for line in hunk.get("lines", []) if isinstance(line, str))
+    return storable_text("".join(out))
