@@ -25,6 +25,7 @@ from tools_app.core.gateway.native import (
     NativeTool,
     same_dir,
 )
+from tools_app.core.tools.catalogue import is_upstream_tool
 from tools_app.core.tools.jsonsafe import storable_args
 
 __all__ = ["AGENTS", "NO_EFFECT_TOOLS", "SEARCH_EXCLUSIONS", "map_native", "native_tool_name"]
@@ -57,7 +58,7 @@ def map_native(
             return Mapped(known.becomes, {}, "core", str(exc))
     name = native_tool_name(native_tool)
     args = storable_args(dict(native_input))
-    if name.startswith(mcp.PREFIX):
+    if is_upstream_tool(name):
         return Mapped(name, args, "mcp")
     kind: Kind = "no_effect" if native_tool in NO_EFFECT_TOOLS else "unknown"
     return Mapped(name, args, kind)
