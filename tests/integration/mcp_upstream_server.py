@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,12 @@ def _tools() -> list[types.Tool]:
             annotations=read_only,
         ),
         types.Tool(
+            name="get",
+            description="GET a URL (through the proxy the environment names).",
+            input_schema=_schema(url="string"),
+            annotations=read_only,
+        ),
+        types.Tool(
             name="env",
             description="Print an environment variable.",
             input_schema=_schema(name="string"),
@@ -83,6 +90,9 @@ def _run(name: str, args: dict[str, Any]) -> str:
     if name == "reach":
         with socket.create_connection((args["host"], args["port"]), timeout=3):
             return "connected"
+    if name == "get":
+        with urllib.request.urlopen(args["url"], timeout=10) as answer:
+            return str(answer.read().decode())
     if name == "env":
         return os.environ.get(args["name"], "(unset)")
     raise ValueError(f"no tool {name}")

@@ -8,6 +8,7 @@ in the server's own record of its calls."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import socket
@@ -15,6 +16,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -264,6 +266,43 @@ def test_the_sandbox_keeps_the_server_from_the_host_and_its_credential_from_the_
     assert CREDENTIAL not in listed.model_dump_json()
     stored = json.dumps(list(ToolCall.objects.values("result", "reason")))
     assert CREDENTIAL not in stored  # (the arguments hold what the agent itself sent)
+
+
+@pytest.fixture
+def web_server() -> Iterator[int]:
+    """A page on 127.0.0.1 that the egress proxy serves as `allowed.test` (its test
+    allowance pins that name there)."""
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = b"hello from allowed.test"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+
+
+def test_a_server_reaches_the_hosts_its_entry_names_and_no_other(
+    creator: User, workspace: Path, home: Path, web_server: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENTWEB_EGRESS_TEST_HOSTS", f"allowed.test=127.0.0.1:{web_server}")
+    register({**probe(home), "name": "netprobe", "network_hosts": ["allowed.test"]})
+    session = start(creator, workspace)
+    allowed = call(creator, session, "netprobe__get", url="http://allowed.test/")
+    assert not allowed.is_error and text(allowed) == "hello from allowed.test", text(allowed)
+    refused = call(creator, session, "netprobe__get", url="http://other.test/")
+    assert refused.is_error and "403" in text(refused), text(refused)
+    direct = call(creator, session, "netprobe__reach", host="127.0.0.1", port=web_server)
+    assert direct.is_error and text(direct) != "connected"
 
 
 def test_resources_and_prompts_pass_through_read_only(creator: User, home: Path) -> None:

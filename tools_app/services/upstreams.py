@@ -20,6 +20,8 @@ from mcp.client import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult
 
+from tools_app.core.egress import sandbox as egress_sandbox
+from tools_app.core.egress.grant import EgressGrant
 from tools_app.core.tools import processes, redaction, sandbox_user
 from tools_app.core.tools.errors import ToolError
 from tools_app.core.tools.netguard import check_target
@@ -64,6 +66,8 @@ def upstream_endpoint(server: UpstreamServer) -> Endpoint | str:
     if not server.command:
         return "it has no command"
     scratch = _scratch(server.name)
+    grant = EgressGrant(hosts=tuple(server.network_hosts)) if server.network_hosts else None
+    egress_dir = _egress_dir(server.name) if grant else None
     env = processes.scrubbed_env(processes.SANDBOX_HOME)
     env |= {str(k): str(v) for k, v in (server.environment or {}).items()} | secret
     argv = sandboxed_argv(
@@ -71,13 +75,17 @@ def upstream_endpoint(server: UpstreamServer) -> Endpoint | str:
         scratch=scratch,
         readonly=[str(p) for p in server.readonly_paths or ()],
         writable=[str(p) for p in server.writable_paths or ()],
+        egress=grant,
+        egress_dir=egress_dir,
     )
     return Endpoint(
         name=server.name,
         argv=tuple(argv),
-        env=tuple(sorted(env.items())),
+        env=tuple(sorted(egress_sandbox.environment(grant, env).items())),
         cwd=str(scratch),
         stderr=str(scratch.parent / f"{server.name}.stderr"),
+        egress=grant,
+        egress_dir=str(egress_dir or ""),
     )
 
 
@@ -94,6 +102,13 @@ def _scratch(name: str) -> Path:
     if sandbox_user.worker_is_root():  # the server runs as the sandbox uid: its folder is its own
         os.chown(scratch, *sandbox_user.sandbox_ids())
     return scratch
+
+
+def _egress_dir(name: str) -> Path:
+    """Where the server's egress proxy puts its socket, outside the server's view."""
+    folder = Path(settings.AGENTWEB_VAR) / "upstreams" / f"{name}.egress"
+    folder.mkdir(mode=0o755, parents=True, exist_ok=True)
+    return folder
 
 
 def hide_credential(server: UpstreamServer, text: str) -> str:
@@ -325,6 +340,7 @@ def upstream_as_dict(server: UpstreamServer) -> dict[str, Any]:
         "environment": dict(server.environment or {}),
         "readonly_paths": list(server.readonly_paths or []),
         "writable_paths": list(server.writable_paths or []),
+        "network_hosts": list(server.network_hosts or []),
         "credential_name": server.credential_name,
         "project": server.project.name if server.project else "",
         "enabled": server.enabled,

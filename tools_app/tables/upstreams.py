@@ -37,6 +37,12 @@ class UpstreamServer(models.Model):
     writable_paths = models.JSONField(
         default=list, blank=True, help_text="stdio: folders it may change (a repository)."
     )
+    network_hosts = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="stdio: the hosts it may reach (`api.github.com`, `*.example.com`), through "
+        "agentweb's egress proxy; empty: no network at all.",
+    )
     credential_name = models.CharField(
         max_length=200,
         blank=True,

@@ -31,6 +31,9 @@ class UpstreamServerForm(forms.ModelForm[UpstreamServer]):
                          "then one argument a line.")  # fmt: skip
     readonly_paths = LinesField(required=False, help_text="stdio: one path a line.")
     writable_paths = LinesField(required=False, help_text="stdio: one path a line.")
+    network_hosts = LinesField(
+        required=False, help_text="stdio: one host a line (empty: no network at all)."
+    )
     environment = forms.JSONField(required=False, initial=dict)
     credential_value = forms.CharField(
         required=False,
@@ -42,7 +45,8 @@ class UpstreamServerForm(forms.ModelForm[UpstreamServer]):
         model = UpstreamServer
         fields = (
             "name", "kind", "command", "url", "environment", "readonly_paths",
-            "writable_paths", "credential_name", "credential_value", "project", "enabled",
+            "writable_paths", "network_hosts", "credential_name", "credential_value",
+            "project", "enabled",
         )  # fmt: skip
 
     def clean(self) -> dict[str, Any]:

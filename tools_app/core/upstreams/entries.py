@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from tools_app.core.egress.patterns import host_pattern_problem
 from tools_app.core.tools.netguard import parse_target
 from tools_app.core.upstreams.definitions import server_name_problem
 from tools_app.core.upstreams.sandbox import path_problem
@@ -18,6 +19,7 @@ ENTRY_KEYS = (
     "environment",
     "readonly_paths",
     "writable_paths",
+    "network_hosts",
     "credential_name",
     "credential_value",
     "project",
@@ -79,6 +81,11 @@ def _stdio_problems(data: Mapping[str, Any]) -> list[str]:
             problems.append(f"{key}: a list of absolute paths")
             continue
         problems += [f"{key}: {why}" for path in paths if (why := path_problem(path))]
+    hosts = data.get("network_hosts", [])
+    if not _strings(hosts):
+        problems.append("network_hosts: a list of host names or patterns")
+    else:
+        problems += [f"network_hosts: {why}" for h in hosts if (why := host_pattern_problem(h))]
     return problems
 
 

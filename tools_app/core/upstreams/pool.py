@@ -35,6 +35,11 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
+from tools_app.core.egress import proxy
+from tools_app.core.egress import sandbox as egress_sandbox
+from tools_app.core.egress.grant import EgressGrant
+from tools_app.core.tools import sandbox_user
+
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -57,9 +62,13 @@ class Endpoint:
     stderr: str = ""  # where a stdio server's stderr goes (its scratch folder)
     url: str = ""
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    egress: EgressGrant | None = None  # the hosts a stdio server reaches through the proxy
+    egress_dir: str = ""  # where the proxy's socket is (bound into the sandbox)
 
     def key(self) -> str:
-        parts = repr((self.name, self.argv, self.env, self.cwd, self.url, self.headers))
+        parts = repr(
+            (self.name, self.argv, self.env, self.cwd, self.url, self.headers, self.egress)
+        )
         return hashlib.sha256(parts.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -103,6 +112,10 @@ def _client(endpoint: Endpoint, stack: AsyncExitStack) -> Client:
         return Client(streamable_http_client(endpoint.url, http_client=http), cache=None)
     errlog = open(endpoint.stderr or os.devnull, "w", encoding="utf-8")  # noqa: SIM115
     stack.callback(errlog.close)
+    if endpoint.egress is not None:  # started first: the sandbox binds its socket
+        owner = sandbox_user.sandbox_ids() if sandbox_user.worker_is_root() else None
+        socket_path = Path(endpoint.egress_dir) / egress_sandbox.SOCKET_NAME
+        stack.enter_context(proxy.serving(endpoint.egress, socket_path, owner))
     params = StdioServerParameters(
         command=endpoint.argv[0],
         args=list(endpoint.argv[1:]),

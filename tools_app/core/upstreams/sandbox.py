@@ -5,8 +5,9 @@ agentweb's source, data or anyone's home. What it may see besides is named by it
 entry: its scratch folder (read-write, its working directory), the paths its
 installation needs (read-only) and the folders it works on (read-write).
 
-It has no network: a server's entry cannot name hosts until the egress proxy of issue
-35 routes a sandbox's connections (docs/mcp.md).
+Its network namespace has only `lo`. A server whose entry names hosts reaches them, and
+nothing else, through agentweb's egress proxy (`core/egress/`: its socket bound into the
+sandbox, bridged to `127.0.0.1:3128`, the proxy variables set), as a command does.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
+from tools_app.core.egress import sandbox as egress_sandbox
+from tools_app.core.egress.grant import EgressGrant
 from tools_app.core.tools import overlay, processes, sandbox_user
 from tools_app.core.tools.paths import is_within
 
@@ -26,8 +29,11 @@ def sandboxed_argv(
     scratch: Path,
     readonly: Sequence[str] = (),
     writable: Sequence[str] = (),
+    egress: EgressGrant | None = None,
+    egress_dir: Path | None = None,
 ) -> list[str]:
-    """`command` inside bubblewrap, its working directory `scratch`."""
+    """`command` inside bubblewrap, its working directory `scratch`; with `egress`, the
+    proxy's socket (in `egress_dir`) bound in and bridged before the command starts."""
     bwrap = shutil.which("bwrap") or "/usr/bin/bwrap"
     cmd = sandbox_user.setpriv_args() if sandbox_user.worker_is_root() else []
     cmd += [bwrap, "--unshare-user", "--uid", overlay.SANDBOX_UID, "--gid", overlay.SANDBOX_UID]
@@ -39,7 +45,10 @@ def sandboxed_argv(
     for path in [str(scratch), *writable]:
         cmd += ["--bind", str(path), str(path)]
     cmd += _masks([*readonly, *writable])
-    return [*cmd, "--chdir", str(scratch), "--", *command]
+    if egress is not None and egress_dir is not None:
+        cmd += egress_sandbox.bind_args(egress_dir, egress)
+    argv = egress_sandbox.wrapped_argv(command, egress)
+    return [*cmd, "--chdir", str(scratch), "--", *argv]
 
 
 def path_problem(path: str) -> str | None:
