@@ -5,17 +5,28 @@ is written once. Pure: no database."""
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tools_app.core import engine
+from tools_app.core.gateway.gate_mode import Native
+from tools_app.core.gateway.judging import native_tool_spec
+from tools_app.core.gateway.mapping import map_native
 from tools_app.core.policy.engine import evaluate
-from tools_app.core.policy.types import VERDICTS, CallFacts, PolicySpec, Rule, SessionCounters
+from tools_app.core.policy.types import (
+    VERDICTS,
+    CallFacts,
+    PolicySpec,
+    Rule,
+    SessionCounters,
+    Verdict,
+)
 from tools_app.core.skills.executors import SkillCall, preview
 from tools_app.core.skills.tool_spec import skill_tool_spec
 from tools_app.core.tools import processes
-from tools_app.core.tools.base import ToolContext
+from tools_app.core.tools.base import Judged, ToolContext
 from tools_app.core.tools.catalogue import CATALOGUE, EFFECT_TOOL, INTERNAL, facts_for
 from tools_app.core.tools.effect_apply import hold_effect
 from tools_app.core.tools.effect_reader import read_effect
@@ -37,6 +48,39 @@ def test_a_skill_tool_takes_the_core_tools_road(tmp_path: Path) -> None:
     assert prepared.preview == preview(PROMPT, {"v": "2"})
     outcome = engine.execute(spec, prepared.args, ToolContext(workspace=tmp_path))
     assert (outcome.status, outcome.result) == ("succeeded", "v2")
+
+
+def test_an_agents_own_tool_use_takes_the_same_road_and_runs_on_its_machine(
+    tmp_path: Path,
+) -> None:
+    """A hook's call is a spec too: judged by `engine.prepare` (gate mode has the last
+    word) and, were it run, it goes on elsewhere: the agent's machine runs it."""
+    native = Native("Bash", {"command": "ls -la"}, str(tmp_path))
+    spec = native_tool_spec(map_native(native.tool, native.input, native.cwd), native, PolicySpec())
+    prepared = engine.prepare(
+        PolicySpec(), spec, {"command": "ls -la"}, tmp_path, SessionCounters()
+    )
+    assert (prepared.status, prepared.verdict and prepared.verdict.rule) == (
+        "approved",
+        "gateway:proven",
+    )
+    assert prepared.preview and prepared.preview["gateway"]["native_tool"] == "Bash"
+    outcome = engine.execute(spec, prepared.args, ToolContext(workspace=tmp_path))
+    assert outcome.status == "running"
+
+
+def test_a_specs_judge_has_the_last_word_on_the_verdict(tmp_path: Path) -> None:
+    def hold(args: dict[str, object], verdict: Verdict, shown: object) -> Judged:
+        return Judged(Verdict("require_approval", "held", "spec:held"), {**args, "v": "x"}, {})
+
+    spec = replace(skill_tool_spec(PROMPT), judge=hold)
+    allow = PolicySpec(rules=(Rule("1", "release.note", {}, "allow"),))
+    prepared = engine.prepare(allow, spec, {"v": "2"}, tmp_path, SessionCounters())
+    assert (prepared.status, prepared.args, prepared.preview) == (
+        "awaiting_approval",
+        {"v": "x"},
+        {},
+    )
 
 
 @pytest.mark.parametrize("verdict", VERDICTS)
