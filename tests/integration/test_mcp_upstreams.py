@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -29,6 +30,7 @@ from django.core.management import call_command
 from django.test import Client as WebClient
 from mcp import Client
 
+from tests.helpers import ROOT
 from tests.integration.test_card_facts_pages import card
 from tools_app import services
 from tools_app.api.mcp_server import FACTS_KEY, Principal, build_server
@@ -357,8 +359,44 @@ def test_git_commits_exactly_the_approved_message(
     assert log.stdout.split("\n")[0] == "Add notes"
 
 
+FILESYSTEM = ROOT / ".cache" / "mcp-servers" / "node_modules"
+
+
+@pytest.mark.skipif(
+    not (FILESYSTEM / "@modelcontextprotocol" / "server-filesystem").exists()
+    or not os.path.exists("/usr/bin/node"),
+    reason="no @modelcontextprotocol/server-filesystem (`make mcp-servers`) or no node",
+)
+def test_the_npm_filesystem_server_reads_freely_and_writes_once_approved(
+    creator: User, reviewer: User, workspace: Path, home: Path
+) -> None:
+    """Its packages are copied beside the servers' folders: the shared npm cache lies in
+    a home the sandbox uid may not enter."""
+    modules = home / "node_modules"
+    if not modules.exists():
+        shutil.copytree(FILESYSTEM, modules, symlinks=True)
+    data = home / "data"
+    data.mkdir(mode=0o755, exist_ok=True)
+    (data / "hello.txt").write_text("hello\n")
+    if sandbox_user.worker_is_root():
+        os.chown(data, *sandbox_user.sandbox_ids())
+    entry = modules / "@modelcontextprotocol" / "server-filesystem" / "dist" / "index.js"
+    register({"name": "fs", "command": ["/usr/bin/node", str(entry), str(data)],
+              "readonly_paths": [str(modules)], "writable_paths": [str(data)]})  # fmt: skip
+    session = start(creator, workspace)
+    read = call(creator, session, "fs__read_text_file", path=str(data / "hello.txt"))
+    assert not read.is_error and text(read) == "hello\n", text(read)
+    target = str(data / "new.txt")
+    waiting = call(creator, session, "fs__write_file", path=target, content="draft")
+    number = waiting.meta[FACTS_KEY]["id"]
+    assert not (data / "new.txt").exists()
+    edited = {"path": target, "content": "approved text"}
+    assert decide(number, reviewer, "approve", edited).status == "succeeded"
+    assert (data / "new.txt").read_text() == "approved text"
+
+
 def test_an_open_world_tool_waits_and_a_server_that_cannot_start_says_why(
-    creator: User, workspace: Path
+    creator: User, workspace: Path, admin_user: User
 ) -> None:
     register(
         {"name": "fetch", "command": ["/usr/bin/python3", "-m", "mcp_server_fetch"],
@@ -375,6 +413,10 @@ def test_an_open_world_tool_waits_and_a_server_that_cannot_start_says_why(
     broken = UpstreamServer.objects.get(name="broken")
     assert "did not start" in broken.last_error and "no config" in broken.last_error
     assert "its URL is refused" in UpstreamServer.objects.get(name="web").last_error
+    web = WebClient()
+    web.force_login(admin_user)
+    page = web.get(f"/admin/tools_app/upstreamserver/{broken.pk}/change/").content.decode()
+    assert "did not start" in page and "no config" in page
     unknown = call(creator, session, "broken__anything")
     assert unknown.is_error and "lists no 'anything'" in text(unknown)
 
