@@ -429,9 +429,10 @@ AGENTWEB_METRICS_DIR = Path(
 AGENTWEB_METRICS_DIR.mkdir(parents=True, exist_ok=True)
 os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(AGENTWEB_METRICS_DIR)  # read by the client
 
-# Single sign-on with OpenID Connect (mozilla-django-oidc, tools_app/web/sso.py and sso_oidc.py): on only
-# when a client and its provider are configured, by the issuer (its endpoints are read from
-# its discovery document at the first sign-in) or by every endpoint (explicit ones win).
+# Single sign-on with OpenID Connect (mozilla-django-oidc, tools_app/web/sso.py and
+# sso_oidc.py): on only when a client and its provider are configured, by the issuer (its
+# endpoints are read from its discovery document at the first sign-in) or by every
+# endpoint (explicit ones win).
 AGENTWEB_OIDC_ISSUER = os.environ.get("AGENTWEB_OIDC_ISSUER", "").strip()
 _OIDC_ENDPOINT_SETTINGS = {
     "authorization_endpoint": "AGENTWEB_OIDC_AUTHORIZATION_ENDPOINT",

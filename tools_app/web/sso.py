@@ -7,14 +7,14 @@ account and its groups from the claims (services/sso.py). Every way a sign-in fa
 on the login page, saying why, never on a traceback.
 
 The protocol's own views and backend are in `sso_oidc.py`, imported on the first
-sign-in: mozilla-django-oidc brings `requests`, which no other page needs.
+sign-in (`agentweb/urls.py`): mozilla-django-oidc brings `requests`, which no other
+page needs.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -132,14 +132,3 @@ class LoginView(auth_views.LoginView):
         return sign_in_refused(
             request, f"Password sign-in is off here: sign in with {name}.", status=403
         )
-
-
-def oidc_view(name: str) -> Callable[..., HttpResponse]:
-    """The protocol view `name` of `sso_oidc.py`, imported at its first request."""
-
-    def view(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        from tools_app.web import sso_oidc
-
-        return getattr(sso_oidc, name).as_view()(request, *args, **kwargs)  # type: ignore[no-any-return]
-
-    return view

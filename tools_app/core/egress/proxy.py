@@ -45,7 +45,7 @@ class Refused(Exception):
 
     def __init__(self, reason: str, status: int = 403) -> None:
         super().__init__(reason)
-        self.status = status
+        self.http_status = status
 
 
 class EgressProxy:
@@ -262,9 +262,9 @@ def serving(
 
 
 def _refuse(sock: socket.socket, host: str, port: int, refused: Refused) -> None:
-    reason = "Forbidden" if refused.status == 403 else "Bad Gateway"
+    reason = "Forbidden" if refused.http_status == 403 else "Bad Gateway"
     text = hosts.refusal_text(hosts.normalise(host), port, str(refused))
-    relay.answer(sock, refused.status, reason, f"agentweb egress proxy: {text}")
+    relay.answer(sock, refused.http_status, reason, f"agentweb egress proxy: {text}")
 
 
 def _check_hello(client: socket.socket, host: str) -> None:
