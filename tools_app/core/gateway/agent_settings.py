@@ -21,7 +21,6 @@ from urllib.parse import urlencode, urlsplit
 from tools_app.core.policy.defaults import HOME_SECRET_PATHS
 
 __all__ = [
-    "AGENTS",
     "HOME_SECRETS",
     "HOOK_PATH",
     "AgentSandbox",
@@ -37,7 +36,6 @@ TOKEN_VARIABLE = "AGENTWEB_TOKEN"  # noqa: S105 - the name of a variable, not a 
 CLAUDE_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
 # Seconds a hook may wait beyond agentweb's own wait: the answer always comes first.
 MARGIN_SECONDS = 300
-AGENTS = ("claude-code", "codex", "gemini")
 
 # Credentials in the developer's home directory, none of which a sandboxed command reads
 # (a trailing slash marks a directory); the same list gate mode's proof refuses.

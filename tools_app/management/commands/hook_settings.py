@@ -9,7 +9,6 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from tools_app.core.agent_connect import INTEGRATIONS
-from tools_app.core.gateway.agent_settings import AGENTS
 from tools_app.management.commands._common import existing_policy
 from tools_app.selectors.agent_connect import connection_for
 
@@ -25,7 +24,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("agent", choices=AGENTS)
+        parser.add_argument("agent", choices=sorted({agent for agent, _ in PRINTED}))
         parser.add_argument(
             "--url", default=None, help="agentweb's base URL (default: AGENTWEB_BASE_URL)."
         )
