@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import sysconfig
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import User
 
 from tests.agents.claude import finished, needs_claude, run_claude
@@ -24,6 +28,7 @@ from tests.agents.fake_anthropic import FakeAnthropic
 from tests.helpers import Worker, git
 from tools_app import services
 from tools_app.models import AgentSession, Decision, Policy, PolicyRule, ToolCall
+from tools_app.services import upstreams
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),
@@ -34,6 +39,8 @@ pytestmark = [
 MCP_WAIT_SECONDS = 2  # short: the model hears "awaiting approval" and keeps waiting
 SERVER = "agentweb"
 AWAITING = re.compile(r"call await_tool_call with id (\d+)")
+SITE = sysconfig.get_paths()["purelib"]  # an upstream server's packages, shown read-only
+UPSTREAM_SCRIPT = Path(__file__).parents[1] / "integration" / "mcp_upstream_server.py"
 
 
 @pytest.fixture(scope="module")
@@ -148,6 +155,56 @@ def test_with_the_hooks_too_an_allow_rule_lets_agentwebs_own_tools_wait_only_onc
     assert seen[:2] == [(f"mcp.{SERVER}.start_session", "succeeded"),
                         (f"mcp.{SERVER}.write_file", "succeeded")], seen  # fmt: skip
     assert Decision.objects.count() == 1  # one person decided, once
+
+
+def test_claude_code_uses_an_upstream_mcp_servers_tool_through_an_approval(
+    agentweb: str, alice: User, rita: User, workspace: Path, tmp_path: Path
+) -> None:
+    """Only agentweb's `/mcp` is configured: the upstream server (ours, recording each call
+    it receives) is reached through it, its writing tool waits for Rita, and the note is
+    written once, in the server's folder, after she approves."""
+    readable = Path(tempfile.mkdtemp(prefix="aw-claude-upstream-"))
+    readable.chmod(0o755)
+    script = Path(shutil.copy(UPSTREAM_SCRIPT, readable / "server.py"))
+    upstreams.upstreams_import(data={"upstreams": [{
+        "name": "notes", "command": ["/usr/bin/python3", str(script)],
+        "environment": {"PYTHONPATH": SITE}, "readonly_paths": [SITE, str(readable)],
+    }]})  # fmt: skip
+    folder = Path(settings.AGENTWEB_VAR) / "upstreams" / "notes"
+    shutil.rmtree(folder, ignore_errors=True)
+
+    def script_of_the_model(results: list[str]) -> tuple[str, dict[str, Any]] | None:
+        if not results:
+            return f"mcp__{SERVER}__start_session", {"task": "take a note", "repo": str(workspace)}
+        if len(results) == 1:
+            return f"mcp__{SERVER}__notes__note_write", {"name": "n.txt", "text": "from claude"}
+        waiting = AWAITING.search(results[-1])
+        if waiting:
+            return f"mcp__{SERVER}__await_tool_call", {"id": int(waiting.group(1))}
+        return None
+
+    token = services.api_token_create(user=alice, scope="agent")
+    project = tmp_path / "project"
+    project.mkdir()
+    try:
+        with FakeAnthropic(script=script_of_the_model) as fake:
+            args = mcp_args(agentweb, tmp_path)
+            process = run_claude(project, agentweb, token, fake, settings={}, args=args)
+            heard(fake, "awaiting approval (call")
+            call = ToolCall.objects.get(status="awaiting_approval")
+            assert call.tool == "mcp.notes.note_write" and not (folder / "n.txt").exists()
+            services.tool_call_decide(call=call, user=rita, scope="session", decision="approve")
+            finished(process)
+        results = fake.conversation()
+        assert results[-1] == "wrote n.txt", results
+        assert (folder / "n.txt").read_text() == "from claude"
+        received = [json.loads(line) for line in (folder / "calls.jsonl").read_text().splitlines()]
+        assert received == [
+            {"tool": "note_write", "args": {"name": "n.txt", "text": "from claude"}}
+        ]
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(readable, ignore_errors=True)
 
 
 def test_a_denial_reaches_the_model_with_ritas_reason_and_nothing_is_written(
