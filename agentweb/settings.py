@@ -387,6 +387,8 @@ AGENTWEB_SKILL_SECRETS = envlist("AGENTWEB_SKILL_SECRETS", "")
 # end of a run before it says "awaiting approval (call N)": under the 60 s that the MCP
 # TypeScript SDK waits for an answer by default.
 AGENTWEB_MCP_WAIT_SECONDS = envint("AGENTWEB_MCP_WAIT_SECONDS", 50)
+# A client that sent a progress token hears of the wait every 5 s and may wait this long.
+AGENTWEB_MCP_PROGRESS_WAIT_SECONDS = envint("AGENTWEB_MCP_PROGRESS_WAIT_SECONDS", 900)
 # Third-party MCP servers behind /mcp (docs/mcp.md): how long one may take to start and to
 # answer a call, when an idle one is stopped, and the private hosts an http one may be at.
 AGENTWEB_MCP_UPSTREAM_START_SECONDS = envint("AGENTWEB_MCP_UPSTREAM_START_SECONDS", 30)

@@ -46,7 +46,11 @@ UPSTREAM_SCRIPT = Path(__file__).parents[1] / "integration" / "mcp_upstream_serv
 @pytest.fixture(scope="module")
 def agentweb(stack: Worker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with daphne_serving(
-        stack, tmp_path_factory, AGENTWEB_MCP_WAIT_SECONDS=str(MCP_WAIT_SECONDS)
+        stack,
+        tmp_path_factory,
+        AGENTWEB_MCP_WAIT_SECONDS=str(MCP_WAIT_SECONDS),
+        # Claude Code sends a progress token: without this it would wait in one call.
+        AGENTWEB_MCP_PROGRESS_WAIT_SECONDS=str(MCP_WAIT_SECONDS),
     ) as url:
         yield url
 

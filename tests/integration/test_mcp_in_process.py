@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import pytest
 from channels.layers import channel_layers
 from django.contrib.auth.models import User
@@ -175,3 +176,32 @@ def test_an_mcp_command_card_is_agentwebs_sandbox_not_the_agents_machine(
     page = card(reviewer, call)
     assert "$ npm install lodash" in page
     assert_agentweb_sandbox_facts(call, page)
+
+
+def test_a_client_that_sent_a_progress_token_waits_for_the_person_in_one_call(
+    creator: User, reviewer: User, workspace: Path, settings: Any
+) -> None:
+    """Past `AGENTWEB_MCP_WAIT_SECONDS` (0 here): the answer is the call's result, the
+    progress notifications having said meanwhile that it awaits approval."""
+    settings.AGENTWEB_MCP_PROGRESS_WAIT_SECONDS = 30
+    server = build_server(lambda ctx: Principal(user=creator, scope="agent", connection="one"))
+    heard: list[str] = []
+
+    def approve_once_waiting() -> None:
+        call = ToolCall.objects.get(status="awaiting_approval")
+        services.tool_call_decide(call=call, user=reviewer, scope="review", decision="approve")
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        heard.append(message or "")
+        if message and message.endswith("awaiting approval") and len(heard) == 1:
+            await anyio.to_thread.run_sync(approve_once_waiting)
+
+    async def scenario() -> Any:
+        async with Client(server, mode="legacy") as client:
+            await client.call_tool("start_session", {"task": "key", "repo": str(workspace)})
+            args = {"path": ".env", "content": "A=1\n"}
+            return await client.call_tool("write_file", args, progress_callback=progress)
+
+    written = anyio.run(scenario)
+    assert not written.is_error and facts(written)["status"] == "succeeded", text(written)
+    assert "awaiting approval" in heard[0] and "await_tool_call" not in text(written)

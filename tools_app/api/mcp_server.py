@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,8 +163,10 @@ def build_server(principal_of: PrincipalOf) -> Server[Any]:
     ) -> types.CallToolResult:
         who, args = principal_of(ctx), dict(params.arguments or {})
 
+        wait = waited_for(ctx.meta)
+
         async def report(progress: float, message: str) -> None:
-            await ctx.session.report_progress(progress, wait_seconds(), message)
+            await ctx.session.report_progress(progress, wait, message)
 
         try:
             if params.name == START_SESSION:
@@ -172,11 +174,11 @@ def build_server(principal_of: PrincipalOf) -> Server[Any]:
                 await _tools_changed(ctx)
                 return started
             if params.name == AWAIT_TOOL_CALL:
-                return await _await_call(who, _positive_int(args, "id"), report)
+                return await _await_call(who, _positive_int(args, "id"), report, wait)
             session_id = _session_of(who, args, defaults)
             upstream = split_listed(params.name)
             tool = judged_name(*upstream) if upstream else params.name
-            return await _tool_call(who, session_id, tool, args, report)
+            return await _tool_call(who, session_id, tool, args, report, wait)
         except Refused as exc:
             return _result(str(exc), error=True)
         except (services.ServiceError, Http404, PermissionDenied) as exc:
@@ -234,6 +236,17 @@ def _discover(server: Server[Any]) -> Any:
 
 def wait_seconds() -> float:
     return float(max(0, settings.AGENTWEB_MCP_WAIT_SECONDS))
+
+
+def waited_for(meta: Mapping[str, Any] | None) -> float:
+    """How long a call's answer waits: a client that sent a progress token hears of the
+    wait every few seconds, and may then wait for a person for up to
+    `AGENTWEB_MCP_PROGRESS_WAIT_SECONDS` in one call; any other client for
+    `AGENTWEB_MCP_WAIT_SECONDS`, then calls await_tool_call."""
+    token = (meta or {}).get("progress_token", (meta or {}).get("progressToken"))
+    if token is None:
+        return wait_seconds()
+    return max(wait_seconds(), float(settings.AGENTWEB_MCP_PROGRESS_WAIT_SECONDS))
 
 
 def _db(function: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
@@ -386,18 +399,25 @@ def _session_result(session: dict[str, Any], *, remembered: bool) -> types.CallT
 
 
 async def _tool_call(
-    who: Principal, session_id: int, tool: str, args: dict[str, Any], report: Report
+    who: Principal,
+    session_id: int,
+    tool: str,
+    args: dict[str, Any],
+    report: Report,
+    wait: float,
 ) -> types.CallToolResult:
     """Store the call and answer once it is final, or when the wait runs out."""
     async with waiting.listening(session_id) as listener:  # before the call exists
         call_id = await _db(_receive)(who, session_id, tool, args)
-        return await _answer(who, call_id, listener, report, joined_before_the_call=True)
+        return await _answer(who, call_id, listener, report, wait, joined_before_the_call=True)
 
 
-async def _await_call(who: Principal, call_id: int, report: Report) -> types.CallToolResult:
+async def _await_call(
+    who: Principal, call_id: int, report: Report, wait: float
+) -> types.CallToolResult:
     call = await _db(_call_read)(who, call_id)
     async with waiting.listening(call["session"]) as listener:
-        return await _answer(who, call_id, listener, report)
+        return await _answer(who, call_id, listener, report, wait)
 
 
 async def _answer(
@@ -405,6 +425,7 @@ async def _answer(
     call_id: int,
     listener: waiting.Listener,
     report: Report,
+    wait: float,
     *,
     joined_before_the_call: bool = False,
 ) -> types.CallToolResult:
@@ -417,7 +438,7 @@ async def _answer(
 
     call = await listener.settle(
         lambda: _db(_call_read)(who, call_id),
-        wait=wait_seconds(),
+        wait=wait,
         done=lambda read: read["status"] in FINAL,
         wakes=waiting.call_event(call_id),
         first_read_waits=joined_before_the_call,
