@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sys
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -149,8 +150,8 @@ async def get_prompt(
     return types.GetPromptResult(messages=[message])
 
 
-async def main() -> None:
-    server = Server(
+def build() -> Server[Any]:
+    return Server(
         "upstream-test",
         on_list_tools=list_tools,
         on_call_tool=call_tool,
@@ -159,9 +160,44 @@ async def main() -> None:
         on_list_prompts=list_prompts,
         on_get_prompt=get_prompt,
     )
+
+
+async def main() -> None:
+    server = build()
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
+def serve_http(port: int, key: str) -> None:
+    """Streamable HTTP on 127.0.0.1:`port`, answering only requests that carry the key
+    in `X-Upstream-Key` (what agentweb adds from the server's credential); the `headers`
+    tool answers with the key it was sent, as a careless server might."""
+    import uvicorn
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    manager = StreamableHTTPSessionManager(app=build(), stateless=True)
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            async with manager.run():
+                await receive()
+                await send({"type": "lifespan.startup.complete"})
+                await receive()
+                await send({"type": "lifespan.shutdown.complete"})
+            return
+        headers = dict(scope.get("headers") or [])
+        if headers.get(b"x-upstream-key", b"").decode() != key:
+            await send({"type": "http.response.start", "status": 401, "headers": []})
+            await send({"type": "http.response.body", "body": b"no key"})
+            return
+        os.environ["X_UPSTREAM_KEY_SEEN"] = key
+        await manager.handle_request(scope, receive, send)
+
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+
+
 if __name__ == "__main__":
-    anyio.run(main)
+    if len(sys.argv) == 4 and sys.argv[1] == "--http":
+        serve_http(int(sys.argv[2]), sys.argv[3])
+    else:
+        anyio.run(main)

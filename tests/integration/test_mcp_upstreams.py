@@ -8,6 +8,7 @@ in the server's own record of its calls."""
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import os
@@ -18,6 +19,7 @@ import sys
 import sysconfig
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,7 +37,7 @@ from tests.integration.test_card_facts_pages import card
 from tools_app import services
 from tools_app.api.mcp_server import FACTS_KEY, Principal, build_server
 from tools_app.core.tools import sandbox_user
-from tools_app.models import ToolCall, UpstreamServer, UpstreamTool
+from tools_app.models import Policy, PolicyRule, Project, ToolCall, UpstreamServer, UpstreamTool
 from tools_app.services import upstreams
 
 
@@ -243,6 +245,46 @@ def test_a_changed_definition_is_held_until_an_admin_accepts_it(
         described.write_text(HONEST)
 
 
+def test_a_definition_that_changes_after_the_approval_is_not_forwarded(
+    creator: User, reviewer: User, workspace: Path, home: Path
+) -> None:
+    """An admin's rule holds a read for a person; the server changes the tool while it
+    waits: the approved call is refused at the worker, and nothing reaches the server."""
+    register(probe(home))
+    default = Policy.objects.get(name="default")
+    PolicyRule.objects.create(
+        policy=default, position=0, tool="mcp.probe.note_read", decision="require_approval"
+    )
+    services.policy_bump_version(policy=default)
+    session = start(creator, workspace)
+    mcp(creator, ("list", {}))  # pinned as the server lists it now
+    waiting = call(creator, session, "probe__note_read", name="a.txt")
+    number = waiting.meta[FACTS_KEY]["id"]
+    before = len(received(home))
+    described = home / "described" / "note_read.txt"
+    described.write_text(POISONED)
+    try:
+        done = decide(number, reviewer, "approve")
+    finally:
+        described.write_text(HONEST)
+    assert done.status == "failed"
+    assert "changed its definition since this call was approved" in done.result
+    assert len(received(home)) == before
+    assert UpstreamTool.objects.get(name="note_read").pin == "changed"
+
+
+def test_a_projects_server_serves_only_that_projects_sessions(
+    creator: User, workspace: Path, home: Path
+) -> None:
+    Project.objects.create(name="payments")
+    register({**probe(home), "name": "ledger", "project": "payments"})
+    session = start(creator, workspace)  # the default project's
+    (listed,) = mcp(creator, ("list", {}))
+    assert not any(tool.name.startswith("ledger__") for tool in listed.tools)
+    refused = call(creator, session, "ledger__note_read", name="a.txt")
+    assert refused.is_error and "no MCP server 'ledger' serves this session" in text(refused)
+
+
 def test_the_sandbox_keeps_the_server_from_the_host_and_its_credential_from_the_agent(
     creator: User, workspace: Path, home: Path
 ) -> None:
@@ -305,6 +347,44 @@ def test_a_server_reaches_the_hosts_its_entry_names_and_no_other(
     assert refused.is_error and "403" in text(refused), text(refused)
     direct = call(creator, session, "netprobe__reach", host="127.0.0.1", port=web_server)
     assert direct.is_error and text(direct) != "connected"
+
+
+@pytest.fixture(scope="module")
+def http_upstream() -> Iterator[str]:
+    """Our server over streamable HTTP on 127.0.0.1, answering only with the key."""
+    with socket.socket() as probe_socket:
+        probe_socket.bind(("127.0.0.1", 0))
+        port = probe_socket.getsockname()[1]
+    command = [sys.executable, str(SERVER_SCRIPT), "--http", str(port), CREDENTIAL]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while True:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+            break
+        assert process.poll() is None and time.monotonic() < deadline, "no HTTP upstream"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}/mcp"
+    process.kill()
+    process.wait()
+
+
+def test_an_http_server_gets_its_credential_from_agentweb_and_the_agent_never_sees_it(
+    creator: User, workspace: Path, http_upstream: str, settings: Any
+) -> None:
+    settings.AGENTWEB_MCP_UPSTREAM_ALLOW_HOSTS = ["127.0.0.1"]
+    register(
+        {"name": "remote", "kind": "http", "url": http_upstream,
+         "credential_name": "X-Upstream-Key", "credential_value": CREDENTIAL},
+        {"name": "keyless", "kind": "http", "url": http_upstream},
+    )  # fmt: skip
+    session = start(creator, workspace)
+    (listed,) = mcp(creator, ("list", {}))
+    names = {tool.name for tool in listed.tools}
+    assert "remote__note_read" in names and not any(n.startswith("keyless__") for n in names)
+    assert "did not start" in UpstreamServer.objects.get(name="keyless").last_error
+    echoed = call(creator, session, "remote__env", name="X_UPSTREAM_KEY_SEEN")
+    assert not echoed.is_error and text(echoed) == "[redacted]"
+    assert CREDENTIAL not in listed.model_dump_json()
 
 
 def test_resources_and_prompts_pass_through_read_only(creator: User, home: Path) -> None:
