@@ -350,13 +350,18 @@ def test_a_server_reaches_the_hosts_its_entry_names_and_no_other(
 
 
 @pytest.fixture(scope="module")
-def http_upstream() -> Iterator[str]:
-    """Our server over streamable HTTP on 127.0.0.1, answering only with the key."""
+def http_upstream(home: Path) -> Iterator[str]:
+    """Our server over streamable HTTP on 127.0.0.1, answering only with the key (in a
+    folder of its own: it records its calls where it runs)."""
     with socket.socket() as probe_socket:
         probe_socket.bind(("127.0.0.1", 0))
         port = probe_socket.getsockname()[1]
     command = [sys.executable, str(SERVER_SCRIPT), "--http", str(port), CREDENTIAL]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    folder = home / "http-upstream"
+    folder.mkdir(exist_ok=True)
+    process = subprocess.Popen(
+        command, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     deadline = time.monotonic() + 30
     while True:
         with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
