@@ -171,6 +171,7 @@ def test_a_read_only_tool_passes_and_is_recorded(creator: User, workspace: Path)
     assert "read_file" in tools and "start_session" in tools  # agentweb's own, beside them
     result = call(creator, session, "time__get_current_time", timezone="Europe/Paris")
     assert not result.is_error and "Europe/Paris" in text(result), text(result)
+    assert UpstreamServer.objects.get(name="time").last_started_at is not None
     ran = ToolCall.objects.get(tool="mcp.time.get_current_time")
     assert (ran.status, ran.rule) == ("succeeded", "builtin:default-allow")
     assert ran.preview["definition"]["annotations"]["readOnlyHint"] is True
@@ -386,7 +387,7 @@ def test_an_http_server_gets_its_credential_from_agentweb_and_the_agent_never_se
     (listed,) = mcp(creator, ("list", {}))
     names = {tool.name for tool in listed.tools}
     assert "remote__note_read" in names and not any(n.startswith("keyless__") for n in names)
-    assert "did not start" in UpstreamServer.objects.get(name="keyless").last_error
+    assert "(HTTP 401)" in UpstreamServer.objects.get(name="keyless").last_error
     echoed = call(creator, session, "remote__env", name="X_UPSTREAM_KEY_SEEN")
     assert not echoed.is_error and text(echoed) == "[redacted]"
     assert CREDENTIAL not in listed.model_dump_json()

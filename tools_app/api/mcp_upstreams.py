@@ -71,11 +71,16 @@ async def _list_and_record(server: Reachable, db: Callable[..., Any]) -> None:
     except Exception as exc:  # any failure is the server's, shown on the admin page
         await db(_record)(server.server_id, None, _failure(exc))
         return
-    await db(_record)(server.server_id, listed, "")
+    started = upstreams.upstream_pool().started_at(server.endpoint)
+    await db(_record)(server.server_id, listed, "", started)
 
 
-def _record(server_id: int, listed: list[dict[str, Any]] | None, error: str) -> None:
-    upstreams.upstream_listing_record(server_id=server_id, listed=listed, error=error)
+def _record(
+    server_id: int, listed: list[dict[str, Any]] | None, error: str, started: float | None = None
+) -> None:
+    upstreams.upstream_listing_record(
+        server_id=server_id, listed=listed, error=error, started_at=started
+    )
 
 
 async def _on_pool(endpoint: Endpoint, operation: Callable[[Client], Awaitable[T]]) -> T:

@@ -10,6 +10,7 @@ import functools
 import json
 import os
 from collections.abc import Awaitable, Callable, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -137,10 +138,14 @@ async def listed_tools(client: Client) -> list[dict[str, Any]]:
 
 @transaction.atomic
 def upstream_listing_record(
-    *, server_id: int, listed: list[dict[str, Any]] | None, error: str = ""
+    *,
+    server_id: int,
+    listed: list[dict[str, Any]] | None,
+    error: str = "",
+    started_at: float | None = None,
 ) -> None:
     """A listing's outcome: the server's error (shown on the admin page), or its tools
-    reconciled with their pins (`core/upstreams/pinning.py`)."""
+    reconciled with their pins (`core/upstreams/pinning.py`) and when it started."""
     server = UpstreamServer.objects.select_for_update().filter(pk=server_id).first()
     if server is None:
         return
@@ -169,7 +174,9 @@ def upstream_listing_record(
             )
         row.save()
     server.last_error, server.last_listed_at = "", now
-    server.save(update_fields=["last_error", "last_listed_at"])
+    if started_at is not None:
+        server.last_started_at = datetime.fromtimestamp(started_at, tz=UTC)
+    server.save(update_fields=["last_error", "last_listed_at", "last_started_at"])
 
 
 def _redacted_definition(server: UpstreamServer, item: Mapping[str, Any]) -> dict[str, Any]:
@@ -180,10 +187,6 @@ def _redacted_definition(server: UpstreamServer, item: Mapping[str, Any]) -> dic
     text = json.dumps(item, ensure_ascii=False)
     secret = json.dumps(server.credential_value, ensure_ascii=False)[1:-1]
     return dict(json.loads(redaction.redact(text, [secret])))
-
-
-def upstream_started(*, server_id: int) -> None:
-    UpstreamServer.objects.filter(pk=server_id).update(last_started_at=timezone.now())
 
 
 @transaction.atomic

@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -84,13 +84,17 @@ class _Connection:
         self.error: BaseException | None = None
         self.in_flight = 0
         self.last_used = time.monotonic()
+        self.started_at: float | None = None  # wall-clock time it answered first
+        self.refusals: list[int] = []  # an http server's error statuses (the SDK drops them)
         self.task: asyncio.Task[None] | None = None
 
     async def own(self) -> None:
         """Start the server, keep it while it is used, stop it when idle or told."""
         try:
             async with AsyncExitStack() as stack:
-                self.client = await stack.enter_async_context(_client(self.endpoint, stack))
+                client = _client(self.endpoint, stack, self.refusals)
+                self.client = await stack.enter_async_context(client)
+                self.started_at = time.time()
                 self.ready.set()
                 while not self.stop.is_set():
                     idle_for = time.monotonic() - self.last_used
@@ -105,10 +109,16 @@ class _Connection:
             self.ready.set()
 
 
-def _client(endpoint: Endpoint, stack: AsyncExitStack) -> Client:
+def _client(endpoint: Endpoint, stack: AsyncExitStack, refusals: list[int]) -> Client:
     if endpoint.url:
         http = create_mcp_http_client(headers=dict(endpoint.headers))
         stack.push_async_callback(http.aclose)
+
+        async def noted(response: Any) -> None:
+            if response.status_code >= 400:
+                refusals.append(int(response.status_code))
+
+        http.event_hooks["response"].append(noted)
         return Client(streamable_http_client(endpoint.url, http_client=http), cache=None)
     errlog = open(endpoint.stderr or os.devnull, "w", encoding="utf-8")  # noqa: SIM115
     stack.callback(errlog.close)
@@ -156,6 +166,11 @@ class Pool:
         if loop is None:
             return
         asyncio.run_coroutine_threadsafe(self._close_all(), loop).result(30)
+
+    def started_at(self, endpoint: Endpoint) -> float | None:
+        """When the server this endpoint names last started (None: not running here)."""
+        connection = self.connections.get(endpoint.key())
+        return connection.started_at if connection is not None else None
 
     def running(self) -> list[str]:
         return sorted(c.endpoint.name for c in self.connections.values() if c.client is not None)
@@ -229,6 +244,7 @@ class Pool:
             self.connections.pop(key, None)
             raise UpstreamUnavailable(
                 f"the MCP server {endpoint.name!r} did not start: {_said(connection.error)}"
+                + (f" (HTTP {connection.refusals[-1]})" if connection.refusals else "")
                 + _stderr_tail(endpoint)
             )
         return connection
