@@ -507,6 +507,39 @@ def test_an_open_world_tool_waits_and_a_server_that_cannot_start_says_why(
     assert unknown.is_error and "lists no 'anything'" in text(unknown)
 
 
+def test_the_admin_registers_a_server_with_a_credential_it_never_shows_again(
+    admin_user: User,
+) -> None:
+    web = WebClient()
+    web.force_login(admin_user)
+    form = {
+        "name": "tracker", "kind": "http", "url": "https://mcp.tracker.example.com/mcp",
+        "command": "", "environment": "{}", "readonly_paths": "", "writable_paths": "",
+        "network_hosts": "", "credential_name": "Authorization",
+        "credential_value": CREDENTIAL, "enabled": "on",
+        "tools-TOTAL_FORMS": "0", "tools-INITIAL_FORMS": "0",
+    }  # fmt: skip
+    added = web.post("/admin/tools_app/upstreamserver/add/", form)
+    assert added.status_code == 302, added.content.decode()[-3000:]
+    server = UpstreamServer.objects.get(name="tracker")
+    assert server.credential_value == CREDENTIAL
+    page = web.get(f"/admin/tools_app/upstreamserver/{server.pk}/change/").content.decode()
+    assert CREDENTIAL not in page
+    kept = web.post(
+        f"/admin/tools_app/upstreamserver/{server.pk}/change/",
+        {**form, "credential_value": "", "url": "https://mcp2.tracker.example.com/mcp"},
+    )
+    assert kept.status_code == 302
+    server.refresh_from_db()
+    assert (server.url, server.credential_value) == (
+        "https://mcp2.tracker.example.com/mcp",
+        CREDENTIAL,
+    )
+    bad = web.post("/admin/tools_app/upstreamserver/add/", {**form, "name": "a__b"})
+    assert bad.status_code == 200 and "cannot name a server" in bad.content.decode()
+    assert not UpstreamServer.objects.filter(name="a__b").exists()
+
+
 def test_export_leaves_the_credential_out(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     register(probe(home))
     call_command("export_upstreams")

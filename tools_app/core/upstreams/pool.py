@@ -172,9 +172,6 @@ class Pool:
         connection = self.connections.get(endpoint.key())
         return connection.started_at if connection is not None else None
 
-    def running(self) -> list[str]:
-        return sorted(c.endpoint.name for c in self.connections.values() if c.client is not None)
-
     def _loop(self) -> asyncio.AbstractEventLoop:
         with self.guard:
             if self.loop is None:
