@@ -72,6 +72,12 @@ def _tools() -> list[types.Tool]:
             annotations=read_only,
         ),
         types.Tool(
+            name="crash",
+            description="End the server at once.",
+            input_schema=OBJECT,
+            annotations=read_only,
+        ),
+        types.Tool(
             name="env",
             description="Print an environment variable.",
             input_schema=_schema(name="string"),
@@ -94,6 +100,8 @@ def _run(name: str, args: dict[str, Any]) -> str:
     if name == "get":
         with urllib.request.urlopen(args["url"], timeout=10) as answer:
             return str(answer.read().decode())
+    if name == "crash":
+        os._exit(3)
     if name == "env":
         return os.environ.get(args["name"], "(unset)")
     raise ValueError(f"no tool {name}")

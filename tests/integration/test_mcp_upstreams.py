@@ -246,6 +246,18 @@ def test_a_changed_definition_is_held_until_an_admin_accepts_it(
         described.write_text(HONEST)
 
 
+def test_a_server_that_crashed_is_started_again_by_the_next_call(
+    creator: User, workspace: Path, home: Path
+) -> None:
+    register(probe(home))
+    session = start(creator, workspace)
+    crashed = call(creator, session, "probe__crash")
+    assert crashed.is_error and "whether it took effect is unknown" in text(crashed)
+    (home / "upstreams" / "probe" / "after.txt").write_text("still here")
+    again = call(creator, session, "probe__note_read", name="after.txt")
+    assert not again.is_error and text(again) == "still here", text(again)
+
+
 def test_a_definition_that_changes_after_the_approval_is_not_forwarded(
     creator: User, reviewer: User, workspace: Path, home: Path
 ) -> None:

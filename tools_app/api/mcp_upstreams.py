@@ -84,7 +84,8 @@ def _record(
 
 
 async def _on_pool(endpoint: Endpoint, operation: Callable[[Client], Awaitable[T]]) -> T:
-    future = upstreams.upstream_pool().submit(endpoint, operation, timeout=LISTING_SECONDS)
+    pool = upstreams.upstream_pool()  # every request here only reads: sent again after a crash
+    future = pool.submit(endpoint, operation, timeout=LISTING_SECONDS, retry=True)
     return await asyncio.wrap_future(future)
 
 

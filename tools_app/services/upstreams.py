@@ -284,19 +284,17 @@ def upstream_forwarder(*, captured: UpstreamCall) -> Forward:
         endpoint = upstream_endpoint(server)
         if isinstance(endpoint, str):
             raise ToolError(f"The MCP server {server.name!r} cannot be reached: {endpoint}.")
-        pool, name = upstream_pool(), captured.definition.name
+        _check_still_listed(server, captured, endpoint)
         try:
-            listed = pool.run(endpoint, listed_tools, timeout=call_seconds(), retry=True)
-            if not _still_listed(server, captured, listed):
-                upstream_listing_record(server_id=server.pk, listed=listed)
-                raise ToolError(
-                    f"Not run: {server.name}__{name} changed its definition since this call "
-                    "was approved; it awaits an admin's review. Nothing was sent."
-                )
-            result = pool.run(endpoint, _calling(name, args), timeout=call_seconds())
+            call = _calling(captured.definition.name, args)
+            result = upstream_pool().run(endpoint, call, timeout=call_seconds())
         except (UpstreamUnavailable, MCPError) as exc:
             upstream_listing_record(server_id=server.pk, listed=None, error=str(exc))
-            raise ToolError(hide_credential(server, f"Not run: {exc}.")) from None
+            said = (
+                f"The call was sent once to the MCP server {server.name!r}, which failed "
+                f"while answering ({exc}); whether it took effect is unknown."
+            )
+            raise ToolError(hide_credential(server, said)) from None
         structured = result.structured_content
         text, failed = result_text(result.content, structured, is_error=result.is_error)
         text = hide_credential(server, text)
@@ -305,6 +303,22 @@ def upstream_forwarder(*, captured: UpstreamCall) -> Forward:
         return text
 
     return forward
+
+
+def _check_still_listed(server: UpstreamServer, captured: UpstreamCall, endpoint: Endpoint) -> None:
+    """The server answers (started again if it had crashed) and lists the tool exactly
+    as the call was judged with; else a ToolError, and nothing is sent."""
+    try:
+        listed = upstream_pool().run(endpoint, listed_tools, timeout=call_seconds(), retry=True)
+    except (UpstreamUnavailable, MCPError) as exc:
+        upstream_listing_record(server_id=server.pk, listed=None, error=str(exc))
+        raise ToolError(hide_credential(server, f"Not run: {exc}.")) from None
+    if not _still_listed(server, captured, listed):
+        upstream_listing_record(server_id=server.pk, listed=listed)
+        raise ToolError(
+            f"Not run: {server.name}__{captured.definition.name} changed its definition "
+            "since this call was approved; it awaits an admin's review. Nothing was sent."
+        )
 
 
 def _still_listed(

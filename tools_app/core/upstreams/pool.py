@@ -34,6 +34,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED
 
 from tools_app.core.egress import proxy
 from tools_app.core.egress import sandbox as egress_sandbox
@@ -190,9 +191,11 @@ class Pool:
             return await self._once(endpoint, operation, timeout)
         try:
             return await self._once(endpoint, operation, timeout)
-        except (UpstreamUnavailable, MCPError):
+        except UpstreamUnavailable:
             raise
         except Exception as exc:
+            if isinstance(exc, MCPError) and exc.code != CONNECTION_CLOSED:
+                raise  # the server answered: an error of its own, not a crash
             logger.info("MCP upstream %s: %r; starting it again", endpoint.name, exc)
             await self._stopped(endpoint)
             return await self._once(endpoint, operation, timeout)
