@@ -162,7 +162,6 @@ def build_server(principal_of: PrincipalOf) -> Server[Any]:
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         who, args = principal_of(ctx), dict(params.arguments or {})
-
         wait = waited_for(ctx.meta)
 
         async def report(progress: float, message: str) -> None:
@@ -176,9 +175,7 @@ def build_server(principal_of: PrincipalOf) -> Server[Any]:
             if params.name == AWAIT_TOOL_CALL:
                 return await _await_call(who, _positive_int(args, "id"), report, wait)
             session_id = _session_of(who, args, defaults)
-            upstream = split_listed(params.name)
-            tool = judged_name(*upstream) if upstream else params.name
-            return await _tool_call(who, session_id, tool, args, report, wait)
+            return await _tool_call(who, session_id, _judged(params.name), args, report, wait)
         except Refused as exc:
             return _result(str(exc), error=True)
         except (services.ServiceError, Http404, PermissionDenied) as exc:
@@ -196,6 +193,13 @@ def build_server(principal_of: PrincipalOf) -> Server[Any]:
     )
     server.add_request_handler("server/discover", types.RequestParams, _discover(server))
     return server
+
+
+def _judged(name: str) -> str:
+    """The name a call is stored and judged under: an upstream's `SERVER__TOOL` is
+    `mcp.SERVER.TOOL`; agentweb's own tools keep theirs."""
+    upstream = split_listed(name)
+    return judged_name(*upstream) if upstream else name
 
 
 def _upstream_handlers(principal_of: PrincipalOf, defaults: DefaultSessions) -> dict[str, Any]:
