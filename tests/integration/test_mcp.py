@@ -56,12 +56,15 @@ def alice_token(creator: User) -> str:
 
 
 @asynccontextmanager
-async def connected(url: str, token: str) -> AsyncIterator[Client]:
+async def connected(url: str, token: str, mode: str = "legacy") -> AsyncIterator[Client]:
+    """An SDK client of /mcp: by default one of the initialize handshake (2025-11-25),
+    whose MCP session is the connection that remembers its agentweb session; `auto`
+    (the SDK's default) negotiates the newest version, 2026-07-28."""
     headers = {"Authorization": f"Bearer {token}"}
     timeout = httpx2.Timeout(30, read=120)
     async with (
         httpx2.AsyncClient(headers=headers, timeout=timeout) as http,
-        Client(streamable_http_client(url, http_client=http)) as client,
+        Client(streamable_http_client(url, http_client=http), mode=mode) as client,
     ):
         yield client
 
@@ -126,6 +129,7 @@ def test_a_session_started_over_mcp_clones_and_its_allowed_calls_run(
 ) -> None:
     async def scenario() -> tuple[int, list[str], Any, Any]:
         async with connected(mcp_url, alice_token) as client:
+            assert client.protocol_version == "2025-11-25"  # the handshake's newest
             names = [tool.name for tool in (await client.list_tools()).tools]
             session_id = await start(client, workspace)
             read = await client.call_tool("read_file", {"path": "README.md"})
@@ -263,31 +267,63 @@ def test_an_outsider_cannot_act_on_alices_session_and_a_call_without_session_say
     assert not ToolCall.objects.filter(session_id=session_id).exists()
 
 
-def test_a_connectionless_client_names_the_session_with_each_call(
-    mcp_url: str, alice_token: str, workspace: Path
+def test_a_client_of_the_newest_protocol_names_its_session_and_waits_for_a_person(
+    mcp_url: str, alice_token: str, reviewer: User, workspace: Path
 ) -> None:
-    """A client pinned to the 2026-07-28 protocol has no MCP session: nothing remembers
-    its session, so start_session says to pass it, and a call without it is refused."""
+    """The SDK's default client negotiates 2026-07-28, where each request stands alone:
+    nothing remembers its session, so the listing requires `session`, start_session says
+    to pass it, and a call without it is refused. Named, a held write is approved while
+    the client hears the wait's progress, and another is denied."""
+    messages: list[str] = []
 
-    async def scenario() -> tuple[Any, Any, Any]:
-        headers = {"Authorization": f"Bearer {alice_token}"}
-        async with (
-            httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=120)) as http,
-            Client(streamable_http_client(mcp_url, http_client=http), mode="2026-07-28") as client,
-        ):
+    async def scenario() -> tuple[str, Any, Any, Any, Any, Any]:
+        told = anyio.Event()
+
+        async def progress(done: float, total: float | None, message: str | None) -> None:
+            messages.append(message or "")
+            if "awaiting approval" in (message or ""):
+                told.set()
+
+        async with connected(mcp_url, alice_token, mode="auto") as client:
+            listed = await client.list_tools()
             started = await client.call_tool(
                 "start_session", {"task": "fix the bug", "repo": str(workspace)}
             )
             number = facts(started)["session"]
             unnamed = await client.call_tool("read_file", {"path": "README.md"})
-            named = await client.call_tool("read_file", {"path": "README.md", "session": number})
-            return started, unnamed, named
+            answers: dict[str, Any] = {}
 
-    started, unnamed, named = anyio.run(scenario)
+            async def write(content: str, callback: Any = None) -> None:
+                args = {"path": ".env", "content": content, "session": number}
+                answers[content] = await client.call_tool(
+                    "write_file", args, progress_callback=callback
+                )
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(write, "A=1\n", progress)
+                await told.wait()  # the client heard that a person must decide
+                call = await in_thread(awaiting_call, number)
+                await in_thread(decide, call.pk, reviewer, "approve")
+            async with anyio.create_task_group() as group:
+                group.start_soon(write, "LEAK=1\n")
+                call = await in_thread(awaiting_call, number)
+                await in_thread(decide, call.pk, reviewer, "deny", "secrets stay in the vault")
+            approved = await until_final(client, answers["A=1\n"])
+            denied = await until_final(client, answers["LEAK=1\n"])
+            return client.protocol_version, listed, started, unnamed, approved, denied
+
+    version, listed, started, unnamed, approved, denied = anyio.run(scenario)
+    assert version == "2026-07-28"
+    read_file = next(tool for tool in listed.tools if tool.name == "read_file")
+    assert "session" in read_file.input_schema["required"]
     number = facts(started)["session"]
     assert f"Pass `session`: {number} with each call" in text(started)
     assert unnamed.is_error and "No session" in text(unnamed)
-    assert not named.is_error and text(named).startswith("1 | # Title")
+    assert facts(approved)["status"] == "succeeded", text(approved)
+    assert any("awaiting approval" in message for message in messages)
+    assert denied.is_error and "secrets stay in the vault" in text(denied)
+    clone = Path(AgentSession.objects.get(pk=number).workspace)
+    assert (clone / ".env").read_text() == "A=1\n"  # the denied write never ran
 
 
 def stdio(env: dict[str, str], token: str) -> StdioServerParameters:

@@ -13,6 +13,14 @@ reads (`isError`), never protocol errors. Waiting holds no worker and no databas
 connection: it is the one wait of `?wait` and the hooks (`waiting`), on this process's
 event loop.
 
+Both eras of the protocol are served. A client of the initialize handshake (2024-11-05
+to 2025-11-25) has a connection (its MCP session, or the stdio process) whose last
+`start_session` is the default session of its calls. A 2026-07-28 client over HTTP sends
+requests that each stand alone: nothing is there to remember a session, so its listing
+makes `session` required and each call names it. MCP tasks are not offered (2026-07-28
+moved them out of the core protocol, and the SDK dispatches none): a call held for a
+person keeps its one request open and sends progress notifications.
+
 A result's text is all the model is meant to read; the facts a program wants (ids,
 status) ride in its `_meta`, not in `structuredContent`: a client that finds structured
 content may hand the model that alone (Claude Code does), and the model would never read
@@ -37,7 +45,6 @@ from django.http import Http404
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from tools_app import access, services
 from tools_app.api import mcp_upstreams
@@ -61,6 +68,12 @@ SESSION_PROPERTY = {
     "minimum": 1,
     "description": "The agentweb session to act on (default: the last session that this "
     "connection started with start_session).",
+}
+NAMED_SESSION_PROPERTY = {
+    "type": "integer",
+    "minimum": 1,
+    "description": "The agentweb session to act on: the id start_session answered (this "
+    "client has no connection to remember it).",
 }
 META_TOOLS = [
     {
@@ -155,7 +168,7 @@ def build_server(principal_of: PrincipalOf) -> Server[Any]:
         schemas = await _db(_tool_schemas)(who, defaults.get(who))
         servers = await _db(_upstreams_of)(who, defaults.get(who))
         listed = await mcp_upstreams.listed_tool_schemas(servers, _db)
-        schemas += [_with_session(schema) for schema in listed]
+        schemas += [_with_session(schema, who) for schema in listed]
         return types.ListToolsResult(tools=[_tool(schema) for schema in schemas])
 
     async def call_tool(
@@ -186,12 +199,12 @@ def build_server(principal_of: PrincipalOf) -> Server[Any]:
         version="1",
         instructions="Start a session with start_session {task, repo}; the other tools act "
         "on its clone through agentweb's policy. A call that needs a person answers "
-        "'awaiting approval (call N)': call await_tool_call {id: N} to keep waiting.",
+        "'awaiting approval (call N)': call await_tool_call {id: N} to keep waiting. "
+        "Where the tools require `session`, pass the id start_session answered.",
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         **_upstream_handlers(principal_of, defaults),
     )
-    server.add_request_handler("server/discover", types.RequestParams, _discover(server))
     return server
 
 
@@ -220,22 +233,6 @@ async def _tools_changed(ctx: ServerRequestContext[Any, Any]) -> None:
         await ctx.session.send_tool_list_changed()
     except Exception as exc:
         logger.debug("MCP: tools/list_changed not sent (%r)", exc)
-
-
-def _discover(server: Server[Any]) -> Any:
-    """Offer only the handshake protocol versions: a session-less (2026-07-28) client has
-    no connection to remember its session, so `auto` clients use the handshake here."""
-
-    async def discover(
-        ctx: ServerRequestContext[Any, Any], params: types.RequestParams | None
-    ) -> types.DiscoverResult:
-        return types.DiscoverResult(
-            supported_versions=list(HANDSHAKE_PROTOCOL_VERSIONS),
-            capabilities=server.get_capabilities(),
-            instructions=server.instructions,
-        )
-
-    return discover
 
 
 def wait_seconds() -> float:
@@ -278,7 +275,7 @@ def _tool_schemas(who: Principal, session_id: int | None) -> list[dict[str, Any]
     if session_id is not None:
         session = access.session_for(who.user, session_id, scope=who.scope)
         schemas = records.session_tool_schemas(session)
-    return [*META_TOOLS, *(_with_session(schema) for schema in schemas)]
+    return [*META_TOOLS, *(_with_session(schema, who) for schema in schemas)]
 
 
 def _upstreams_of(who: Principal, session_id: int | None) -> list[mcp_upstreams.Reachable]:
@@ -286,11 +283,18 @@ def _upstreams_of(who: Principal, session_id: int | None) -> list[mcp_upstreams.
     return mcp_upstreams.reachable(who.user, session)
 
 
-def _with_session(schema: dict[str, Any]) -> dict[str, Any]:
+def _with_session(schema: dict[str, Any], who: Principal) -> dict[str, Any]:
+    """The tool's schema with a `session` property: optional on a connection (its last
+    start_session is the default), required without one (a 2026-07-28 client over HTTP,
+    whose every request stands alone)."""
     input_schema = dict(schema["input_schema"])
     if input_schema.get("type") == "object":
         properties = dict(input_schema.get("properties") or {})
-        properties["session"] = SESSION_PROPERTY
+        if who.connection is None:
+            properties["session"] = NAMED_SESSION_PROPERTY
+            input_schema["required"] = [*input_schema.get("required", ()), "session"]
+        else:
+            properties["session"] = SESSION_PROPERTY
         input_schema["properties"] = properties
     return {**schema, "input_schema": input_schema}
 
