@@ -1,7 +1,8 @@
 """The real Claude Code CLI calling agentweb's tools over MCP (`--mcp-config`, `/mcp` with
 a bearer token), through an approval: here agentweb runs the tools, in a clone it made.
 
-The scripted model starts a session, writes `.env` (a protected path: a person decides),
+The scripted model starts a session, writes `.env` (a protected path: a person decides;
+the call names its session, as start_session's answer asks of a 2026-07-28 client),
 hears "awaiting approval (call N)" once `AGENTWEB_MCP_WAIT_SECONDS` has passed, and keeps
 waiting with `await_tool_call`; a reviewer approves (or denies) meanwhile. The write is
 checked in the clone on disk, and what the model read in the fake API's request log."""
@@ -39,6 +40,7 @@ pytestmark = [
 MCP_WAIT_SECONDS = 2  # short: the model hears "awaiting approval" and keeps waiting
 SERVER = "agentweb"
 AWAITING = re.compile(r"call await_tool_call with id (\d+)")
+NAME_IT = re.compile(r"Pass `session`: (\d+) with each call")
 SITE = sysconfig.get_paths()["purelib"]  # an upstream server's packages, shown read-only
 UPSTREAM_SCRIPT = Path(__file__).parents[1] / "integration" / "mcp_upstream_server.py"
 
@@ -70,6 +72,13 @@ def mcp_args(url: str, folder: Path) -> tuple[str, ...]:
     return ("--mcp-config", str(path), "--strict-mcp-config", "--allowedTools", f"mcp__{SERVER}")
 
 
+def in_session(results: list[str], args: dict[str, Any]) -> dict[str, Any]:
+    """`args`, naming the session as start_session's answer asks: Claude Code speaks
+    MCP 2026-07-28 with agentweb, where no connection remembers a session."""
+    named = NAME_IT.search(results[0])
+    return {**args, "session": int(named.group(1))} if named else args
+
+
 def write_env_script(repo: Path) -> Any:
     """start_session, write `.env`, then await_tool_call for as long as it still waits."""
 
@@ -77,7 +86,8 @@ def write_env_script(repo: Path) -> Any:
         if not results:
             return f"mcp__{SERVER}__start_session", {"task": "set the key", "repo": str(repo)}
         if len(results) == 1:
-            return f"mcp__{SERVER}__write_file", {"path": ".env", "content": "API_KEY=ok\n"}
+            args = {"path": ".env", "content": "API_KEY=ok\n"}
+            return f"mcp__{SERVER}__write_file", in_session(results, args)
         waiting = AWAITING.search(results[-1])
         if waiting:
             return f"mcp__{SERVER}__await_tool_call", {"id": int(waiting.group(1))}
@@ -128,6 +138,7 @@ def test_claude_code_writes_through_agentweb_mcp_after_an_approval(
     session = AgentSession.objects.get()
     assert (session.kind, session.creator) == ("agent", alice)
     assert results[0].startswith(f"Session {session.pk} is")  # ready, or still cloning
+    assert f"Pass `session`: {session.pk}" in results[0]  # 2026-07-28: no connection
     assert f"awaiting approval (call {call.pk})" in results[1]
     assert "protected path .env" in results[1]
     assert len(results) >= 3 and "call await_tool_call" not in results[-1]
@@ -181,7 +192,8 @@ def test_claude_code_uses_an_upstream_mcp_servers_tool_through_an_approval(
         if not results:
             return f"mcp__{SERVER}__start_session", {"task": "take a note", "repo": str(workspace)}
         if len(results) == 1:
-            return f"mcp__{SERVER}__notes__note_write", {"name": "n.txt", "text": "from claude"}
+            args = {"name": "n.txt", "text": "from claude"}
+            return f"mcp__{SERVER}__notes__note_write", in_session(results, args)
         waiting = AWAITING.search(results[-1])
         if waiting:
             return f"mcp__{SERVER}__await_tool_call", {"id": int(waiting.group(1))}
