@@ -23,8 +23,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
+import httpx2
 import pytest
 from channels.layers import channel_layers
 from django.contrib.auth.models import User
@@ -37,6 +39,8 @@ from tests.integration.test_card_facts_pages import card
 from tools_app import services
 from tools_app.api.mcp_server import FACTS_KEY, Principal, build_server
 from tools_app.core.tools import sandbox_user
+from tools_app.core.upstreams.pinned import pinned_client
+from tools_app.core.upstreams.pool import Endpoint
 from tools_app.models import Policy, PolicyRule, Project, ToolCall, UpstreamServer, UpstreamTool
 from tools_app.services import upstreams
 
@@ -403,6 +407,43 @@ def test_an_http_server_gets_its_credential_from_agentweb_and_the_agent_never_se
     echoed = call(creator, session, "remote__env", name="X_UPSTREAM_KEY_SEEN")
     assert not echoed.is_error and text(echoed) == "[redacted]"
     assert CREDENTIAL not in listed.model_dump_json()
+
+
+def test_an_http_server_is_reached_at_the_address_checked_whatever_its_name_says_later(
+    http_upstream: str, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DNS rebinding: `upstream.test` resolves to 127.0.0.1 for the SSRF guard's check,
+    and to 127.0.0.2 (where nothing listens) from then on. The tools are listed from the
+    server at the checked address: the SDK's client never resolved the name again, and
+    would not send a request to any other host."""
+    port = urlsplit(http_upstream).port
+    resolve, lookups = socket.getaddrinfo, []
+
+    def rebinding(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host != "upstream.test":
+            return resolve(host, *args, **kwargs)
+        lookups.append(host)
+        return resolve("127.0.0.1" if len(lookups) == 1 else "127.0.0.2", *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    settings.AGENTWEB_MCP_UPSTREAM_ALLOW_HOSTS = ["upstream.test"]
+    server = UpstreamServer(
+        name="rebound", kind="http", url=f"http://upstream.test:{port}/mcp",
+        credential_name="X-Upstream-Key", credential_value=CREDENTIAL,
+    )  # fmt: skip
+    endpoint = upstreams.upstream_endpoint(server)
+    assert isinstance(endpoint, Endpoint) and endpoint.addresses == ("127.0.0.1",)
+    listed = upstreams.upstream_pool().run(endpoint, lambda c: c.list_tools(), timeout=30)
+    assert "note_read" in {tool.name for tool in listed.tools}
+    assert lookups == ["upstream.test"]  # the check's one lookup, and no other
+
+    async def elsewhere() -> None:
+        async with pinned_client(endpoint.url, endpoint.addresses, {}) as http:
+            await http.get("http://other.test/")
+
+    with pytest.raises(httpx2.ConnectError, match=r"not upstream\.test"):
+        anyio.run(elsewhere)
+    assert lookups == ["upstream.test"]
 
 
 def test_resources_and_prompts_pass_through_read_only(creator: User, home: Path) -> None:

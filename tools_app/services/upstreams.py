@@ -25,7 +25,7 @@ from tools_app.core.egress import sandbox as egress_sandbox
 from tools_app.core.egress.grant import EgressGrant
 from tools_app.core.tools import processes, redaction, sandbox_user
 from tools_app.core.tools.errors import ToolError
-from tools_app.core.tools.netguard import check_target
+from tools_app.core.tools.netguard import checked_addresses
 from tools_app.core.upstreams.definitions import Definition, split_judged
 from tools_app.core.upstreams.entries import ENTRY_KEYS, entry_problems
 from tools_app.core.upstreams.pinning import reconcile
@@ -60,10 +60,13 @@ def upstream_endpoint(server: UpstreamServer) -> Endpoint | str:
     a stdio entry without a command)."""
     secret = _credential(server)
     if server.kind == UpstreamServer.Kind.HTTP:
-        refused = check_target(server.url, settings.AGENTWEB_MCP_UPSTREAM_ALLOW_HOSTS)
-        if refused:
-            return f"its URL is refused: {refused}"
-        return Endpoint(name=server.name, url=server.url, headers=tuple(secret.items()))
+        checked = checked_addresses(server.url, settings.AGENTWEB_MCP_UPSTREAM_ALLOW_HOSTS)
+        if isinstance(checked, str):
+            return f"its URL is refused: {checked}"
+        addresses = tuple(str(address) for address in checked)
+        return Endpoint(
+            name=server.name, url=server.url, addresses=addresses, headers=tuple(secret.items())
+        )
     if not server.command:
         return "it has no command"
     scratch = _scratch(server.name)

@@ -222,3 +222,18 @@ def check_target(url: str, allow_hosts: Sequence[str]) -> str | None:
     except (OSError, UnicodeError):
         return None
     return refusal(target, addresses, allow_hosts)
+
+
+def checked_addresses(url: str, allow_hosts: Sequence[str]) -> list[IPAddress] | str:
+    """Every address the URL's host resolves to (one lookup), each one checked, for a
+    client that connects to them and never resolves the name again; else why not (a
+    name that does not resolve included: there is nothing to connect to)."""
+    try:
+        target = parse_target(url)
+    except ValueError as error:
+        return str(error)
+    try:
+        addresses = resolve(target)
+    except (OSError, UnicodeError) as error:
+        return f"its host {target.host} does not resolve ({error})"
+    return refusal(target, addresses, allow_hosts) or addresses

@@ -11,7 +11,9 @@ request that may be repeated (`retry`: a listing) is sent again once on a fresh 
 a tool call never (it is forwarded once: the worker lists the tools first, which both
 proves the server alive and checks the pinned definition).
 An `Endpoint` names everything a connection depends on; a changed entry (another
-command, URL or credential) is another endpoint, and its old connection goes idle.
+command, URL or credential) is another endpoint, and its old connection goes idle. An
+http server's connection goes only to the addresses checked when it started
+(`pinned.py`), whatever its name resolves to later.
 """
 
 from __future__ import annotations
@@ -32,7 +34,6 @@ from typing import Any, TypeVar
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 
@@ -40,6 +41,7 @@ from tools_app.core.egress import proxy
 from tools_app.core.egress import sandbox as egress_sandbox
 from tools_app.core.egress.grant import EgressGrant
 from tools_app.core.tools import sandbox_user
+from tools_app.core.upstreams.pinned import pinned_client
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +64,7 @@ class Endpoint:
     cwd: str = ""
     stderr: str = ""  # where a stdio server's stderr goes (its scratch folder)
     url: str = ""
+    addresses: tuple[str, ...] = ()  # the ones the SSRF guard checked: the only ones used
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
     egress: EgressGrant | None = None  # the hosts a stdio server reaches through the proxy
     egress_dir: str = ""  # where the proxy's socket is (bound into the sandbox)
@@ -112,7 +115,7 @@ class _Connection:
 
 def _client(endpoint: Endpoint, stack: AsyncExitStack, refusals: list[int]) -> Client:
     if endpoint.url:
-        http = create_mcp_http_client(headers=dict(endpoint.headers))
+        http = pinned_client(endpoint.url, endpoint.addresses, dict(endpoint.headers))
         stack.push_async_callback(http.aclose)
 
         async def noted(response: Any) -> None:
