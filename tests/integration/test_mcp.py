@@ -340,6 +340,7 @@ def test_mcp_stdio_serves_the_same_tools_as_the_tokens_user(
 ) -> None:
     async def scenario() -> tuple[int, Any]:
         async with Client(stdio(stack.env, alice_token)) as client:
+            assert client.protocol_version == "2026-07-28"  # the process is the connection
             session_id = await start(client, workspace)
             wrote = await client.call_tool("write_file", {"path": "notes.md", "content": "hi\n"})
             return session_id, wrote

@@ -4,8 +4,9 @@ It acts as the user of the API token in `AGENTWEB_TOKEN` (the same token as for 
 and the REST API), or, for someone who runs agentweb on their own machine, as the user
 named by `--user` with an agent token's rights. The token is read from the environment
 only: a command line is visible to every user of the machine. Standard output carries
-the protocol alone; messages go to standard error. The whole process is one connection:
-its last `start_session` is the default session.
+the protocol alone; messages go to standard error. The whole process is one connection,
+in either era of the protocol (2026-07-28, or the initialize handshake): its last
+`start_session` is the default session.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import anyio
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from mcp.server.runner import serve_loop
+from mcp.server.runner import serve_dual_era_loop
 from mcp.server.stdio import stdio_server
 
 from tools_app.api.mcp_server import Principal, build_server
@@ -43,13 +44,14 @@ class Command(BaseCommand):
         server = build_server(lambda ctx: who)
 
         async def serve() -> None:
-            # The handshake loop, as on /mcp: a connection that remembers its session.
+            # Either era, as the client opens: 2026-07-28 or the handshake, one process,
+            # one connection whose last start_session is the default session either way.
             async with (
                 stdio_server() as (read_stream, write_stream),
                 server.lifespan(server) as state,
             ):
                 options = server.create_initialization_options()
-                await serve_loop(
+                await serve_dual_era_loop(
                     server, read_stream, write_stream, lifespan_state=state, init_options=options
                 )
 
