@@ -7,7 +7,9 @@ request needs `Authorization: Bearer TOKEN` (an API token, as for the REST API);
 one, or with a bad one, the answer is 401 before any MCP is spoken. The SDK's
 session manager keeps each MCP session (its `Mcp-Session-Id`) bound to the token user
 that opened it, and this module's `Principal` names that session as the connection
-whose last `start_session` is the default session.
+whose last `start_session` is the default session. A 2026-07-28 request (its
+`MCP-Protocol-Version` header says so) is served by the SDK as one exchange, with no
+`Mcp-Session-Id`: it has no connection, and its calls name their session.
 
 daphne does not run ASGI lifespan events, so the session manager (a task group that
 lives as long as the process) is started by the first request, on daphne's loop.
