@@ -35,6 +35,15 @@ POOL = 4
 AGENTS = 60
 
 
+AT_ONCE = 3  # AGENTWEB_HOOKS_AT_ONCE: below the pool, so the gate is what bounds
+
+
+def started(services_env: dict[str, str], tmp_path: Path, **env: str) -> Daphne:
+    daphne = Daphne(services_env | {"AGENTWEB_HOOK_WAIT_SECONDS": "120"} | env, tmp_path / "log")
+    daphne.start()
+    return daphne
+
+
 @pytest.fixture
 def web(services_env: dict[str, str], tmp_path: Path) -> Iterator[Daphne]:
     if connection.vendor != "postgresql":
@@ -42,13 +51,17 @@ def web(services_env: dict[str, str], tmp_path: Path) -> Iterator[Daphne]:
         # machine's load, not agentweb (it failed once beside a benchmark). make test's
         # PostgreSQL run (DATABASE_URL) runs this test.
         pytest.skip("the connection pool under load is PostgreSQL's: its run of make test")
-    env = services_env | {
-        "AGENTWEB_DB_POOL_SIZE": str(POOL),
-        "AGENTWEB_HOOK_WAIT_SECONDS": "120",
-        "PGAPPNAME": "agentweb-test-web",  # libpq's: names daphne's connections
-    }
-    daphne = Daphne(env, tmp_path / "daphne.log")
-    daphne.start()
+    # PGAPPNAME is libpq's: it names daphne's connections.
+    daphne = started(services_env, tmp_path, AGENTWEB_DB_POOL_SIZE=str(POOL),
+                     AGENTWEB_HOOKS_AT_ONCE=str(POOL), PGAPPNAME="agentweb-test-web")  # fmt: skip
+    yield daphne
+    daphne.stop()
+
+
+@pytest.fixture
+def gated_web(services_env: dict[str, str], tmp_path: Path) -> Iterator[Daphne]:
+    daphne = started(services_env, tmp_path, AGENTWEB_HOOKS_AT_ONCE=str(AT_ONCE),
+                     PGAPPNAME="agentweb-test-web")  # fmt: skip
     yield daphne
     daphne.stop()
 
@@ -70,13 +83,24 @@ def write(n: int) -> dict[str, Any]:
     return event(f"held-{n}", "Write", {"file_path": ".env", "content": f"K={n}\n"}, f"w{n}")
 
 
-def web_connections() -> int:
-    """daphne's connections to the database."""
+def web_connections(daphne: Daphne) -> int:
+    """daphne's connections to the database (on SQLite, its open handles of the file)."""
+    if connection.vendor == "sqlite":
+        database = str(connection.settings_dict["NAME"])
+        handles = Path(f"/proc/{daphne.process.pid}/fd").iterdir()
+        return sum(_points_to(handle, database) for handle in handles)
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'agentweb-test-web'"
         )
         return int(cursor.fetchone()[0])
+
+
+def _points_to(handle: Path, database: str) -> bool:
+    try:
+        return str(handle.readlink()) == database
+    except OSError:  # closed meanwhile
+        return False
 
 
 def awaiting() -> int:
@@ -86,21 +110,37 @@ def awaiting() -> int:
         connection.close()  # a thread's own: it would keep the test database open
 
 
+def run_sampling_connections(daphne: Daphne, agents: Any) -> tuple[Any, list[int]]:
+    """`asyncio.run(agents())`, sampling daphne's database connections meanwhile."""
+    seen: list[int] = []
+    sampling = threading.Event()
+
+    def sample() -> None:
+        try:
+            while not sampling.wait(0.02):
+                seen.append(web_connections(daphne))
+        finally:
+            connection.close()
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        return asyncio.run(agents()), seen
+    finally:
+        sampling.set()
+        sampler.join()
+
+
+def not_allowed(outputs: list[dict[str, Any]]) -> list[str]:
+    return [o["permissionDecisionReason"] for o in outputs if o["permissionDecision"] != "allow"]
+
+
 def test_sixty_agents_at_once_are_all_allowed_while_others_wait_for_a_person(
     web: Daphne, creator: User
 ) -> None:
     token = services.api_token_create(user=creator, scope="agent")
     headers = {"Authorization": f"Bearer {token}"}
     url = f"{web.url}/api/hooks/claude-code"
-    seen: list[int] = []
-    sampling = threading.Event()
-
-    def sample() -> None:
-        try:
-            while not sampling.wait(0.05):
-                seen.append(web_connections())
-        finally:
-            connection.close()
 
     async def agents() -> list[dict[str, Any]]:
         limits = httpx.Limits(max_connections=2 * AGENTS)
@@ -120,12 +160,31 @@ def test_sixty_agents_at_once_are_all_allowed_while_others_wait_for_a_person(
             await asyncio.gather(*held, return_exceptions=True)
         return [answer.json()["hookSpecificOutput"] for answer in answers]
 
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    outputs = asyncio.run(agents())
-    sampling.set()
-    sampler.join()
-
-    reasons = [o["permissionDecisionReason"] for o in outputs if o["permissionDecision"] != "allow"]
-    assert reasons == [], reasons[:3]
+    outputs, seen = run_sampling_connections(web, agents)
+    assert not_allowed(outputs) == [], not_allowed(outputs)[:3]
     assert 0 < max(seen) <= POOL, seen
+
+
+def test_fifty_agents_at_once_hold_at_most_the_gate_s_connections(
+    gated_web: Daphne, creator: User
+) -> None:
+    """However many hooks arrive at once, AGENTWEB_HOOKS_AT_ONCE of them judge and store
+    while the rest queue on the event loop: on SQLite too, where there is no pool (plus
+    the one handle kept open for the write-ahead log)."""
+    token = services.api_token_create(user=creator, scope="agent")
+    url = f"{gated_web.url}/api/hooks/claude-code"
+
+    async def agents() -> list[dict[str, Any]]:
+        headers = {"Authorization": f"Bearer {token}"}
+        limits = httpx.Limits(max_connections=50)
+        async with httpx.AsyncClient(headers=headers, timeout=60, limits=limits) as http:
+            answers = await asyncio.gather(*(
+                http.post(url, json=event(f"ls-{n}", "Bash", {"command": "ls -la"}, f"t{n}"))
+                for n in range(50)
+            ))  # fmt: skip
+        return [answer.json()["hookSpecificOutput"] for answer in answers]
+
+    outputs, seen = run_sampling_connections(gated_web, agents)
+    assert not_allowed(outputs) == [], not_allowed(outputs)[:3]
+    kept = 1 if connection.vendor == "sqlite" else 0
+    assert 0 < max(seen) <= AT_ONCE + kept, seen

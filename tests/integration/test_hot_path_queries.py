@@ -6,6 +6,7 @@ here should say why in its commit, and update the count."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -28,10 +29,12 @@ ALLOWED_CALL_QUERIES = 10
 # An allowed PreToolUse, all in the request: SELECT the token (its last use is written at
 # most once a minute), the session, the call by tool_use_id or a retry to join; INSERT the
 # call; SELECT the rules; the judge-and-claim UPDATE (approved, then running: the hook
-# answers in the same transaction), one seq reservation and its three events (received,
-# approved, running) in one INSERT. (Before: 18, with the token written each time, a
-# second move and the `received` event each with their own seq and INSERT, the call read
-# back twice and its `Decision` asked.)
+# answers in the same transaction), one seq reservation (which also returns the session's
+# project, whose inbox stream the publishing after the commit tells) and its three events
+# (received, approved, running) in one INSERT. (Before: 18, with the token written each
+# time, a second move and the `received` event each with their own seq and INSERT, the
+# call read back twice and its `Decision` asked; then 9, with the project asked again
+# after the commit.)
 ALLOWED_HOOK_QUERIES = 8
 # The model turn and the read_file it asks for, settled inline: the same at turn 2 and 30.
 TURN_QUERIES = 25
@@ -68,10 +71,16 @@ def test_an_allowed_read_file_costs_the_worker_a_fixed_number_of_statements(
     assert len(real(queries)) == ALLOWED_CALL_QUERIES, listed(real(queries))
 
 
-def test_an_allowed_pre_tool_use_costs_a_fixed_number_of_statements(creator: User) -> None:
+def test_an_allowed_pre_tool_use_costs_a_fixed_number_of_statements(
+    creator: User, django_capture_on_commit_callbacks: Any
+) -> None:
     hook = Hook(services.api_token_create(user=creator, scope="agent"))
     assert hook.pre("Bash", {"command": "ls"})["permissionDecision"] == "allow"
-    with CaptureQueriesContext(connection) as queries:
+    # The publishing after the commit counts too (it once asked the session's project).
+    with (
+        CaptureQueriesContext(connection) as queries,
+        django_capture_on_commit_callbacks(execute=True),
+    ):
         answer = hook.pre("Bash", {"command": "ls -la"})
     assert answer["permissionDecision"] == "allow", answer
     assert "allowed by agentweb's policy" in answer["permissionDecisionReason"]

@@ -12,13 +12,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.db import transaction
+from django.db import connection, transaction
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
@@ -38,7 +39,7 @@ from tools_app.core.tools.jsonsafe import UnsafeJSON, loads
 from tools_app.errors import ServiceError
 from tools_app.live import waiting
 from tools_app.models import ApiToken, Project, ToolCall
-from tools_app.ops import metrics
+from tools_app.ops import metrics, sqlite_wal
 from tools_app.selectors import records
 from tools_app.selectors.decisions import approved_by_person
 from tools_app.services import connection_check, gateway, tokens
@@ -68,7 +69,8 @@ async def claude_code_hook(request: HttpRequest) -> JsonResponse:
 
 
 async def _answer(request: HttpRequest) -> dict[str, Any]:
-    answer, waits = await sync_to_async(_answer_now)(request)
+    async with _at_once():
+        answer, waits = await sync_to_async(_answer_then_let_go)(request)
     if waits is None:
         return answer
     call_id, session_id = waits
@@ -80,6 +82,35 @@ async def _answer(request: HttpRequest) -> dict[str, Any]:
         await asyncio.shield(sync_to_async(gateway.gateway_call_abandon)(call_id=call_id))
         raise
     return await sync_to_async(_final_answer)(call_id)
+
+
+# Per event loop (daphne has one; a test's async_to_sync makes its own).
+_GATES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _at_once() -> asyncio.Semaphore:
+    """At most AGENTWEB_HOOKS_AT_ONCE hooks of this process judge and store at once; the
+    others wait their turn on the event loop, holding no thread and no connection. So the
+    process holds a bounded number of database connections however many agents send at
+    once (one per hook at work, on SQLite too, where there is no pool), and a burst queues
+    here in order instead of in SQLite's busy loop or the pool's queue."""
+    loop = asyncio.get_running_loop()
+    gate = _GATES.get(loop)
+    if gate is None:
+        gate = _GATES[loop] = asyncio.Semaphore(settings.AGENTWEB_HOOKS_AT_ONCE)
+    return gate
+
+
+def _answer_then_let_go(request: HttpRequest) -> tuple[dict[str, Any], tuple[int, int] | None]:
+    """`_answer_now`, then its connection given back (what the end of the request would
+    do): the next hook through the gate may take it while this one's answer goes out."""
+    try:
+        return _answer_now(request)
+    finally:
+        sqlite_wal.keep_open(connection.settings_dict)
+        waiting.give_back_connections()
 
 
 def _answer_now(request: HttpRequest) -> tuple[dict[str, Any], tuple[int, int] | None]:

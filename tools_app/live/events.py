@@ -34,32 +34,37 @@ def events_append(*, session_id: int, items: Sequence[tuple[str, dict[str, Any]]
     together, in order, once that commits. Inside the caller's transaction no savepoint
     is taken: a failure here fails the caller's transaction anyway."""
     with transaction.atomic(savepoint=False):
-        last = _take_seqs(session_id, len(items))
+        last, project_id = _take_seqs(session_id, len(items))
         first = last - len(items) + 1
         created = Event.objects.bulk_create(
             Event(session_id=session_id, seq=first + i, type=type, data=data)
             for i, (type, data) in enumerate(items)
         )
-    transaction.on_commit(lambda: publish_all(created))
+    transaction.on_commit(lambda: publish_all(created, project_of={session_id: project_id}))
     return created
 
 
-def _take_seqs(session_id: int, count: int) -> int:
-    """Reserve `count` seqs with one row-locking update; the last one reserved.
+def _take_seqs(session_id: int, count: int) -> tuple[int, int]:
+    """Reserve `count` seqs with one row-locking update; the last one reserved, and the
+    session's project (whose inbox stream hears of its calls).
 
     `UPDATE … RETURNING` (SQLite ≥ 3.35, PostgreSQL) is one statement where an update
-    and a select were two.
+    and two selects were three.
     """
     table = connection.ops.quote_name(AgentSession._meta.db_table)
     column = connection.ops.quote_name("last_event_seq")
+    project = connection.ops.quote_name("project_id")
     # Only quoted names from the model are interpolated; the values are parameters.
-    sql = f"UPDATE {table} SET {column} = {column} + %s WHERE id = %s RETURNING {column}"  # noqa: S608
+    sql = (
+        f"UPDATE {table} SET {column} = {column} + %s WHERE id = %s "  # noqa: S608
+        f"RETURNING {column}, {project}"
+    )
     with connection.cursor() as cursor:
         cursor.execute(sql, [count, session_id])
         row = cursor.fetchone()
     if row is None:
         raise AgentSession.DoesNotExist(f"There is no session {session_id}.")
-    return int(row[0])
+    return int(row[0]), int(row[1])
 
 
 Item = tuple[str, dict[str, Any]]  # an event not yet stored: its type and data
@@ -143,14 +148,16 @@ def publish(event: Event) -> None:
     publish_all([event])
 
 
-def publish_all(events: Sequence[Event]) -> None:
+def publish_all(events: Sequence[Event], *, project_of: dict[int, int] | None = None) -> None:
     """Tell live clients, in seq order. A failure here loses nothing: clients catch up
-    from the log."""
+    from the log. `project_of` (session id -> project id), when the caller knows it,
+    spares a query."""
     layer = get_channel_layer()
     if layer is None or not events:
         return
     try:
-        project_of = _projects_of(events)
+        if project_of is None:
+            project_of = _projects_of(events)
         sends = [
             (group, {"type": "session.event", "event": event_message(event)})
             for event in events

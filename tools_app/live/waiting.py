@@ -124,7 +124,7 @@ class Listener:
             remaining = deadline - time.monotonic()
             if done(found) or remaining <= 0:
                 return found
-            if await sync_to_async(_give_back_connections)():  # the reading thread's own
+            if await sync_to_async(give_back_connections)():  # the reading thread's own
                 _let_go_of_the_thread()
             every = CHECK_EVERY_SECONDS if self.mailbox is None else RECHECK_SECONDS
             if self.hub is not None and self.mailbox is not None and watched is not None:
@@ -178,7 +178,7 @@ class Listener:
             self.hub.leave(self.session_id, self.mailbox)
 
 
-def _give_back_connections() -> bool:
+def give_back_connections() -> bool:
     """What the end of a request does (Django's `close_old_connections`), for a request
     that goes on waiting; a connection inside a transaction (a test's) is kept. True
     when this thread holds no connection now."""

@@ -97,11 +97,11 @@ def _session_get_or_create(
 
 
 def _session_find(user: Any, external_id: str) -> AgentSession | None:
-    return (
-        AgentSession.objects.select_related("policy")
-        .filter(creator=user, external_id=external_id, kind=Kind.GATEWAY)
-        .first()
+    # No ORDER BY (`first()` adds one): one session per (creator, external id).
+    found = AgentSession.objects.select_related("policy").filter(
+        creator=user, external_id=external_id, kind=Kind.GATEWAY
     )
+    return next(iter(found.order_by()[:1]), None)
 
 
 def _policy_named(name: str) -> Policy:

@@ -1,0 +1,296 @@
+"""Allowed hooks from 50 agents at once, on SQLite and on PostgreSQL (issue 32).
+
+Starts daphne alone (an allowed hook is judged and answered in the request: no worker),
+once on a SQLite file of its own and once on a PostgreSQL database of its own
+(`bench_hook_load_PID` at `--postgres`, dropped after), with a Redis database number of
+its own (`--redis`, flushed before and after). From this process, with plain asyncio
+sockets (one connection per hook, as Claude Code's http hooks), Claude Code `PreToolUse`
+events of an allowed `ls -la`, each agent in a session of its own:
+
+(a) one at a time: one agent, each hook sent when the last is answered;
+(b) 50 agents closed loop: each sends its next hook as soon as its last is answered (the
+    most the process can answer: answers/s);
+(c) 50 agents at an agent's pace: each sends one hook a second (open loop, each interval
+    jittered ±50%), whether or not its last was answered.
+
+For each: p50/p99 of the answer time, answers/s, how many were not `allow`, daphne's CPU
+per answered hook, and the most database connections daphne held (sampled every 50 ms:
+PostgreSQL's pg_stat_activity; for SQLite, daphne's open descriptors of the database file).
+
+`--root DIR` runs another checkout (a clean clone of an earlier commit) with this
+script's client, so a before and an after see the same load.
+
+Run: .venv/bin/python benchmarks/bench_hook_load.py [--quick] [--seconds 15]
+[--databases sqlite,postgres] [--root DIR]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import _common  # noqa: F401 - puts the project root on sys.path
+from _common import ROOT, emit, loadavg, markdown_table, parser, summary
+from _held_stack import USERS, Database, Web, post, redis_command, verdict
+
+AGENTS = 50
+PACE_SECONDS = 1.0  # an agent's pace in (c): one tool use a second
+SAMPLE_SECONDS = 0.05
+
+
+class SqliteDatabase:
+    """A SQLite file of this run's own; the env that uses it (the Redis as PostgreSQL's)."""
+
+    def __init__(self, root: Path, tmp: Path, redis: str) -> None:
+        self.root, self.redis = root, redis
+        self.file = tmp / "var" / "agentweb.sqlite3"
+        self.file.parent.mkdir(parents=True, exist_ok=True)
+        self.env = Database(root, tmp, "postgres://unused", redis).env | {
+            "DATABASE_URL": f"sqlite:///{self.file}"
+        }
+        self.pid = 0
+
+    def create(self) -> dict[str, str]:
+        redis_command(self.redis, "FLUSHDB")
+        return _migrate_and_tokens(self.root, self.env)
+
+    def connections(self) -> int:
+        """daphne's open descriptors of the database file: one per SQLite connection."""
+        count = 0
+        with contextlib.suppress(FileNotFoundError):
+            for fd in os.scandir(f"/proc/{self.pid}/fd"):
+                with contextlib.suppress(OSError):
+                    count += os.readlink(fd.path) == str(self.file)
+        return count
+
+    def drop(self) -> None:
+        redis_command(self.redis, "FLUSHDB")
+
+
+class PostgresDatabase(Database):
+    """`_held_stack`'s database under this script's name."""
+
+    def __init__(self, root: Path, tmp: Path, postgres: str, redis: str) -> None:
+        super().__init__(root, tmp, postgres, redis)
+        self.name = f"bench_hook_load_{os.getpid()}"
+        self.env = self.env | {"DATABASE_URL": f"{postgres}/{self.name}"}
+        self.pid = 0
+
+
+def _migrate_and_tokens(root: Path, env: dict[str, str]) -> dict[str, str]:
+    """Migrated, with an operator and a reviewer; their agent and review tokens."""
+    manage = [sys.executable, "manage.py"]
+    subprocess.run([*manage, "migrate", "-v0"], cwd=root, env=env, check=True)
+    shell = subprocess.run([*manage, "shell", "-c", USERS], cwd=root, env=env, check=True,
+                           capture_output=True, text=True)  # fmt: skip
+    tokens: dict[str, str] = json.loads(shell.stdout.strip().splitlines()[-1])
+    return tokens
+
+
+def ls_event(phase: str, agent: int, index: int) -> dict[str, Any]:
+    return {
+        "session_id": f"bench-load-{phase}-{agent}",
+        "cwd": "/home/olga/project",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "ls -la"},
+        "tool_use_id": f"toolu_{phase}_{agent}_{index}",
+        "permission_mode": "default",
+    }
+
+
+class Phase:
+    """One load shape's answers: times, verdicts, and the connections seen meanwhile."""
+
+    def __init__(self, port: int, token: str, name: str) -> None:
+        self.port, self.token, self.name = port, token, name
+        self.ms: list[float] = []
+        self.not_allowed: list[str] = []
+
+    async def hook(self, agent: int, index: int) -> None:
+        start = time.perf_counter()
+        status, answer = await post(self.port, self.token, ls_event(self.name, agent, index))
+        self.ms.append((time.perf_counter() - start) * 1000)
+        decision, reason = verdict(answer)
+        if status != 200 or decision != "allow":
+            self.not_allowed.append(f"{status} {decision}: {reason[:160]}")
+
+
+async def closed_loop(phase: Phase, agents: int, seconds: float) -> None:
+    """Each agent sends its next hook as soon as the last is answered."""
+    deadline = time.monotonic() + seconds
+
+    async def agent(number: int) -> None:
+        index = 0
+        while time.monotonic() < deadline:
+            index += 1
+            await phase.hook(number, index)
+
+    await asyncio.gather(*(agent(n) for n in range(agents)))
+
+
+async def open_loop(phase: Phase, agents: int, seconds: float) -> None:
+    """Each agent sends one hook a second (±50%), whether or not its last was answered."""
+    deadline = time.monotonic() + seconds
+    rng = random.Random(32)
+    sent: list[asyncio.Task[None]] = []
+
+    async def agent(number: int) -> None:
+        await asyncio.sleep(rng.uniform(0, PACE_SECONDS))
+        index = 0
+        while time.monotonic() < deadline:
+            index += 1
+            sent.append(asyncio.ensure_future(phase.hook(number, index)))
+            await asyncio.sleep(PACE_SECONDS * rng.uniform(0.5, 1.5))
+
+    await asyncio.gather(*(agent(n) for n in range(agents)))
+    await asyncio.gather(*sent)
+
+
+class Sampler:
+    """The most database connections daphne held, read in a thread every 50 ms."""
+
+    def __init__(self, db: Any) -> None:
+        self.db, self.most = db, 0
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self.stopping.wait(SAMPLE_SECONDS):
+            self.most = max(self.most, self.db.connections())
+
+    def __enter__(self) -> Sampler:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stopping.set()
+        self.thread.join()
+        self.most = max(self.most, self.db.connections())
+
+
+def run_phase(web: Web, db: Any, token: str, name: str, load: Any) -> dict[str, Any]:
+    phase = Phase(web.port, token, name)
+    cpu, start = web.cpu_seconds(), time.monotonic()
+    with Sampler(db) as sampler:
+        asyncio.run(load(phase))
+    elapsed, cpu_used = time.monotonic() - start, web.cpu_seconds() - cpu
+    return {
+        "ms": summary(phase.ms),
+        "answers_per_s": len(phase.ms) / elapsed,
+        "cpu_ms_per_hook": cpu_used * 1000 / max(1, len(phase.ms)),
+        "not_allowed": len(phase.not_allowed),
+        "not_allowed_examples": sorted(set(phase.not_allowed))[:3],
+        "connections_most": sampler.most,
+        "load": loadavg(),
+    }
+
+
+def measure_one(kind: str, root: Path, tmp: Path, options: Any) -> dict[str, Any]:
+    work = tmp / kind
+    if kind == "sqlite":
+        db: Any = SqliteDatabase(root, work, options.redis)
+    else:
+        db = PostgresDatabase(root, work, options.postgres, options.redis)
+    if options.at_once:
+        db.env["AGENTWEB_HOOKS_AT_ONCE"] = str(options.at_once)
+    web = Web(root, db.env, work / "daphne.log")
+    try:
+        tokens = db.create()
+        web.start()
+        assert web.process is not None
+        db.pid = web.process.pid
+        token, seconds = tokens["agent"], options.seconds
+        single = 30 if options.quick else 200
+        warm = run_phase(web, db, token, "warm", lambda p: closed_loop(p, AGENTS, 2))
+        shapes = {
+            "one_at_a_time": ("one", lambda p: _count(p, single)),
+            "closed_loop": ("closed", lambda p: closed_loop(p, AGENTS, seconds)),
+            "agent_pace": ("pace", lambda p: open_loop(p, AGENTS, seconds)),
+        }
+        results = {key: run_phase(web, db, token, *shape) for key, shape in shapes.items()}
+        results["warm_up_not_allowed"] = warm["not_allowed"]
+        results["internal_errors_logged"] = web.tail().count("the hook endpoint failed")
+    except BaseException:
+        print(web.tail(), file=sys.stderr)
+        raise
+    finally:
+        web.stop()
+        db.drop()
+    return results
+
+
+async def _count(phase: Phase, count: int) -> None:
+    for index in range(count):
+        await phase.hook(0, index)
+
+
+def main() -> None:
+    options = parser(__doc__.splitlines()[0])
+    options.add_argument("--seconds", type=float, default=15, help="each of (b) and (c)")
+    options.add_argument("--databases", default="sqlite,postgres")
+    options.add_argument("--at-once", type=int, help="AGENTWEB_HOOKS_AT_ONCE (default: its)")
+    options.add_argument("--root", type=Path, default=ROOT, help="the checkout to run")
+    options.add_argument("--postgres", default="postgres://postgres@127.0.0.1:5432")
+    options.add_argument("--redis", default="redis://127.0.0.1:6379/12")
+    args = options.parse_args()
+    if args.quick:
+        args.seconds = min(args.seconds, 4)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-hook-load-"))
+    root = args.root.resolve()
+    results: dict[str, Any] = {"root": str(root), "commit": _commit(root)}
+    try:
+        for kind in args.databases.split(","):
+            results[kind] = measure_one(kind, root, tmp, args)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    emit("bench_hook_load", results, tables(results), args.json)
+
+
+def _commit(root: Path) -> str:
+    def git(*args: str) -> str:
+        found = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
+        return found.stdout.strip()
+
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    return git("rev-parse", "--short", "HEAD") + ("+" if dirty else "")  # +: uncommitted changes
+
+
+PHASES = (
+    ("one_at_a_time", "(a) one at a time"),
+    ("closed_loop", f"(b) {AGENTS} agents, closed loop"),
+    ("agent_pace", f"(c) {AGENTS} agents, one hook/s each"),
+)
+
+
+def tables(results: dict[str, Any]) -> list[str]:
+    rows = []
+    for kind in ("sqlite", "postgres"):
+        if kind not in results:
+            continue
+        for key, label in PHASES:
+            r = results[kind][key]
+            rows.append([
+                f"{kind} {results['commit']}", label, r["ms"]["n"], r["ms"]["median"],
+                r["ms"]["p99"], r["answers_per_s"], r["cpu_ms_per_hook"], r["not_allowed"],
+                r["connections_most"], r["load"],
+            ])  # fmt: skip
+    headers = ["database, commit", "load shape", "hooks", "p50 ms", "p99 ms", "answers/s",
+               "daphne CPU ms/hook", "not allowed", "DB connections (most)",
+               "load avg"]  # fmt: skip
+    return [markdown_table(headers, rows)]
+
+
+if __name__ == "__main__":
+    main()
