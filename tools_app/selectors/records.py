@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from django.db.models import Q, QuerySet, prefetch_related_objects
+from django.db.models import Prefetch, Q, QuerySet, prefetch_related_objects
 from django.utils import timezone
 
 from tools_app.core.policy.context import CallContext
@@ -64,7 +64,10 @@ def rule_as_dict(rule: PolicyRule) -> dict[str, Any]:
 
 def policy_spec(policy: Policy) -> PolicySpec:
     """The engine's view of a stored policy; raises PolicyInvalid if it cannot load."""
-    prefetch_related_objects([policy], "rules")  # read once, for the dict and the ids
+    # Read once, for the dict and the ids; ordered within the policy alone (the model's
+    # ordering starts with `policy`, which joins the policies to sort by their names).
+    in_order = Prefetch("rules", queryset=PolicyRule.objects.order_by("position", "id"))
+    prefetch_related_objects([policy], in_order)
     data = policy_as_dict(policy)
     data.pop("description")
     spec = policy_from_dict(data)
