@@ -57,6 +57,12 @@ def test_each_sign_in_sets_the_mapped_groups_exactly_and_leaves_the_others(
     assert again.pk == rita.pk
     assert groups_of(again) == {"policy-admins", "oncall"}
     assert User.objects.get(pk=rita.pk).email == "r@example.org"
+    sso_user_sign_in(claims=rita_claims("sec-admins"))  # nothing changes: nothing recorded
+    entries = AuditEntry.objects.filter(action=AuditEntry.Action.ACCOUNT_GROUPS).order_by("id")
+    assert [(e.actor_name, e.object_repr, e.via, e.details) for e in entries] == [
+        ("rita", "rita", "browser", {"joined": ["policy-admins", "reviewers"], "left": []}),
+        ("rita", "rita", "browser", {"joined": [], "left": ["reviewers"]}),
+    ]
 
 
 def test_a_disabled_account_is_refused_and_nothing_of_it_changes(sso_settings: Any) -> None:

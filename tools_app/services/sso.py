@@ -2,8 +2,10 @@
 
 At every sign-in the account named by the provider's username claim is created (without a
 usable password) or updated from the claims, and its groups are set: exactly the mapped
-agentweb groups the claims grant, among those the map names (core/sso.py). A disabled
-account stays disabled: its sign-in is refused and nothing of it changes.
+agentweb groups the claims grant, among those the map names (core/sso.py). A change of
+groups is audited: who gains or loses a reviewer's or an admin's rights, and when, is on
+the record like any other grant. A disabled account stays disabled: its sign-in is
+refused and nothing of it changes.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from tools_app.core.sso import (
     parse_group_map,
     person_from_claims,
 )
+from tools_app.services.audit import Action, Via, audit_record
 
 
 def group_map() -> dict[str, frozenset[str]]:
@@ -49,7 +52,14 @@ def sso_user_sign_in(*, claims: Mapping[str, Any]) -> User:
             raise SsoRefused(f"The agentweb account {person.username!r} is disabled: ask an admin.")
         user = user or _user_create(person)
         _user_update(user, person)
-        _groups_set(user, person.groups, managed_groups(mapping))
+        joined, left = _groups_set(user, person.groups, managed_groups(mapping))
+        if joined or left:
+            audit_record(
+                action=Action.ACCOUNT_GROUPS, via=Via.BROWSER, actor=user,
+                object_type="user", object_id=user.pk, object_repr=user.get_username(),
+                reason="groups set from the sign-in provider's claims",
+                details={"joined": joined, "left": left},
+            )  # fmt: skip
     return user
 
 
@@ -69,11 +79,16 @@ def _user_update(user: User, person: Person) -> None:
         user.save(update_fields=changed)
 
 
-def _groups_set(user: User, granted: frozenset[str], managed: frozenset[str]) -> None:
-    """Join the granted groups (made when missing) and leave the other managed ones."""
+def _groups_set(
+    user: User, granted: frozenset[str], managed: frozenset[str]
+) -> tuple[list[str], list[str]]:
+    """Join the granted groups (made when missing) and leave the other managed ones;
+    the names joined and the names left."""
     held = set(user.groups.filter(name__in=managed).values_list("name", flat=True))
-    for name in sorted(granted - held):
+    joined = sorted(granted - held)
+    for name in joined:
         user.groups.add(Group.objects.get_or_create(name=name)[0])
-    leaving = Group.objects.filter(name__in=(managed - granted) & held)
-    if leaving:
-        user.groups.remove(*leaving)
+    left = sorted((managed - granted) & held)
+    if left:
+        user.groups.remove(*Group.objects.filter(name__in=left))
+    return joined, left

@@ -50,6 +50,7 @@ class AuditEntry(models.Model):
         CHANNEL_DELETE = "channel.delete", "channel deleted"
         TOKEN_CREATE = "token.create", "token created"
         TOKEN_REVOKE = "token.revoke", "token revoked"
+        ACCOUNT_GROUPS = "account.groups", "groups set at sign-in"
         SESSION_CANCEL = "session.cancel", "session cancelled"
         CREDENTIAL_CHANGE = "credential.change", "credential change"
         CREDENTIAL_DELETE = "credential.delete", "credential deleted"
