@@ -121,8 +121,12 @@ lint: install
 # by side; each one's output is printed whole when it ends, and any failing fails
 # `make test`. The suite's two processes leave a core idle a third of the time (they wait
 # on workers, servers and agents they started): the PostgreSQL run and mypy take it.
-test: install system-deps agents conformance oidc mcp-servers
+test:
+	@$(MAKE) --no-print-directory -j4 --output-sync=target $(TEST_NEEDS)
 	@$(MAKE) --no-print-directory -j3 --output-sync=target lint suite-sqlite suite-postgres
+
+# What the tests need, installed side by side (npm and pip wait mostly on the network).
+TEST_NEEDS := install system-deps agents conformance oidc mcp-servers
 
 suite: install
 	@$(MAKE) --no-print-directory -j2 --output-sync=target suite-sqlite suite-postgres
