@@ -18,10 +18,12 @@ per answered hook, and the most database connections daphne held (sampled every 
 PostgreSQL's pg_stat_activity; for SQLite, daphne's open descriptors of the database file).
 
 `--root DIR` runs another checkout (a clean clone of an earlier commit) with this
-script's client, so a before and an after see the same load.
+script's client, so a before and an after see the same load. `--webs 2` starts two
+daphne processes on the same database behind one address (`_held_stack`'s round-robin
+proxy); CPU and connections are then both processes' together.
 
 Run: .venv/bin/python benchmarks/bench_hook_load.py [--quick] [--seconds 15]
-[--databases sqlite,postgres] [--root DIR]
+[--databases sqlite,postgres] [--root DIR] [--at-once N] [--webs N]
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from typing import Any
 
 import _common  # noqa: F401 - puts the project root on sys.path
 from _common import ROOT, emit, loadavg, markdown_table, parser, summary
-from _held_stack import USERS, Database, Web, post, redis_command, verdict
+from _held_stack import USERS, Database, Proxy, Web, post, redis_command, verdict
 
 AGENTS = 50
 PACE_SECONDS = 1.0  # an agent's pace in (c): one tool use a second
@@ -59,19 +61,21 @@ class SqliteDatabase:
         self.env = Database(root, tmp, "postgres://unused", redis).env | {
             "DATABASE_URL": f"sqlite:///{self.file}"
         }
-        self.pid = 0
+        self.pids: list[int] = []
 
     def create(self) -> dict[str, str]:
         redis_command(self.redis, "FLUSHDB")
         return _migrate_and_tokens(self.root, self.env)
 
     def connections(self) -> int:
-        """daphne's open descriptors of the database file: one per SQLite connection."""
+        """The web processes' open descriptors of the database file: one per SQLite
+        connection."""
         count = 0
-        with contextlib.suppress(FileNotFoundError):
-            for fd in os.scandir(f"/proc/{self.pid}/fd"):
-                with contextlib.suppress(OSError):
-                    count += os.readlink(fd.path) == str(self.file)
+        for pid in self.pids:
+            with contextlib.suppress(FileNotFoundError):
+                for fd in os.scandir(f"/proc/{pid}/fd"):
+                    with contextlib.suppress(OSError):
+                        count += os.readlink(fd.path) == str(self.file)
         return count
 
     def drop(self) -> None:
@@ -85,7 +89,7 @@ class PostgresDatabase(Database):
         super().__init__(root, tmp, postgres, redis)
         self.name = f"bench_hook_load_{os.getpid()}"
         self.env = self.env | {"DATABASE_URL": f"{postgres}/{self.name}"}
-        self.pid = 0
+        self.pids: list[int] = []
 
 
 def _migrate_and_tokens(root: Path, env: dict[str, str]) -> dict[str, str]:
@@ -180,12 +184,46 @@ class Sampler:
         self.most = max(self.most, self.db.connections())
 
 
-def run_phase(web: Web, db: Any, token: str, name: str, load: Any) -> dict[str, Any]:
-    phase = Phase(web.port, token, name)
-    cpu, start = web.cpu_seconds(), time.monotonic()
+class Webs:
+    """`count` daphne processes on the database and, for more than one, `_held_stack`'s
+    round-robin proxy in front (each new connection to the next process)."""
+
+    def __init__(self, root: Path, db: Any, work: Path, count: int) -> None:
+        self.db = db
+        self.webs = [Web(root, db.env, work / f"daphne-{n}.log") for n in range(count)]
+        self.proxy: Proxy | None = None
+
+    def start(self) -> None:
+        for web in self.webs:
+            web.start()
+            assert web.process is not None
+            self.db.pids.append(web.process.pid)
+        if len(self.webs) > 1:
+            self.proxy = Proxy(self.webs)
+
+    @property
+    def port(self) -> int:
+        return self.proxy.port if self.proxy is not None else self.webs[0].port
+
+    def cpu_seconds(self) -> float:
+        return sum(web.cpu_seconds() for web in self.webs)
+
+    def tail(self) -> str:
+        return "".join(web.tail() for web in self.webs)
+
+    def stop(self) -> None:
+        if self.proxy is not None:
+            self.proxy.stop()
+        for web in self.webs:
+            web.stop()
+
+
+def run_phase(webs: Webs, db: Any, token: str, name: str, load: Any) -> dict[str, Any]:
+    phase = Phase(webs.port, token, name)
+    cpu, start = webs.cpu_seconds(), time.monotonic()
     with Sampler(db) as sampler:
         asyncio.run(load(phase))
-    elapsed, cpu_used = time.monotonic() - start, web.cpu_seconds() - cpu
+    elapsed, cpu_used = time.monotonic() - start, webs.cpu_seconds() - cpu
     return {
         "ms": summary(phase.ms),
         "answers_per_s": len(phase.ms) / elapsed,
@@ -205,12 +243,10 @@ def measure_one(kind: str, root: Path, tmp: Path, options: Any) -> dict[str, Any
         db = PostgresDatabase(root, work, options.postgres, options.redis)
     if options.at_once:
         db.env["AGENTWEB_HOOKS_AT_ONCE"] = str(options.at_once)
-    web = Web(root, db.env, work / "daphne.log")
+    web = Webs(root, db, work, options.webs)
     try:
         tokens = db.create()
         web.start()
-        assert web.process is not None
-        db.pid = web.process.pid
         token, seconds = tokens["agent"], options.seconds
         single = 30 if options.quick else 200
         warm = run_phase(web, db, token, "warm", lambda p: closed_loop(p, AGENTS, 2))
@@ -241,6 +277,7 @@ def main() -> None:
     options.add_argument("--seconds", type=float, default=15, help="each of (b) and (c)")
     options.add_argument("--databases", default="sqlite,postgres")
     options.add_argument("--at-once", type=int, help="AGENTWEB_HOOKS_AT_ONCE (default: its)")
+    options.add_argument("--webs", type=int, default=1, help="web processes behind one address")
     options.add_argument("--root", type=Path, default=ROOT, help="the checkout to run")
     options.add_argument("--postgres", default="postgres://postgres@127.0.0.1:5432")
     options.add_argument("--redis", default="redis://127.0.0.1:6379/12")
@@ -249,7 +286,7 @@ def main() -> None:
         args.seconds = min(args.seconds, 4)
     tmp = Path(tempfile.mkdtemp(prefix="bench-hook-load-"))
     root = args.root.resolve()
-    results: dict[str, Any] = {"root": str(root), "commit": _commit(root)}
+    results: dict[str, Any] = {"root": str(root), "commit": _commit(root), "webs": args.webs}
     try:
         for kind in args.databases.split(","):
             results[kind] = measure_one(kind, root, tmp, args)
@@ -282,7 +319,8 @@ def tables(results: dict[str, Any]) -> list[str]:
         for key, label in PHASES:
             r = results[kind][key]
             rows.append([
-                f"{kind} {results['commit']}", label, r["ms"]["n"], r["ms"]["median"],
+                f"{kind} {results['commit']}, {results['webs']} web", label, r["ms"]["n"],
+                r["ms"]["median"],
                 r["ms"]["p99"], r["answers_per_s"], r["cpu_ms_per_hook"], r["not_allowed"],
                 r["connections_most"], r["load"],
             ])  # fmt: skip
