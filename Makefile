@@ -10,7 +10,7 @@ PG_URL ?= postgres://postgres@127.0.0.1:5432/test
 # tests in the suite's own order, so in each one pytest-django's order holds: the tests
 # rolled back in a transaction before those that flush the database. tests/conftest.py
 # gives each process its own database, Redis database and channel prefix.
-TEST_PROCESSES ?= 2
+TEST_PROCESSES ?= 3
 PARALLEL := -n $(TEST_PROCESSES) --dist load
 
 # The agents the gateway tests drive (tests/agents), pinned, from npm into a cache: Claude

@@ -55,11 +55,12 @@ def workspace(workspace_template: Path, tmp_path: Path) -> Path:
 # Under pytest-xdist each test process (gw0, gw1, ...) has its own Redis database (9, 10,
 # ...: Celery's queues and its unacked index) and its own channel prefix (pub/sub channels
 # ignore the database), so two processes' sessions numbered 1 never hear each other.
-# A run without xdist (a targeted run beside a whole suite on the same machine) takes a
-# database of its own among 11-15 and a channel prefix of its own, so that its Celery
-# worker never takes the suite's tasks.
+# A run without xdist (the PostgreSQL run of `make test`, a targeted run beside a whole
+# suite on the same machine) takes a database of its own among 13-15, above those of up
+# to four xdist processes, and a channel prefix of its own, so that its Celery worker
+# never takes the suite's tasks.
 XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
-PROCESS_SLOT = int(XDIST_WORKER[2:] or 0) if XDIST_WORKER else 2 + os.getpid() % 5
+PROCESS_SLOT = int(XDIST_WORKER[2:] or 0) if XDIST_WORKER else 4 + os.getpid() % 3
 
 
 def _process_redis(base: str) -> str:
