@@ -230,12 +230,19 @@ def usable_upstreams(user: Any, session: AgentSession | None) -> QuerySet[Upstre
     """The MCP upstream servers a caller's agent may use: the enabled ones for every
     project and, in a session, those of its project; without one, those of the projects
     the person sees (a listing: every call still acts in a session)."""
-    servers = UpstreamServer.objects.filter(enabled=True)
     if not _active(user):
-        return servers.none()
+        return UpstreamServer.objects.none()
     if session is not None:
-        return servers.filter(Q(project__isnull=True) | Q(project_id=session.project_id))
+        return session_upstreams(session)
+    servers = UpstreamServer.objects.filter(enabled=True)
     return servers.filter(Q(project__isnull=True) | Q(project__in=seen_projects(user)))
+
+
+def session_upstreams(session: AgentSession) -> QuerySet[UpstreamServer]:
+    """The MCP upstream servers a session's calls may reach: the enabled ones for every
+    project and those of its own project."""
+    servers = UpstreamServer.objects.filter(enabled=True)
+    return servers.filter(Q(project__isnull=True) | Q(project_id=session.project_id))
 
 
 # --- fetch and check: 404 to outsiders ---------------------------------------------------

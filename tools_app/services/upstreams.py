@@ -21,6 +21,7 @@ from mcp.client import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult
 
+from tools_app import access
 from tools_app.core.egress import sandbox as egress_sandbox
 from tools_app.core.egress.grant import EgressGrant
 from tools_app.core.tools import processes, redaction, sandbox_user
@@ -248,10 +249,7 @@ def held_message(server: str, row: UpstreamTool) -> str:
 
 
 def _usable_server(session: AgentSession, name: str) -> UpstreamServer | None:
-    found = UpstreamServer.objects.filter(name=name, enabled=True).first()
-    if found is None or (found.project_id is not None and found.project_id != session.project_id):
-        return None
-    return found
+    return access.session_upstreams(session).filter(name=name).first()
 
 
 def upstream_call_captured(call: ToolCall) -> UpstreamCall | None:
