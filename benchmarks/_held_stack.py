@@ -244,7 +244,8 @@ def verdict(answer: dict[str, Any]) -> tuple[str, str]:
 def py_spy(pid: int, seconds: float, out: Path) -> subprocess.Popen[bytes]:
     """py-spy (from the dev extras, if installed) recording where `pid` holds the GIL, as
     collapsed stacks; started now, for `seconds`."""
+    rate = os.environ.get("PY_SPY_RATE", "50")  # samples a second
     command = [str(Path(sys.executable).parent / "py-spy"), "record", "-p", str(pid), "--gil",
-               "-r", "50", "-d", str(int(seconds)), "--format", "raw", "-o", str(out),
+               "-r", rate, "-d", str(int(seconds)), "--format", "raw", "-o", str(out),
                "--nonblocking"]  # fmt: skip
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

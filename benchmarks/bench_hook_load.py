@@ -44,7 +44,7 @@ from typing import Any
 
 import _common  # noqa: F401 - puts the project root on sys.path
 from _common import ROOT, emit, loadavg, markdown_table, parser, summary
-from _held_stack import USERS, Database, Proxy, Web, post, redis_command, verdict
+from _held_stack import USERS, Database, Proxy, Web, post, py_spy, redis_command, verdict
 
 AGENTS = 50
 PACE_SECONDS = 1.0  # an agent's pace in (c): one tool use a second
@@ -255,7 +255,13 @@ def measure_one(kind: str, root: Path, tmp: Path, options: Any) -> dict[str, Any
             "closed_loop": ("closed", lambda p: closed_loop(p, AGENTS, seconds)),
             "agent_pace": ("pace", lambda p: open_loop(p, AGENTS, seconds)),
         }
+        if options.profile:  # py-spy on the (first) web process through the closed loop
+            pid = web.webs[0].process.pid  # type: ignore[union-attr]
+            out = options.profile.with_name(f"{options.profile.stem}-{kind}.raw")
+            recording = py_spy(pid, seconds, out)
         results = {key: run_phase(web, db, token, *shape) for key, shape in shapes.items()}
+        if options.profile:
+            recording.wait()
         results["warm_up_not_allowed"] = warm["not_allowed"]
         results["internal_errors_logged"] = web.tail().count("the hook endpoint failed")
     except BaseException:
@@ -279,6 +285,7 @@ def main() -> None:
     options.add_argument("--at-once", type=int, help="AGENTWEB_HOOKS_AT_ONCE (default: its)")
     options.add_argument("--webs", type=int, default=1, help="web processes behind one address")
     options.add_argument("--root", type=Path, default=ROOT, help="the checkout to run")
+    options.add_argument("--profile", type=Path, help="py-spy raw stacks of (b) to PATH-db.raw")
     options.add_argument("--postgres", default="postgres://postgres@127.0.0.1:5432")
     options.add_argument("--redis", default="redis://127.0.0.1:6379/12")
     args = options.parse_args()

@@ -195,3 +195,57 @@ def test_fifty_agents_at_once_hold_at_most_the_gate_s_connections(
     assert not_allowed(outputs) == [], not_allowed(outputs)[:3]
     kept = 1 if connection.vendor == "sqlite" else 0
     assert 0 < max(seen) <= AT_ONCE + kept, seen
+
+
+def test_held_hooks_give_their_connections_back_round_after_round(
+    services_env: dict[str, str], tmp_path: Path, creator: User, reviewer: User
+) -> None:
+    """A held hook reads its call on its request's own thread, and that thread's
+    connection goes back when the answer has gone (`hook_handler.py` ends such a request
+    as Django does), while allowed hooks use the judging threads' (`judging_threads.py`).
+    Three rounds of more held hooks than the pool holds, each decided and answered, with
+    allowed hooks between: a connection kept by any would leave the next round none."""
+    daphne = started(services_env, tmp_path, AGENTWEB_DB_POOL_SIZE=str(POOL),
+                     AGENTWEB_DB_POOL_TIMEOUT="5", AGENTWEB_HOOKS_AT_ONCE="2")  # fmt: skip
+    token = services.api_token_create(user=creator, scope="agent")
+    url = f"{daphne.url}/api/hooks/claude-code"
+    held_count = 2 * POOL
+
+    def approve_all() -> int:
+        try:
+            calls = list(ToolCall.objects.filter(status="awaiting_approval"))
+            for call in calls:
+                services.tool_call_decide(
+                    call=call, user=reviewer, scope="session", decision="approve"
+                )
+            return len(calls)
+        finally:
+            connection.close()
+
+    async def round_of(number: int, http: httpx.AsyncClient) -> list[dict[str, Any]]:
+        writes = [write(number * 100 + n) for n in range(held_count)]
+        held = [asyncio.ensure_future(http.post(url, json=body)) for body in writes]
+        deadline = time.monotonic() + 30
+        while (count := await sync_to_async(awaiting, thread_sensitive=False)()) < held_count:
+            assert time.monotonic() < deadline, f"round {number}: {count} hooks held"
+            await asyncio.sleep(0.1)
+        ls = event(f"ls-{number}", "Bash", {"command": "ls"}, "")
+        allowed = [await http.post(url, json=ls | {"tool_use_id": f"t{number}-{n}"})
+                   for n in range(5)]  # fmt: skip
+        assert await sync_to_async(approve_all, thread_sensitive=False)() == held_count
+        answers = await asyncio.gather(*held)
+        return [answer.json()["hookSpecificOutput"] for answer in [*answers, *allowed]]
+
+    async def agents() -> list[dict[str, Any]]:
+        headers = {"Authorization": f"Bearer {token}"}
+        async with httpx.AsyncClient(headers=headers, timeout=60) as http:
+            return [output for number in range(3) for output in await round_of(number, http)]
+
+    try:
+        outputs, seen = run_sampling_connections(daphne, agents)
+    finally:
+        daphne.stop()
+    assert len(outputs) == 3 * (held_count + 5)
+    assert not_allowed(outputs) == [], not_allowed(outputs)[:3]
+    if connection.vendor == "postgresql":
+        assert max(seen) <= POOL, seen

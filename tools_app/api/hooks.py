@@ -19,7 +19,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.db import connection, transaction
+from django.db import transaction
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
@@ -39,7 +39,7 @@ from tools_app.core.tools.jsonsafe import UnsafeJSON, loads
 from tools_app.errors import ServiceError
 from tools_app.live import waiting
 from tools_app.models import ApiToken, Project, ToolCall
-from tools_app.ops import metrics, sqlite_wal
+from tools_app.ops import judging_threads, metrics
 from tools_app.selectors import records
 from tools_app.selectors.decisions import approved_by_person
 from tools_app.services import connection_check, gateway, tokens
@@ -70,7 +70,7 @@ async def claude_code_hook(request: HttpRequest) -> JsonResponse:
 
 async def _answer(request: HttpRequest) -> dict[str, Any]:
     async with _at_once():
-        answer, waits = await sync_to_async(_answer_then_let_go)(request)
+        answer, waits = await judging_threads.run(_answer_now, request)
     if waits is None:
         return answer
     call_id, session_id = waits
@@ -101,16 +101,6 @@ def _at_once() -> asyncio.Semaphore:
     if gate is None:
         gate = _GATES[loop] = asyncio.Semaphore(settings.AGENTWEB_HOOKS_AT_ONCE)
     return gate
-
-
-def _answer_then_let_go(request: HttpRequest) -> tuple[dict[str, Any], tuple[int, int] | None]:
-    """`_answer_now`, then its connection given back (what the end of the request would
-    do): the next hook through the gate may take it while this one's answer goes out."""
-    try:
-        return _answer_now(request)
-    finally:
-        sqlite_wal.keep_open(connection.settings_dict)
-        waiting.give_back_connections()
 
 
 def _answer_now(request: HttpRequest) -> tuple[dict[str, Any], tuple[int, int] | None]:
