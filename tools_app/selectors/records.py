@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from django.db.models import Prefetch, Q, QuerySet, prefetch_related_objects
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from tools_app.core.policy.context import CallContext
@@ -48,7 +48,8 @@ def policy_as_dict(policy: Policy) -> dict[str, Any]:
     }
 
 
-def rule_as_dict(rule: PolicyRule) -> dict[str, Any]:
+def rule_as_dict(rule: Any) -> dict[str, Any]:
+    """A rule in a policy file: of a PolicyRule, or of a row of its RULE_COLUMNS."""
     data = {
         "tool": rule.tool,
         "args": dict(rule.args),
@@ -62,28 +63,49 @@ def rule_as_dict(rule: PolicyRule) -> dict[str, Any]:
     return data
 
 
+# What the engine's view of a rule is made of (with its policy's settings, all of it).
+RULE_COLUMNS = ("pk", "tool", "args", "decision", "reason", "approvals", "approvers", "hosts",
+                "remembered", "created_by_id", "reviewer_bounded")  # fmt: skip
+# The specs made last, by policy id, each with what it was made from. Every call reads
+# its policy's settings and rules, and a spec is used again only when they equal what it
+# was made from: no version number or signal has to be trusted to say a policy changed.
+_made: dict[int, tuple[tuple[Any, ...], PolicySpec]] = {}
+MADE_KEPT = 64
+
+
 def policy_spec(policy: Policy) -> PolicySpec:
     """The engine's view of a stored policy; raises PolicyInvalid if it cannot load."""
-    # Read once, for the dict and the ids; ordered within the policy alone (the model's
-    # ordering starts with `policy`, which joins the policies to sort by their names).
-    in_order = Prefetch("rules", queryset=PolicyRule.objects.order_by("position", "id"))
-    prefetch_related_objects([policy], in_order)
-    data = policy_as_dict(policy)
-    data.pop("description")
-    spec = policy_from_dict(data)
+    # Ordered within the policy alone (the model's ordering starts with `policy`, which
+    # joins the policies to sort by their names); rows, not models: nothing to build.
+    rules = PolicyRule.objects.filter(policy_id=policy.pk).order_by("position", "id")
+    rows = tuple(rules.values_list(*RULE_COLUMNS, named=True))
+    source = (policy.name, policy.version, field_values(policy, POLICY_SETTINGS), rows)
+    made = _made.get(policy.pk)
+    if made is not None and made[0] == source:
+        return made[1]
+    spec = _spec_made_of(source)
+    if len(_made) >= MADE_KEPT:
+        _made.clear()
+    _made[policy.pk] = (source, spec)
+    return spec
+
+
+def _spec_made_of(source: tuple[Any, ...]) -> PolicySpec:
+    name, version, settings, rows = source
+    spec = policy_from_dict({"name": name, **settings, "rules": [rule_as_dict(r) for r in rows]})
     rules = tuple(
         replace(
             rule,
-            id=str(stored.pk),
-            remembered_by=_remembered_by(stored),
-            reviewer_bounded=stored.reviewer_bounded,
+            id=str(row.pk),
+            remembered_by=_remembered_by(row),
+            reviewer_bounded=row.reviewer_bounded,
         )
-        for rule, stored in zip(spec.rules, policy.rules.all(), strict=True)
+        for rule, row in zip(spec.rules, rows, strict=True)
     )
-    return replace(spec, version=policy.version, rules=rules)
+    return replace(spec, version=version, rules=rules)
 
 
-def _remembered_by(rule: PolicyRule) -> str:
+def _remembered_by(rule: Any) -> str:
     """The id of the reviewer whose approval a remembered rule stands for ("": none)."""
     return str(rule.created_by_id) if rule.remembered and rule.created_by_id else ""
 
