@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -36,6 +36,7 @@ from tools_app.models import (
     ToolCall,
 )
 from tools_app.selectors.decisions import quorum_status
+from tools_app.selectors.prepared import Prepared
 
 
 def policy_as_dict(policy: Policy) -> dict[str, Any]:
@@ -49,7 +50,7 @@ def policy_as_dict(policy: Policy) -> dict[str, Any]:
 
 
 def rule_as_dict(rule: Any) -> dict[str, Any]:
-    """A rule in a policy file: of a PolicyRule, or of a row of its RULE_COLUMNS."""
+    """A rule in a policy file: of a PolicyRule, or of its RuleRow."""
     data = {
         "tool": rule.tool,
         "args": dict(rule.args),
@@ -63,13 +64,36 @@ def rule_as_dict(rule: Any) -> dict[str, Any]:
     return data
 
 
-# What the engine's view of a rule is made of (with its policy's settings, all of it).
-RULE_COLUMNS = ("pk", "tool", "args", "decision", "reason", "approvals", "approvers", "hosts",
-                "remembered", "created_by_id", "reviewer_bounded")  # fmt: skip
+class RuleRow(NamedTuple):
+    """What the engine's view of a stored rule is made of (with its policy's settings,
+    all of its view)."""
+
+    pk: int
+    tool: str
+    args: dict[str, str]
+    decision: str
+    reason: str
+    approvals: int
+    approvers: str
+    hosts: Any
+    remembered: bool
+    created_by_id: int | None
+    reviewer_bounded: bool
+
+
 # The specs made last, by policy id, each with what it was made from. Every call reads
 # its policy's settings and rules, and a spec is used again only when they equal what it
 # was made from: no version number or signal has to be trusted to say a policy changed.
 _made: dict[int, tuple[tuple[Any, ...], PolicySpec]] = {}
+_RULES = Prepared(
+    PolicyRule,
+    lambda policy: (
+        PolicyRule.objects.filter(policy_id=policy)
+        .order_by("position", "id")
+        .values_list(*RuleRow._fields)
+    ),
+    policy=int,
+)
 MADE_KEPT = 64
 
 
@@ -77,8 +101,7 @@ def policy_spec(policy: Policy) -> PolicySpec:
     """The engine's view of a stored policy; raises PolicyInvalid if it cannot load."""
     # Ordered within the policy alone (the model's ordering starts with `policy`, which
     # joins the policies to sort by their names); rows, not models: nothing to build.
-    rules = PolicyRule.objects.filter(policy_id=policy.pk).order_by("position", "id")
-    rows = tuple(rules.values_list(*RULE_COLUMNS, named=True))
+    rows = tuple(RuleRow._make(row) for row in _RULES.rows(policy=policy.pk))
     source = (policy.name, policy.version, field_values(policy, POLICY_SETTINGS), rows)
     made = _made.get(policy.pk)
     if made is not None and made[0] == source:

@@ -27,6 +27,7 @@ from tools_app.core.tools.jsonsafe import storable_args, storable_text
 from tools_app.errors import ServiceError
 from tools_app.live import events
 from tools_app.models import AgentSession, Policy, Project, ToolCall
+from tools_app.selectors.prepared import Prepared
 from tools_app.services.lifecycle import AGENT, POLICY, tool_call_create, tool_call_move
 from tools_app.services.policies import load_policy_or_denial, policy_named
 from tools_app.services.projects import project_choose, project_policy_name
@@ -96,12 +97,22 @@ def _session_get_or_create(
         return session
 
 
+# Compiled once (`selectors/prepared.py`): every hook event asks it. No ORDER BY
+# (`first()` adds one): one session per (creator, external id).
+_SESSION = Prepared(
+    AgentSession,
+    lambda creator, external_id: (
+        AgentSession.objects.select_related("policy")
+        .filter(creator_id=creator, external_id=external_id, kind=Kind.GATEWAY)
+        .order_by()[:1]
+    ),
+    creator=int,
+    external_id=str,
+)
+
+
 def _session_find(user: Any, external_id: str) -> AgentSession | None:
-    # No ORDER BY (`first()` adds one): one session per (creator, external id).
-    found = AgentSession.objects.select_related("policy").filter(
-        creator=user, external_id=external_id, kind=Kind.GATEWAY
-    )
-    return next(iter(found.order_by()[:1]), None)
+    return next(iter(_SESSION.models(creator=user.pk, external_id=external_id)), None)
 
 
 def _policy_named(name: str) -> Policy:
@@ -172,11 +183,18 @@ def gateway_call_receive(
 JOIN_WINDOW = 20  # the newest unanswered calls of the same tool a retry may join
 
 
+def _calls_wanted(session: int, native_tool: str, tool_use_id: str) -> Any:
+    joinable = Q(native_tool=native_tool, status__in=JOINABLE, hook_answered_at=None)
+    wanted = ToolCall.objects.filter(Q(tool_use_id=tool_use_id) | joinable, session_id=session)
+    return wanted.order_by("-id")[: JOIN_WINDOW + 1]
+
+
+_CALLS = Prepared(ToolCall, _calls_wanted, session=int, native_tool=str, tool_use_id=str)
+
+
 def _calls_known(session: AgentSession, native_tool: str, tool_use_id: str) -> list[ToolCall]:
     """In one query: the call of this tool_use_id, and the calls a retry could join."""
-    joinable = Q(native_tool=native_tool, status__in=JOINABLE, hook_answered_at=None)
-    wanted = ToolCall.objects.filter(Q(tool_use_id=tool_use_id) | joinable, session=session)
-    return list(wanted.order_by("-id")[: JOIN_WINDOW + 1])
+    return _CALLS.models(session=session.pk, native_tool=native_tool, tool_use_id=tool_use_id)
 
 
 def _join_retry(

@@ -18,6 +18,7 @@ from django.utils import timezone
 from tools_app import access
 from tools_app.errors import Conflict, Forbidden, Invalid
 from tools_app.models import ApiToken, Project
+from tools_app.selectors.prepared import Prepared
 from tools_app.services.audit import Action, Via, audit_record
 
 TOKEN_PREFIX = "aw_"  # noqa: S105  (a marker, not a secret)
@@ -92,15 +93,23 @@ def api_tokens_revoke_all(*, user: Any, by: Any, via: str = Via.ADMIN) -> int:
     return revoked
 
 
+# Compiled once (`selectors/prepared.py`): every hook event and API request asks it. No
+# ORDER BY (`first()` adds one): the hash is unique.
+_BY_HASH = Prepared(
+    ApiToken,
+    lambda token_hash: (
+        ApiToken.objects.select_related("user").filter(token_hash=token_hash).order_by()[:1]
+    ),
+    token_hash=str,
+)
+
+
 def api_token_verify(*, token: str) -> ApiToken | str:
     """The live token behind a bearer string, its use recorded; or why it is refused
     (unknown, revoked, expired), in words its holder can act on."""
     if not token.startswith(TOKEN_PREFIX) or len(token) > 200:
         return "the token is not an agentweb token (they start with aw_)"
-    # No ORDER BY (`first()` adds one): the hash is unique, and compiling an ordering
-    # costs every hook event and API request.
-    same_hash = ApiToken.objects.select_related("user").filter(token_hash=_digest(token))
-    found = next(iter(same_hash.order_by()[:1]), None)
+    found = next(iter(_BY_HASH.models(token_hash=_digest(token))), None)
     if found is None or not found.user.is_active:
         return "the token is unknown"
     if found.revoked:
