@@ -170,8 +170,8 @@ def publish_all(events: Sequence[Event], *, project_of: dict[int, int] | None = 
 
         if isinstance(layer, InMemoryChannelLayer):
             async_to_sync(send)()  # its queues live in the caller's event loop
-        else:
-            publisher.run(send())  # one long-lived loop per process, no loop per event
+        else:  # one long-lived loop per process, no loop per event
+            publisher.run(send(), failed=lambda exc: _report_unpublished(events[0], exc))
     except Exception as exc:
         _report_unpublished(events[0], exc)
 
@@ -179,7 +179,7 @@ def publish_all(events: Sequence[Event], *, project_of: dict[int, int] | None = 
 _unpublished = {"count": 0}
 
 
-def _report_unpublished(event: Event, exc: Exception) -> None:
+def _report_unpublished(event: Event, exc: BaseException) -> None:
     """Say once per process that live updates are off (Redis down, or not started)."""
     _unpublished["count"] += 1
     level = logging.WARNING if _unpublished["count"] == 1 else logging.DEBUG

@@ -4,6 +4,11 @@
 worker): about 2 ms and a new Redis connection per event. This loop, on a daemon
 thread, keeps the layer's connection pool between events; a publish costs one Redis
 round trip per group.
+
+A thread that must not wait for Redis (a hook's judging thread holds the hook gate while
+it publishes: `ops/judging_threads.py`) hands its sends over instead (`hand_off_here`):
+they still go out in call order, a failure is reported by its callback, and when more
+than HANDED_OFF_MAX are on their way (Redis slow or gone) the thread waits again.
 """
 
 from __future__ import annotations
@@ -11,20 +16,56 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
+from concurrent.futures import Future
 from typing import Any
 
 PUBLISH_TIMEOUT = 5.0
+HANDED_OFF_MAX = 1000
 
 _state: dict[str, Any] = {"pid": None, "loop": None, "thread": None, "send_lock": None}
 _lock = threading.Lock()
+_here = threading.local()
+_on_their_way = {"count": 0}
 
 
-def run(coroutine: Coroutine[Any, Any, None], timeout: float = PUBLISH_TIMEOUT) -> None:
-    """Run `coroutine` on this process's publishing loop and wait for it; its exception
-    is raised here. Calls from several threads run one after another, in call order."""
+def hand_off_here() -> None:
+    """From now on, this thread's `run` does not wait for its sends."""
+    _here.hand_off = True
+
+
+def run(
+    coroutine: Coroutine[Any, Any, None],
+    timeout: float = PUBLISH_TIMEOUT,
+    *,
+    failed: Callable[[BaseException], None],
+) -> None:
+    """Run `coroutine` on this process's publishing loop; calls from several threads run
+    one after another, in call order. `failed` hears its exception: here, after waiting
+    for it, or on the loop for a thread that hands its sends off."""
     future = asyncio.run_coroutine_threadsafe(_serialised(coroutine), _loop())
-    future.result(timeout=timeout)
+    if getattr(_here, "hand_off", False) and _count_on_their_way(+1) <= HANDED_OFF_MAX:
+        future.add_done_callback(lambda done: _handed_off_done(done, failed))
+        return
+    if getattr(_here, "hand_off", False):
+        _count_on_their_way(-1)  # this one is waited for
+    try:
+        future.result(timeout=timeout)
+    except Exception as exc:
+        failed(exc)
+
+
+def _count_on_their_way(change: int) -> int:
+    with _lock:
+        _on_their_way["count"] += change
+        return _on_their_way["count"]
+
+
+def _handed_off_done(future: Future[None], failed: Callable[[BaseException], None]) -> None:
+    _count_on_their_way(-1)
+    error = None if future.cancelled() else future.exception()
+    if error is not None:
+        failed(error)
 
 
 async def _serialised(coroutine: Coroutine[Any, Any, None]) -> None:

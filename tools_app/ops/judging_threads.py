@@ -27,6 +27,7 @@ from asgiref.sync import AsyncToSync, sync_to_async
 from django.conf import settings
 from django.db import connections
 
+from tools_app.live import publisher
 from tools_app.ops import sqlite_wal
 
 Result = TypeVar("Result")
@@ -47,7 +48,9 @@ def _executor() -> ThreadPoolExecutor:
     with _lock:
         if _state["pid"] != os.getpid():  # a forked child starts its own threads
             _state["executor"] = ThreadPoolExecutor(
-                max_workers=settings.AGENTWEB_HOOKS_AT_ONCE, thread_name_prefix="agentweb-judge"
+                max_workers=settings.AGENTWEB_HOOKS_AT_ONCE,
+                thread_name_prefix="agentweb-judge",
+                initializer=publisher.hand_off_here,  # the gate is held while it publishes
             )
             _state["pid"] = os.getpid()
         executor: ThreadPoolExecutor = _state["executor"]
