@@ -3,6 +3,8 @@ PostgreSQL alike: what is read back is what was appended, with consecutive seqs.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -12,7 +14,7 @@ from tools_app.models import AgentSession, Event, Policy
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
-DATA = [
+DATA: list[dict[str, Any]] = [
     {"tool_call": 1, "args": {"path": "ü/ñ.txt", "lines": [1, 2, None]}, "ok": True},
     {"nested": {"deep": {"deeper": ["a", {"b": 1.5}]}}, "quote": 'it\'s "quoted" \\ \x7f'},
     {},

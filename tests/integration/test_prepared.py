@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.db.models import QuerySet
 
 from tools_app import services
 from tools_app.models import ApiToken, Policy, PolicyRule
@@ -16,7 +17,7 @@ from tools_app.selectors.prepared import Prepared
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
-def by_user(user: int, prefix: str) -> object:
+def by_user(user: int, prefix: str) -> QuerySet[ApiToken]:
     return ApiToken.objects.select_related("user").filter(user_id=user, prefix=prefix)
 
 
