@@ -22,8 +22,12 @@ script's client, so a before and an after see the same load. `--webs 2` starts t
 daphne processes on the same database behind one address (`_held_stack`'s round-robin
 proxy); CPU and connections are then both processes' together.
 
+`--profile PATH` records the first web process with py-spy (where it holds the interpreter
+lock; `PY_SPY_RATE` samples a second, 50 by default) from (a) into (b), as collapsed
+stacks in PATH-sqlite.raw and PATH-postgres.raw.
+
 Run: .venv/bin/python benchmarks/bench_hook_load.py [--quick] [--seconds 15]
-[--databases sqlite,postgres] [--root DIR] [--at-once N] [--webs N]
+[--databases sqlite,postgres] [--root DIR] [--at-once N] [--webs N] [--profile PATH]
 """
 
 from __future__ import annotations
