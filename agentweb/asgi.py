@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from pathlib import Path
 
 from django.core.asgi import get_asgi_application
+from django.urls import get_resolver
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentweb.settings")
 django_application = get_asgi_application()  # before anything imports models
@@ -44,3 +46,16 @@ application = ProtocolTypeRouter(
         ),
     }
 )
+
+
+def _settle() -> None:
+    """What startup made lives as long as the process: out of the garbage collector's
+    full passes, which otherwise walk all of it (120-190 ms each in daphne, every few
+    seconds under load, and then the p99 of 50 agents' hooks; 6 ms at most after this,
+    BENCHMARKS.md §16). The views are imported first, as the first request would."""
+    get_resolver().url_patterns  # noqa: B018 - the views' imports, done now
+    gc.collect()
+    gc.freeze()
+
+
+_settle()
