@@ -83,8 +83,9 @@ class HookHandler(ASGIHandler):
         # Each outcome is looked at, never raised here: a RequestAborted raised into this
         # frame would tie it, its tasks and the request into a cycle that only the
         # garbage collector frees (80 objects a hook; its full passes took up to 190 ms).
-        if not gone.cancelled():
-            gone.exception()  # the client's hang-up (RequestAborted), seen
+        hung_up = None if gone.cancelled() else gone.exception()
+        if hung_up is not None and not isinstance(hung_up, RequestAborted):
+            raise hung_up  # an ASGI message out of order (Django's own assertion)
         return None if answered.cancelled() else answered.result()
 
     async def _finish(self, response: HttpResponseBase | None) -> None:
