@@ -22,12 +22,17 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.conftest import PROCESS_SLOT
 from tests.helpers import git, processes_running
 from tests.integration.test_up import descendants, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 POSTGRES = os.environ.get("AGENTWEB_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432")
-REDIS = os.environ.get("AGENTWEB_TEST_ROLES_REDIS", "redis://127.0.0.1:6379/8")
+# A Redis database of this test process's own (1 up, by its slot: the suite's are 9 up):
+# the hosts' queues have the same names in every cluster, and two test processes may
+# each start one (`--dist load` can split this module), where one cluster's workers took
+# the other's calls and each flushed the other's queues.
+REDIS = os.environ.get("AGENTWEB_TEST_ROLES_REDIS", f"redis://127.0.0.1:6379/{1 + PROCESS_SLOT}")
 NAME = f"agentweb_roles_{os.getpid()}"
 
 pytestmark = pytest.mark.timeout(180)
