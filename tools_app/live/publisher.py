@@ -44,11 +44,11 @@ def run(
     one after another, in call order. `failed` hears its exception: here, after waiting
     for it, or on the loop for a thread that hands its sends off."""
     future = asyncio.run_coroutine_threadsafe(_serialised(coroutine), _loop())
-    if getattr(_here, "hand_off", False) and _count_on_their_way(+1) <= HANDED_OFF_MAX:
-        future.add_done_callback(lambda done: _handed_off_done(done, failed))
-        return
     if getattr(_here, "hand_off", False):
-        _count_on_their_way(-1)  # this one is waited for
+        if _count_on_their_way(+1) <= HANDED_OFF_MAX:
+            future.add_done_callback(lambda done: _handed_off_done(done, failed))
+            return
+        _count_on_their_way(-1)  # too many on their way: this one is waited for
     try:
         future.result(timeout=timeout)
     except Exception as exc:

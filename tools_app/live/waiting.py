@@ -178,12 +178,15 @@ class Listener:
             self.hub.leave(self.session_id, self.mailbox)
 
 
-def give_back_connections() -> bool:
+def give_back_connections(*, keep_sqlite: bool = False) -> bool:
     """What the end of a request does (Django's `close_old_connections`), for a request
-    that goes on waiting; a connection inside a transaction (a test's) is kept. True
-    when this thread holds no connection now."""
+    that goes on waiting; a connection inside a transaction (a test's) is kept, and so is
+    a usable SQLite one when `keep_sqlite` (a thread kept for the process's life:
+    `ops/judging_threads.py`). True when this thread holds no connection now."""
     kept = False
     for connection in connections.all(initialized_only=True):
+        if keep_sqlite and connection.vendor == "sqlite":
+            connection.close_at = None  # never obsolete by age: closed only when unusable
         if not connection.in_atomic_block:
             connection.close_if_unusable_or_obsolete()
         kept = kept or connection.connection is not None

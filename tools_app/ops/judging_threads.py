@@ -27,7 +27,7 @@ from asgiref.sync import AsyncToSync, sync_to_async
 from django.conf import settings
 from django.db import connections
 
-from tools_app.live import publisher
+from tools_app.live import publisher, waiting
 from tools_app.ops import sqlite_wal
 
 Result = TypeVar("Result")
@@ -58,23 +58,15 @@ def _executor() -> ThreadPoolExecutor:
 
 
 def _tidied(work: Callable[..., Result], *, keep: bool) -> Callable[..., Result]:
+    """`work`, then this thread's connections tidied as at the end of a request (a
+    usable SQLite one kept when `keep`)."""
+
     def tidied(*args: Any) -> Result:
         try:
             return work(*args)
         finally:
-            let_go(keep_sqlite=keep)
+            for connection in connections.all(initialized_only=True):
+                sqlite_wal.keep_open(connection.settings_dict)
+            waiting.give_back_connections(keep_sqlite=keep)
 
     return tidied
-
-
-def let_go(*, keep_sqlite: bool) -> None:
-    """What the end of a request does with this thread's connections (Django's
-    `close_old_connections`), except that a usable SQLite connection is kept when asked;
-    a connection inside a transaction (a test's) is left alone."""
-    for connection in connections.all(initialized_only=True):
-        sqlite_wal.keep_open(connection.settings_dict)
-        if connection.in_atomic_block:
-            continue
-        if keep_sqlite and connection.vendor == "sqlite":
-            connection.close_at = None  # never obsolete by age: closed only when unusable
-        connection.close_if_unusable_or_obsolete()
