@@ -34,7 +34,9 @@ ALLOWED_CALL_QUERIES = 10
 # (received, approved, running) in one INSERT. (Before: 18, with the token written each
 # time, a second move and the `received` event each with their own seq and INSERT, the
 # call read back twice and its `Decision` asked; then 9, with the project asked again
-# after the commit.)
+# after the commit.) The call is stored by `INSERT … ON CONFLICT DO NOTHING`, so no
+# savepoint is taken around it (two round trips more on PostgreSQL): the request's one
+# transaction is all the transaction control (a savepoint here, in the test's own).
 ALLOWED_HOOK_QUERIES = 8
 # The model turn and the read_file it asks for, settled inline: the same at turn 2 and 30.
 TURN_QUERIES = 25
@@ -93,6 +95,10 @@ def test_an_allowed_pre_tool_use_costs_a_fixed_number_of_statements(
     types = list(call.session.events.filter(data__tool_call=call.pk).values_list("type", flat=True))
     assert types == ["tool_call.received", "tool_call.approved", "tool_call.running"]
     assert len(real(queries)) == ALLOWED_HOOK_QUERIES, listed(real(queries))
+    control = [
+        q["sql"].split()[0] for q in queries.captured_queries if q["sql"].startswith(CONTROL)
+    ]
+    assert control == ["SAVEPOINT", "RELEASE"], control
 
 
 def test_a_turn_costs_the_same_statements_early_and_late_in_a_conversation(

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from tools_app.live import publisher
 from tools_app.models import AgentSession, Event, ToolCall
+from tools_app.ops import rows
 from tools_app.selectors.decisions import quorum_status
 
 logger = logging.getLogger(__name__)
@@ -37,42 +38,13 @@ def events_append(*, session_id: int, items: Sequence[tuple[str, dict[str, Any]]
     with transaction.atomic(savepoint=False):
         last, project_id = _take_seqs(session_id, len(items))
         first = last - len(items) + 1
-        created = _insert([
+        created = rows.insert([
             Event(session_id=session_id, seq=first + i, type=type, data=data,
                   created_at=timezone.now())
             for i, (type, data) in enumerate(items)
         ])  # fmt: skip
     transaction.on_commit(lambda: publish_all(created, project_of={session_id: project_id}))
     return created
-
-
-_COLUMNS = ("session", "seq", "type", "data", "created_at")
-
-
-def _insert(events: list[Event]) -> list[Event]:
-    """`bulk_create`, as one `INSERT … VALUES (…), (…) RETURNING id`: on PostgreSQL,
-    Django sends several rows as arrays to UNNEST, and psycopg's dumping of those arrays
-    (the JSON one above all) was a sixth of an allowed hook's CPU there. Each value is
-    prepared by its field, as Django prepares it."""
-    fields = [field for field in Event._meta.concrete_fields if field.name in _COLUMNS]
-    table = connection.ops.quote_name(Event._meta.db_table)
-    columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
-    row = "(" + ", ".join(["%s"] * len(fields)) + ")"
-    rows = ", ".join([row] * len(events))
-    # Only quoted names from the model are interpolated; the values are parameters.
-    sql = f"INSERT INTO {table} ({columns}) VALUES {rows} RETURNING id"  # noqa: S608
-    params = [
-        field.get_db_prep_save(getattr(event, field.attname), connection)
-        for event in events
-        for field in fields
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        ids = [found[0] for found in cursor.fetchall()]
-    for event, pk in zip(events, ids, strict=True):
-        event.pk = pk
-        event._state.adding, event._state.db = False, connection.alias
-    return events
 
 
 def _take_seqs(session_id: int, count: int) -> tuple[int, int]:

@@ -28,7 +28,12 @@ from tools_app.errors import ServiceError
 from tools_app.live import events
 from tools_app.models import AgentSession, Policy, Project, ToolCall
 from tools_app.selectors.prepared import Prepared
-from tools_app.services.lifecycle import AGENT, POLICY, tool_call_create, tool_call_move
+from tools_app.services.lifecycle import (
+    AGENT,
+    POLICY,
+    tool_call_create_unless_taken,
+    tool_call_move,
+)
 from tools_app.services.policies import load_policy_or_denial, policy_named
 from tools_app.services.projects import project_choose, project_policy_name
 from tools_app.services.tool_calls import session_counters, verdict_fields
@@ -173,9 +178,8 @@ def gateway_call_receive(
     joined = _join_retry(known, native_input, tool_use_id)
     if joined is not None:
         return joined
-    try:
-        call = _call_create(session, native_tool, native_input, tool_use_id)
-    except IntegrityError:  # the same event, sent twice at once (or older than the window)
+    call = _call_create(session, native_tool, native_input, tool_use_id)
+    if call is None:  # the same event, sent twice at once (or older than the window)
         return ToolCall.objects.get(session=session, tool_use_id=tool_use_id)
     return _call_judge(call, ran_in, received=events.tool_call_item(call, "tool_call.received"))
 
@@ -234,12 +238,12 @@ def _gateway_facts_of(prepared: engine.Prepared) -> dict[str, Any]:
     return facts if isinstance(facts, dict) else {}
 
 
-@transaction.atomic
 def _call_create(
     session: AgentSession, native_tool: str, native_input: dict[str, Any], tool_use_id: str
-) -> ToolCall:
-    """Born pending; its `received` event goes in the batch of the verdict that follows."""
-    return tool_call_create(
+) -> ToolCall | None:
+    """Born pending; its `received` event goes in the batch of the verdict that follows.
+    None when a call of this tool use is already stored."""
+    return tool_call_create_unless_taken(
         "receive",
         by=AGENT,
         session=session,

@@ -30,7 +30,7 @@ from tools_app.core.tools.effect_apply import drop_held_effect
 from tools_app.core.tools.errors import ToolError
 from tools_app.live import events
 from tools_app.models import AgentSession, ToolCall
-from tools_app.ops import metrics
+from tools_app.ops import metrics, rows
 from tools_app.selectors.decisions import approved_by_person, mark_judged_by_nobody
 from tools_app.services.notifications import notify_moved
 from tools_app.services.queueing import agent_turn_enqueue
@@ -181,10 +181,7 @@ def tool_call_move(
     spec, target = _target(TOOL_CALL_MOVES, move, to, by)
     sources = spec.sources if source is None else spec.sources & {source}
     with transaction.atomic(savepoint=False):  # inside a caller's transaction: part of it
-        claimed = ToolCall.objects.filter(where or Q(), pk=call.pk, status__in=sources).update(
-            status=target, **fields
-        )
-        if not claimed:
+        if not _claim(call.pk, sources, where, {**fields, "status": target}):
             return False
         previous = call.status
         for name, value in {**fields, "status": target}.items():
@@ -202,6 +199,16 @@ def tool_call_move(
     return True
 
 
+def _claim(pk: int, sources: Iterable[str], where: Q | None, values: dict[str, Any]) -> int:
+    """The conditional update of a move: in SQL written once when it can be (a hook's
+    judge-and-claim), else by the ORM (a `where`, an expression among the values)."""
+    if where is None:
+        claimed = rows.update_if(ToolCall, pk, values, column="status", among=sources)
+        if claimed is not None:
+            return claimed
+    return ToolCall.objects.filter(where or Q(), pk=pk, status__in=sources).update(**values)
+
+
 def tool_call_create(
     birth: str, *, by: str, session: AgentSession, announce: bool = True, **fields: Any
 ) -> ToolCall:
@@ -209,16 +216,39 @@ def tool_call_create(
     any way into that status: its event, the session's status, the channels told of a
     call that waits. `announce=False`: the caller stores the event (`tool_call_item`) in
     the batch of the move it makes at once (`first=`), one publish for both."""
+    spec = _birth(birth, by)
+    with transaction.atomic(savepoint=False):
+        call = ToolCall.objects.create(session=session, status=spec.status, **fields)
+        _born(call, birth, spec, announce)
+    return call
+
+
+def tool_call_create_unless_taken(
+    birth: str, *, by: str, session: AgentSession, announce: bool = True, **fields: Any
+) -> ToolCall | None:
+    """`tool_call_create`, or None (nothing written, the caller's transaction usable)
+    when a call already holds one of its unique keys (the same tool use, sent twice)."""
+    spec = _birth(birth, by)
+    call = ToolCall(session=session, status=spec.status, **fields)
+    with transaction.atomic(savepoint=False):
+        if not rows.insert_unless_taken(call):
+            return None
+        _born(call, birth, spec, announce)
+    return call
+
+
+def _birth(birth: str, by: str) -> Birth:
     spec = TOOL_CALL_BIRTHS[birth]
     if by not in spec.by:
         raise ValueError(f"Birth {birth!r} is caused by {sorted(spec.by)}, not by {by!r}.")
-    with transaction.atomic(savepoint=False):
-        call = ToolCall.objects.create(session=session, status=spec.status, **fields)
-        if announce:
-            events.tool_call_event(call, spec.event)
-        _after(call, spec.after)
-        notify_moved(call, birth, "")
-    return call
+    return spec
+
+
+def _born(call: ToolCall, birth: str, spec: Birth, announce: bool) -> None:
+    if announce:
+        events.tool_call_event(call, spec.event)
+    _after(call, spec.after)
+    notify_moved(call, birth, "")
 
 
 def _after(call: ToolCall, after: str) -> None:

@@ -1,0 +1,117 @@
+"""The hot path's INSERTs and claiming UPDATEs in SQL written once (`ops/rows.py`) store
+what the ORM would store, on SQLite and on PostgreSQL; a tool use stored twice writes
+nothing and leaves the transaction usable, with no savepoint."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import connection, transaction
+from django.db.models import F
+from django.forms.models import model_to_dict
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from tools_app.models import AgentSession, Policy, ToolCall
+from tools_app.ops import rows
+from tools_app.services import gateway
+
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
+
+FIELDS: dict[str, Any] = {
+    "tool": "run_command",
+    "status": "pending",
+    "args": {"command": "ls -la ü", "nested": [1, None, {"a": 1.5}]},
+    "native_tool": "Bash",
+    "native_input": {"command": "ls -la ü", "quote": 'it\'s "q" \\'},
+    "preview": None,
+    "connections": [],
+    "approvals_needed": 2,
+}
+
+
+@pytest.fixture
+def session(creator: User) -> AgentSession:
+    return AgentSession.objects.create(
+        task="t", policy=Policy.objects.get(name="default"), creator=creator,
+        kind=AgentSession.Kind.GATEWAY,
+    )  # fmt: skip
+
+
+def stored(call: ToolCall) -> dict[str, Any]:
+    found = model_to_dict(ToolCall.objects.get(pk=call.pk))
+    return {key: value for key, value in found.items() if key not in {"id", "tool_use_id"}}
+
+
+def test_an_inserted_call_reads_back_as_the_orms(session: AgentSession) -> None:
+    by_orm = ToolCall.objects.create(session=session, tool_use_id="toolu_orm", **FIELDS)
+    by_sql = ToolCall(session=session, tool_use_id="toolu_sql", **FIELDS)
+    assert rows.insert_unless_taken(by_sql)
+    assert by_sql.pk is not None and not by_sql._state.adding
+    assert by_sql.created_at is not None  # auto_now_add, as `save` sets it
+    assert stored(by_sql) == stored(by_orm)
+
+
+def test_a_tool_use_stored_twice_writes_nothing_and_the_transaction_goes_on(
+    session: AgentSession,
+) -> None:
+    with transaction.atomic(), CaptureQueriesContext(connection) as queries:
+        assert rows.insert_unless_taken(ToolCall(session=session, tool_use_id="toolu_1", **FIELDS))
+        again = ToolCall(session=session, tool_use_id="toolu_1", **FIELDS)
+        assert not rows.insert_unless_taken(again)
+        assert again.pk is None and again._state.adding
+        # After a refused INSERT without a savepoint, PostgreSQL would refuse every
+        # statement of the transaction: this one must work.
+        assert ToolCall.objects.filter(session=session).count() == 1
+    assert not [q for q in queries.captured_queries if "SAVEPOINT" in q["sql"]]
+
+
+def test_a_resent_tool_use_beyond_the_join_window_is_the_same_call(
+    session: AgentSession,
+) -> None:
+    """Twenty newer joinable calls of the same tool hide the first from the lookup: its
+    INSERT is what finds it taken."""
+    first = gateway.gateway_call_receive(
+        session=session, native_tool="Bash", native_input={"command": "ls"},
+        tool_use_id="toolu_old", ran_in="/home/alice/project",
+    )  # fmt: skip
+    for n in range(gateway.JOIN_WINDOW + 1):
+        ToolCall.objects.create(
+            session=session, tool="run_command", status="awaiting_approval",
+            native_tool="Bash", native_input={"n": n}, tool_use_id=f"toolu_{n}",
+        )  # fmt: skip
+    calls = ToolCall.objects.count()
+    with transaction.atomic():
+        again = gateway.gateway_call_receive(
+            session=session, native_tool="Bash", native_input={"command": "ls"},
+            tool_use_id="toolu_old", ran_in="/home/alice/project",
+        )  # fmt: skip
+    assert again.pk == first.pk
+    assert ToolCall.objects.count() == calls
+
+
+def test_a_claim_updates_only_from_the_statuses_given(session: AgentSession) -> None:
+    call = ToolCall.objects.create(session=session, tool_use_id="toolu_1", **FIELDS)
+    later = timezone.now() + timedelta(minutes=5)
+    values = {"status": "approved", "preview": {"gateway": {"runs": "ü"}}, "expires_at": later}
+    assert rows.update_if(ToolCall, call.pk, values, column="status", among={"running"}) == 0
+    assert ToolCall.objects.get(pk=call.pk).status == "pending"
+    assert rows.update_if(ToolCall, call.pk, values, column="status", among=set()) == 0
+    claimed = rows.update_if(ToolCall, call.pk, values, column="status", among={"pending", "x"})
+    assert claimed == 1
+    found = ToolCall.objects.get(pk=call.pk)
+    assert (found.status, found.preview, found.expires_at) == (
+        "approved", {"gateway": {"runs": "ü"}}, later,
+    )  # fmt: skip
+
+
+def test_a_claim_with_an_expression_is_left_to_the_orm(session: AgentSession) -> None:
+    call = ToolCall.objects.create(session=session, **FIELDS)
+    values = {"approvals_needed": F("approvals_needed") + 1}
+    assert rows.update_if(ToolCall, call.pk, values, column="status", among={"pending"}) is None
+    held = {"held_call": call}
+    assert rows.update_if(ToolCall, call.pk, held, column="status", among={"pending"}) is None
+    assert ToolCall.objects.get(pk=call.pk).approvals_needed == 2
