@@ -17,6 +17,7 @@ from typing import Any
 
 from tools_app.core.policy.engine import evaluate
 from tools_app.core.policy.preview import command_review
+from tools_app.core.policy.targets import one_judgment
 from tools_app.core.policy.types import CallFacts, PolicySpec, SessionCounters, Verdict, VerdictKind
 from tools_app.core.tools import overlay
 from tools_app.core.tools.base import ToolContext, ToolSpec
@@ -98,6 +99,17 @@ def prepare(
     """Validate the arguments, compute what the call would change, and ask the policy:
     the one road of every tool, core, skill or an agent's own (`spec` says how each step
     is done, and may have the last word on the verdict)."""
+    with one_judgment():  # the preview and the checks resolve a command's paths once
+        return _prepare(policy, spec, raw_args, context, counters)
+
+
+def _prepare(
+    policy: PolicySpec,
+    spec: ToolSpec,
+    raw_args: object,
+    context: ToolContext | Path,
+    counters: SessionCounters,
+) -> Prepared:
     context = context if isinstance(context, ToolContext) else ToolContext(workspace=context)
     try:
         validated, args = spec.validate(raw_args)

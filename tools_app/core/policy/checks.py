@@ -228,7 +228,7 @@ def command_secret(context: CallContext) -> tuple[str, str, str] | None:
     if context.analysis is None:
         return None
     found = secret_targets(context.analysis, context.call.workspace, context.policy.secret_paths)
-    return next(found, None)
+    return found[0] if found else None
 
 
 class WebWrite(ApprovalCheck):

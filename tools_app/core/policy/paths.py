@@ -28,12 +28,12 @@ def command_target(workspace: Path, cwd: str, target: str) -> str | None:
     """
     if not target or target.startswith("&") or "\x00" in target:
         return None
-    root = Path(os.path.realpath(workspace))
     joined = target if target.startswith(("/", "~")) else posixpath.join(cwd, target)
     try:
         return workspace_relative(workspace, joined, argument="target")
     except ToolError:
         pass
+    root = Path(os.path.realpath(workspace))
     lexical = Path(posixpath.normpath(str(root / joined)))
     if not target.startswith(("/", "~")) and is_within(lexical, root):
         return relative_to_workspace(workspace, lexical)

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
+from typing import Any
 
 from tools_app.core.policy.paths import command_target
 from tools_app.core.policy.patterns import shape_of
@@ -90,16 +93,49 @@ def _inside(workspace: Path, cwd: str, word: str) -> str | None:
         return None
 
 
+SecretTarget = tuple[str, str, str]  # command text, workspace-relative path, pattern
+_judgment: ContextVar[dict[tuple[int, Path, tuple[str, ...]], Any] | None] = ContextVar(
+    "secret_targets_of_one_judgment", default=None
+)
+
+
+@contextmanager
+def one_judgment() -> Iterator[None]:
+    """Within, `secret_targets` of the same command, workspace and patterns is found
+    once: a call's preview and its checks both ask, and each word is resolved on the
+    filesystem (symlinks followed), a fifth of an allowed hook's work asked twice. Only
+    within one judgment: a later call is judged on the filesystem as it is then."""
+    token = _judgment.set({})
+    try:
+        yield
+    finally:
+        _judgment.reset(token)
+
+
 def secret_targets(
     analysis: CommandAnalysis, workspace: Path, patterns: Sequence[str]
-) -> Iterator[tuple[str, str, str]]:
+) -> tuple[SecretTarget, ...]:
     """(command text, path, pattern) for each path the command names that is secret."""
     if not patterns:
-        return
-    for text, path in named_paths(analysis, workspace):
-        pattern = protected_match(patterns, path)
-        if pattern and not in_git_dir(path):
-            yield text, path, pattern
+        return ()
+    found = _judgment.get()
+    if found is None:
+        return _secret_targets(analysis, workspace, patterns)
+    key = (id(analysis), workspace, tuple(patterns))
+    if key not in found:  # the analysis is kept with its result: its id stays its own
+        found[key] = (analysis, _secret_targets(analysis, workspace, patterns))
+    targets: tuple[SecretTarget, ...] = found[key][1]
+    return targets
+
+
+def _secret_targets(
+    analysis: CommandAnalysis, workspace: Path, patterns: Sequence[str]
+) -> tuple[SecretTarget, ...]:
+    return tuple(
+        (text, path, pattern)
+        for text, path in named_paths(analysis, workspace)
+        if (pattern := protected_match(patterns, path)) and not in_git_dir(path)
+    )
 
 
 def _spellings(word: str) -> list[str]:

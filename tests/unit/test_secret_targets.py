@@ -1,0 +1,53 @@
+"""A command's secret paths are resolved once per judgment (`targets.one_judgment`): the
+preview and the checks share them, and the next judgment looks at the filesystem again,
+so a symlink made after one call was judged is seen when the next is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tools_app.core import engine
+from tools_app.core.policy.defaults import DEFAULT_POLICY
+from tools_app.core.policy.loader import policy_from_dict
+from tools_app.core.policy.targets import one_judgment, secret_targets
+from tools_app.core.policy.types import SessionCounters
+from tools_app.core.shell.commands import analyse_command
+from tools_app.core.tools.registry import get_tool
+
+POLICY = policy_from_dict(DEFAULT_POLICY)
+PATTERNS = (".env",)
+
+
+def workspace_with_notes(tmp_path: Path) -> Path:
+    (tmp_path / ".env").write_text("TOKEN=x\n")
+    (tmp_path / "notes").write_text("plain\n")
+    return tmp_path
+
+
+def relink_notes_to_env(workspace: Path) -> None:
+    (workspace / "notes").unlink()
+    (workspace / "notes").symlink_to(workspace / ".env")
+
+
+def test_within_one_judgment_the_paths_are_resolved_once(tmp_path: Path) -> None:
+    workspace = workspace_with_notes(tmp_path)
+    analysis = analyse_command("cat notes")
+    with one_judgment():
+        assert secret_targets(analysis, workspace, PATTERNS) == ()
+        relink_notes_to_env(workspace)
+        assert secret_targets(analysis, workspace, PATTERNS) == ()  # the first answer
+        assert secret_targets(analysis, workspace, (".en?",)) != ()  # other patterns: asked
+    found = secret_targets(analysis, workspace, PATTERNS)  # outside: the filesystem now
+    assert [(path, pattern) for _, path, pattern in found] == [(".env", ".env")]
+
+
+def test_each_judgment_sees_the_filesystem_as_it_is_then(tmp_path: Path) -> None:
+    workspace = workspace_with_notes(tmp_path)
+    run_command = get_tool("run_command")
+    args = {"command": "cat notes"}
+    first = engine.prepare(POLICY, run_command, args, workspace, SessionCounters())
+    assert first.verdict is not None and first.verdict.rule != "builtin:command-secret"
+    relink_notes_to_env(workspace)
+    second = engine.prepare(POLICY, run_command, args, workspace, SessionCounters())
+    assert second.verdict is not None and second.verdict.rule == "builtin:command-secret"
+    assert second.status == "awaiting_approval"
