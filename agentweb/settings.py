@@ -328,7 +328,8 @@ def channel_layer_host(redis_url: str) -> dict[str, Any]:
 
 
 CHANNEL_LAYER_BACKENDS = {
-    # One PUBLISH per group, joins confirmed, lost connections said (tools_app/live/layer.py).
+    # One PUBLISH per group, a commit's in one round trip, joins confirmed, lost connections
+    # said (tools_app/live/layer.py).
     "pubsub": "tools_app.live.layer.PubSubChannelLayer",
     # channels_redis's per-channel layer, the default until issue 23 (BENCHMARKS.md,
     # "One push to many").

@@ -92,16 +92,29 @@ def test_events_are_published_only_after_commit(
     assert first_for_reviewers["event"]["type"].startswith("tool_call.")
 
 
-def received(channel: str, count: int) -> list[dict[str, Any]]:
+def received_messages(channel: str, events: int) -> list[dict[str, Any]]:
+    """The messages that bring the next `events` events."""
     layer = get_channel_layer()
 
     async def take() -> list[dict[str, Any]]:
-        return [
-            (await asyncio.wait_for(layer.receive(channel), timeout=5))["event"]
-            for _ in range(count)
-        ]
+        messages: list[dict[str, Any]] = []
+        while sum(len(events_of(message)) for message in messages) < events:
+            messages.append(await asyncio.wait_for(layer.receive(channel), timeout=5))
+        return messages
 
     return async_to_sync(take)()
+
+
+def events_of(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """A lone event's message, or a batch's (`session.events`), as the consumers read it."""
+    if message["type"] == "session.events":
+        return list(message["events"])
+    assert message["type"] == "session.event"
+    return [message["event"]]
+
+
+def received(channel: str, count: int) -> list[dict[str, Any]]:
+    return [event for message in received_messages(channel, count) for event in events_of(message)]
 
 
 def assert_one_allowed_call_in_order(session: AgentSession, on_commit: Any) -> None:
@@ -163,6 +176,32 @@ def test_a_batch_of_events_is_published_together_in_order(
         )
     assert len(callbacks) == 1  # one publish for the five, once the transaction commits
     callbacks[0]()
-    assert [(event["seq"], event["n"]) for event in received(channel, 5)] == [
+    [message] = received_messages(channel, 5)  # one message: a group_send of the batch
+    assert message["type"] == "session.events"
+    assert [(event["seq"], event["n"]) for event in message["events"]] == [
         (n + 1, n) for n in range(5)
     ]
+    assert nothing_waiting(channel)
+
+
+def test_a_batch_reaches_the_memory_layer_as_one_message_per_group(
+    session: AgentSession, django_capture_on_commit_callbacks: Any
+) -> None:
+    """Three call events: the session's group and the project's inbox each get one
+    message of the three, in seq order."""
+    session_channel = listen(events.session_group(session.pk))
+    reviewers_channel = listen(events.approvals_group(session.project_id))
+    items = [("tool_call.received", {"n": n}) for n in range(3)]
+    with django_capture_on_commit_callbacks(execute=True):
+        events.events_append(session_id=session.pk, items=items)
+    for channel in (session_channel, reviewers_channel):
+        [message] = received_messages(channel, 3)
+        assert message["type"] == "session.events"
+        assert [event["seq"] for event in message["events"]] == [1, 2, 3]
+        assert nothing_waiting(channel)
+
+
+def test_a_lone_event_goes_out_as_a_session_event_as_before(session: AgentSession) -> None:
+    event = Event(session=session, seq=1, type="session.note", data={"n": 0})
+    message = {"type": "session.event", "event": events.event_message(event)}
+    assert events.group_messages([event], {}) == [(events.session_group(session.pk), message)]

@@ -17,11 +17,14 @@ import pytest
 import redis
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
-from channels.layers import channel_layers
+from channels.layers import channel_layers, get_channel_layer
 from django.contrib.auth.models import User
 from django.core.exceptions import ImproperlyConfigured
 from django.db import close_old_connections, connection
 from django.db.models import F
+from redis import asyncio as aioredis
+from redis.asyncio.client import PubSub
+from redis.asyncio.connection import AbstractConnection
 
 from agentweb.settings import channel_layer_host
 from agentweb.settings import channel_layers as layers_setting
@@ -153,6 +156,95 @@ def test_a_reconnect_with_last_seq_gets_what_was_missed_then_live_events(
         live = await again.receive_json_from(timeout=5)
         assert live["seq"] > missed[-1]["seq"]
         await again.disconnect()
+
+    async_to_sync(scenario)()
+
+
+@pytest.fixture
+def publish_writes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many PUBLISHes each write to Redis carried, from any thread (redis-py's
+    writes, watched and passed on): a pipeline is one write, so one round trip."""
+    writes: list[int] = []
+    send = AbstractConnection.send_packed_command
+
+    async def counted(self: AbstractConnection, command: Any, check_health: bool = True) -> None:
+        packed = command if isinstance(command, bytes | str) else b"".join(command)
+        if isinstance(packed, bytes) and b"PUBLISH" in packed:
+            writes.append(packed.count(b"PUBLISH"))
+        await send(self, command, check_health)
+
+    monkeypatch.setattr(AbstractConnection, "send_packed_command", counted)
+    return writes
+
+
+async def wire_tap(redis_url: str, channels: list[str]) -> PubSub:
+    """A plain Redis subscription to `channels`, beside the layer's: what was PUBLISHed."""
+    tap = aioredis.Redis.from_url(redis_url).pubsub()
+    await tap.subscribe(*channels)
+    confirmed = 0
+    while confirmed < len(channels):
+        message = await tap.get_message(timeout=5)
+        assert message is not None, "Redis did not confirm the subscriptions"
+        confirmed += message["type"] == "subscribe"
+    return tap
+
+
+async def tapped(tap: PubSub, quiet: float = 0.3) -> list[tuple[str, Any]]:
+    """(channel, message) PUBLISHed to the tap, until `quiet` seconds pass without one."""
+    layer = get_channel_layer()
+    found = []
+    while (message := await tap.get_message(timeout=quiet)) is not None:
+        if message["type"] == "message":
+            found.append((message["channel"].decode(), layer.deserialize(message["data"])))
+    return found
+
+
+@pytest.mark.usefixtures("pubsub")
+def test_a_commits_events_go_out_once_per_group_and_arrive_as_a_frame_each(
+    session: AgentSession,
+    creator: User,
+    reviewer: User,
+    redis_url: str,
+    name: str,
+    publish_writes: list[int],
+) -> None:
+    """Three call events of one commit: one write to Redis carries one message to the
+    session's group and one to its project's inbox, each with the three events; the
+    session's socket and the reviewer's inbox each get three frames, in seq order, as
+    before batches."""
+    cookies = cookie_for(creator), cookie_for(reviewer)
+    groups = [events.session_group(session.pk), events.approvals_group(session.project_id)]
+    channels = [f"{name}__group__{group}" for group in groups]  # the layer's names for them
+
+    async def scenario() -> None:
+        tap = await wire_tap(redis_url, channels)
+        live = connect(f"/ws/sessions/{session.pk}/", cookies[0])
+        inbox = connect("/ws/approvals/", cookies[1])
+        snapshots = []
+        for socket in (live, inbox):
+            assert (await socket.connect())[0]
+            snapshots.append(await socket.receive_json_from(timeout=5))
+        await database_sync_to_async(append)(session.pk, 3)
+        assert publish_writes == [2]  # both groups' messages, one pipeline
+        seen = [await live.receive_json_from(timeout=5) for _ in range(3)]
+        reviewed = [await inbox.receive_json_from(timeout=5) for _ in range(3)]
+        assert await live.receive_nothing() and await inbox.receive_nothing()
+        published = await tapped(tap)
+        for socket in (live, inbox):
+            await socket.disconnect()
+        await tap.aclose()
+
+        first = snapshots[0]["seq"] + 1
+        assert [(frame["seq"], frame["n"]) for frame in seen] == [
+            (first, 0), (first + 1, 1), (first + 2, 2)
+        ]  # fmt: skip
+        assert [(frame["session_seq"], frame["n"]) for frame in reviewed] == [
+            (frame["seq"], frame["n"]) for frame in seen
+        ]
+        assert [frame["seq"] for frame in reviewed] == [frame["id"] for frame in seen]
+        assert published == [
+            (channel, {"type": "session.events", "events": seen}) for channel in channels
+        ]
 
     async_to_sync(scenario)()
 

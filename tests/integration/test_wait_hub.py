@@ -24,10 +24,10 @@ from tests.integration.test_pubsub_layer import (  # noqa: F401 - name, pubsub: 
     name,
     pubsub,
 )
-from tools_app.live import waiting
+from tools_app.live import events, waiting
 from tools_app.live.events import session_group
 from tools_app.live.hub import hub_for
-from tools_app.models import AgentSession, Policy, ToolCall
+from tools_app.models import AgentSession, Event, Policy, ToolCall
 
 SESSIONS = 4
 WAITS = 200  # spread over the sessions
@@ -96,6 +96,42 @@ def test_many_waits_use_a_subscription_per_session_and_an_event_wakes_only_its_c
     assert used <= SESSIONS + 1  # the hub's own channel, and one group per session
     assert first == {7: 1}
     assert woken == dict.fromkeys(range(WAITS), 1)
+
+
+@pytest.mark.usefixtures("pubsub")
+def test_the_hub_hands_each_event_of_a_batch_to_the_mailboxes_of_its_session() -> None:
+    """One publish of several events (a group gets them as one `session.events`): each
+    mailbox of a session gets that session's events, one message each, in seq order."""
+    stored = [  # (session, seq, call, status)
+        (1, 1, 10, "received"),
+        (2, 1, 20, "received"),
+        (1, 2, 10, "approved"),
+        (1, 3, 10, "running"),
+    ]
+    batch = [
+        Event(pk=n, session_id=session_id, seq=seq, type=f"tool_call.{status}",
+              data={"tool_call": call, "status": status})
+        for n, (session_id, seq, call, status) in enumerate(stored, start=1)
+    ]  # fmt: skip
+
+    async def scenario() -> dict[str, list[tuple[int, int]]]:
+        hub = hub_for(get_channel_layer())
+        boxes = {"one": await hub.join(1), "one again": await hub.join(1), "two": await hub.join(2)}
+        await asyncio.to_thread(events.publish_all, batch, project_of={1: 0, 2: 0})
+        got: dict[str, list[tuple[int, int]]] = {}
+        for key, box in boxes.items():
+            count = 1 if key == "two" else 3
+            messages = [await asyncio.wait_for(box.get(), 5) for _ in range(count)]
+            assert {message["type"] for message in messages} == {"session.event"}
+            got[key] = [(m["event"]["session"], m["event"]["seq"]) for m in messages]
+            assert box.empty(), key  # a batch's events were put in at once: none is left
+        return got
+
+    assert asyncio.run(scenario()) == {
+        "one": [(1, 1), (1, 2), (1, 3)],
+        "one again": [(1, 1), (1, 2), (1, 3)],
+        "two": [(2, 1)],
+    }
 
 
 @pytest.mark.usefixtures("pubsub")

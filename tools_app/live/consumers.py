@@ -53,9 +53,13 @@ class JsonConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         """An event is forwarded without the database, so without channels' per-message
         `close_old_connections` hop through the one database thread: with 200 reviewers
         connected, that hop per socket was most of daphne's time per event
-        (BENCHMARKS.md, "One push to many")."""
-        if message["type"] == "session.event":
+        (BENCHMARKS.md, "One push to many"). A batch (`events.publish_all`) is one
+        frame per event, as if its events had come one by one."""
+        if message["type"] == events.SESSION_EVENT:
             await self.session_event(message)
+        elif message["type"] == events.SESSION_EVENTS:
+            for event in message["events"]:
+                await self.session_event({"type": events.SESSION_EVENT, "event": event})
         else:
             await super().dispatch(message)
 

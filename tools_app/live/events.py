@@ -1,5 +1,12 @@
 """The event log: every state change appends an Event (monotonic `seq` per session)
-and is published to the Channels groups after the transaction commits."""
+and is published to the Channels groups after the transaction commits.
+
+A publish sends each group one message: `session.event` for a lone event,
+`session.events` for several in seq order, which the receivers (`consumers.py`,
+`hub.py`) take apart again: a client still gets a frame per event. An allowed hook's
+three events went out as six messages, a Redis round trip each; now as two, in one
+round trip on the pub/sub layer (`layer.py`).
+"""
 
 from __future__ import annotations
 
@@ -13,6 +20,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from tools_app.live import publisher
+from tools_app.live.layer import PubSubChannelLayer
 from tools_app.models import AgentSession, Event, ToolCall
 from tools_app.ops import rows
 from tools_app.selectors.decisions import quorum_status
@@ -20,6 +28,8 @@ from tools_app.selectors.decisions import quorum_status
 logger = logging.getLogger(__name__)
 
 APPROVALS_GROUP = "approvals"
+# The types of the groups' messages: one event (`event`), or several (`events`).
+SESSION_EVENT, SESSION_EVENTS = "session.event", "session.events"
 
 
 def session_group(session_id: int) -> str:
@@ -161,13 +171,12 @@ def publish_all(events: Sequence[Event], *, project_of: dict[int, int] | None = 
     try:
         if project_of is None:
             project_of = _projects_of(events)
-        sends = [
-            (group, {"type": "session.event", "event": event_message(event)})
-            for event in events
-            for group in event_groups(event, project_of)
-        ]
+        sends = group_messages(events, project_of)
 
         async def send() -> None:
+            if isinstance(layer, PubSubChannelLayer):
+                await layer.group_send_all(sends)
+                return
             for group, message in sends:
                 await layer.group_send(group, message)
 
@@ -177,6 +186,24 @@ def publish_all(events: Sequence[Event], *, project_of: dict[int, int] | None = 
             publisher.run(send(), failed=lambda exc: _report_unpublished(events[0], exc))
     except Exception as exc:
         _report_unpublished(events[0], exc)
+
+
+def group_messages(
+    events: Sequence[Event], project_of: dict[int, int]
+) -> list[tuple[str, dict[str, Any]]]:
+    """One message per group (in the order the groups first appear) with its events in
+    seq order: a lone event as `session.event`, several as `session.events`."""
+    by_group: dict[str, list[dict[str, Any]]] = {}
+    for event in events:
+        message = event_message(event)
+        for group in event_groups(event, project_of):
+            by_group.setdefault(group, []).append(message)
+    return [
+        (group, {"type": SESSION_EVENT, "event": found[0]})
+        if len(found) == 1
+        else (group, {"type": SESSION_EVENTS, "events": found})
+        for group, found in by_group.items()
+    ]
 
 
 _unpublished = {"count": 0}

@@ -35,7 +35,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 
-from tools_app.live.events import session_group
+from tools_app.live.events import SESSION_EVENT, SESSION_EVENTS, session_group
 from tools_app.models import ToolCall
 
 logger = logging.getLogger(__name__)
@@ -128,7 +128,12 @@ class Hub:
             self.dispatch(message)
 
     def dispatch(self, message: dict[str, Any]) -> None:
-        """Into the mailboxes of the event's session; a reset into every mailbox."""
+        """Into the mailboxes of the event's session; a reset into every mailbox. A batch
+        (`events.publish_all`) is taken apart: a wait reads one event a message."""
+        if message.get("type") == SESSION_EVENTS:
+            for event in message.get("events") or ():
+                self.dispatch({"type": SESSION_EVENT, "event": event})
+            return
         if message.get("type") == RESET:
             mailboxes = [box for boxes in self.mailboxes.values() for box in boxes]
         else:

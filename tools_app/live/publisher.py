@@ -2,8 +2,9 @@
 
 `async_to_sync` starts an event loop for every call when no loop is running (a Celery
 worker): about 2 ms and a new Redis connection per event. This loop, on a daemon
-thread, keeps the layer's connection pool between events; a publish costs one Redis
-round trip per group.
+thread, keeps the layer's connection pool between events; a publish (a commit's events)
+costs one Redis round trip on the pub/sub layer, one per group on the others
+(`events.publish_all`).
 
 A thread that must not wait for Redis (a hook's judging thread holds the hook gate while
 it publishes: `ops/judging_threads.py`) hands its sends over instead (`hand_off_here`):
