@@ -20,7 +20,6 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from tools_app.live import publisher
-from tools_app.live.layer import PubSubChannelLayer
 from tools_app.models import AgentSession, Event, ToolCall
 from tools_app.ops import rows
 from tools_app.selectors.decisions import quorum_status
@@ -174,8 +173,9 @@ def publish_all(events: Sequence[Event], *, project_of: dict[int, int] | None = 
         sends = group_messages(events, project_of)
 
         async def send() -> None:
-            if isinstance(layer, PubSubChannelLayer):
-                await layer.group_send_all(sends)
+            send_all = getattr(layer, "group_send_all", None)  # our pub/sub layer's
+            if send_all is not None:
+                await send_all(sends)
                 return
             for group, message in sends:
                 await layer.group_send(group, message)
