@@ -243,12 +243,14 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = envint("AGENTWEB_MAX_BODY_BYTES", 10 * 1024 * 1024
 # How long a gateway hook (Claude Code's PreToolUse) is held for a person's decision.
 AGENTWEB_HOOK_WAIT_SECONDS = envint("AGENTWEB_HOOK_WAIT_SECONDS", 3300)
 # How many hook events one web process judges and stores at once (each holds a database
-# connection meanwhile); the rest queue on the event loop. One: SQLite has one writer, so
-# a second at once only waits for its lock; and a hook is mostly Python, so a second
-# thread at once only waits for the first's interpreter lock, on PostgreSQL as well (50
-# agents' p99 was 203 ms with 4, 47 ms with 1, BENCHMARKS.md §16). More helps only a
-# database far enough away that hooks wait mostly on it.
-AGENTWEB_HOOKS_AT_ONCE = max(1, envint("AGENTWEB_HOOKS_AT_ONCE", 1))
+# connection meanwhile); the rest queue on the event loop. On SQLite one: it has one
+# writer, so a second at once only waits for its lock. On PostgreSQL two: an allowed hook
+# now spends about half its time waiting on the database's ten round trips, where a
+# second hook can use the interpreter; more only wait for its lock (50 agents at one hook
+# a second: p99 58 ms with two against 87 with one, and 203 with four when a hook cost
+# twice the CPU, BENCHMARKS.md §16). More helps a database farther away.
+_HOOKS_AT_ONCE_DEFAULT = 1 if str(DATABASES["default"]["ENGINE"]).endswith("sqlite3") else 2
+AGENTWEB_HOOKS_AT_ONCE = max(1, envint("AGENTWEB_HOOKS_AT_ONCE", _HOOKS_AT_ONCE_DEFAULT))
 
 # One log format for every process (up, daphne, the Celery workers and beat): text, or
 # JSON lines for a log shipper (AGENTWEB_LOG_FORMAT=json). agentweb's own loggers log at
