@@ -1,4 +1,4 @@
-"""Hot-path SELECTs compiled once (`selectors/prepared.py`) give what the queryset gives:
+"""Hot-path SELECTs compiled once (`sql/prepared.py`) give what the queryset gives:
 the same models (with what select_related joins), the same converted values, on SQLite
 and on PostgreSQL; a stand-in the SQL does not hold is refused when it is compiled."""
 
@@ -12,7 +12,7 @@ from django.db.models import QuerySet
 
 from tools_app import services
 from tools_app.models import ApiToken, Policy, PolicyRule
-from tools_app.selectors.prepared import Prepared
+from tools_app.sql.prepared import Prepared
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 

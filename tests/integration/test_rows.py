@@ -1,4 +1,4 @@
-"""The hot path's INSERTs and claiming UPDATEs in SQL written once (`ops/rows.py`) store
+"""The hot path's INSERTs and claiming UPDATEs in SQL written once (`sql/rows.py`) store
 what the ORM would store, on SQLite and on PostgreSQL; a tool use stored twice writes
 nothing and leaves the transaction usable, with no savepoint."""
 
@@ -16,8 +16,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from tools_app.models import AgentSession, Policy, ToolCall
-from tools_app.ops import rows
 from tools_app.services import gateway
+from tools_app.sql import rows
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 

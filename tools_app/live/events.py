@@ -21,8 +21,8 @@ from django.utils import timezone
 
 from tools_app.live import publisher
 from tools_app.models import AgentSession, Event, ToolCall
-from tools_app.ops import rows
 from tools_app.selectors.decisions import quorum_status
+from tools_app.sql import rows
 
 logger = logging.getLogger(__name__)
 

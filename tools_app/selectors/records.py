@@ -36,7 +36,7 @@ from tools_app.models import (
     ToolCall,
 )
 from tools_app.selectors.decisions import quorum_status
-from tools_app.selectors.prepared import Prepared
+from tools_app.sql.prepared import Prepared
 
 
 def policy_as_dict(policy: Policy) -> dict[str, Any]:

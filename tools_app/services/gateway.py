@@ -27,7 +27,6 @@ from tools_app.core.tools.jsonsafe import storable_args, storable_text
 from tools_app.errors import ServiceError
 from tools_app.live import events
 from tools_app.models import AgentSession, Policy, Project, ToolCall
-from tools_app.selectors.prepared import Prepared
 from tools_app.services.lifecycle import (
     AGENT,
     POLICY,
@@ -37,6 +36,7 @@ from tools_app.services.lifecycle import (
 from tools_app.services.policies import load_policy_or_denial, policy_named
 from tools_app.services.projects import project_choose, project_policy_name
 from tools_app.services.tool_calls import session_counters, verdict_fields
+from tools_app.sql.prepared import Prepared
 
 Status = ToolCall.Status
 Kind = AgentSession.Kind
@@ -102,7 +102,7 @@ def _session_get_or_create(
         return session
 
 
-# Compiled once (`selectors/prepared.py`): every hook event asks it. No ORDER BY
+# Compiled once (`sql/prepared.py`): every hook event asks it. No ORDER BY
 # (`first()` adds one): one session per (creator, external id).
 _SESSION = Prepared(
     AgentSession,

@@ -30,10 +30,11 @@ from tools_app.core.tools.effect_apply import drop_held_effect
 from tools_app.core.tools.errors import ToolError
 from tools_app.live import events
 from tools_app.models import AgentSession, ToolCall
-from tools_app.ops import metrics, rows
+from tools_app.ops import metrics
 from tools_app.selectors.decisions import approved_by_person, mark_judged_by_nobody
 from tools_app.services.notifications import notify_moved
 from tools_app.services.queueing import agent_turn_enqueue
+from tools_app.sql import rows
 
 Status = ToolCall.Status
 SessionStatus = AgentSession.Status

@@ -18,8 +18,8 @@ from django.utils import timezone
 from tools_app import access
 from tools_app.errors import Conflict, Forbidden, Invalid
 from tools_app.models import ApiToken, Project
-from tools_app.selectors.prepared import Prepared
 from tools_app.services.audit import Action, Via, audit_record
+from tools_app.sql.prepared import Prepared
 
 TOKEN_PREFIX = "aw_"  # noqa: S105  (a marker, not a secret)
 NAME_MAX = ApiToken._meta.get_field("name").max_length or 100
@@ -93,7 +93,7 @@ def api_tokens_revoke_all(*, user: Any, by: Any, via: str = Via.ADMIN) -> int:
     return revoked
 
 
-# Compiled once (`selectors/prepared.py`): every hook event and API request asks it. No
+# Compiled once (`sql/prepared.py`): every hook event and API request asks it. No
 # ORDER BY (`first()` adds one): the hash is unique.
 _BY_HASH = Prepared(
     ApiToken,
