@@ -247,8 +247,9 @@ AGENTWEB_HOOK_WAIT_SECONDS = envint("AGENTWEB_HOOK_WAIT_SECONDS", 3300)
 # writer, so a second at once only waits for its lock. On PostgreSQL two: an allowed hook
 # now spends about half its time waiting on the database's ten round trips, where a
 # second hook can use the interpreter; more only wait for its lock (50 agents at one hook
-# a second: p99 58 ms with two against 87 with one, and 203 with four when a hook cost
-# twice the CPU, BENCHMARKS.md §16). More helps a database farther away.
+# a second: p99 63 ms with two against 95 with one, medians of five runs, and 203 with
+# four when a hook cost twice the CPU, BENCHMARKS.md §16). More helps a database farther
+# away.
 _HOOKS_AT_ONCE_DEFAULT = 1 if str(DATABASES["default"]["ENGINE"]).endswith("sqlite3") else 2
 AGENTWEB_HOOKS_AT_ONCE = max(1, envint("AGENTWEB_HOOKS_AT_ONCE", _HOOKS_AT_ONCE_DEFAULT))
 
