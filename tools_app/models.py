@@ -314,7 +314,17 @@ class ToolCall(models.Model):
 
     class Meta:
         ordering = ["id"]
-        indexes = [models.Index(fields=["status", "expires_at"])]
+        indexes = [
+            models.Index(fields=["status", "expires_at"]),
+            # The calls a hook's retry may join (`services/gateway._calls_wanted`): few,
+            # where the session's calls can be thousands. The condition has no parameter,
+            # so SQLite can prove that query's WHERE implies it.
+            models.Index(
+                fields=["session", "native_tool"],
+                condition=models.Q(hook_answered_at=None),
+                name="unanswered_calls_by_tool",
+            ),
+        ]
         permissions = [("decide_toolcall", "Can approve or deny tool calls")]
         constraints = [
             # A model's tool use becomes one call, however often its turn is resumed.

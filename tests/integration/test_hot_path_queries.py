@@ -17,7 +17,9 @@ from tests.integration.agent_helpers import done, script, tool
 from tests.integration.gateway_helpers import Hook
 from tools_app import services
 from tools_app.models import AgentMessage, AgentSession, Policy, ToolCall
+from tools_app.services import gateway
 from tools_app.services.conversations import conversation_messages
+from tools_app.sql.prepared import Stand
 
 pytestmark = pytest.mark.django_db
 
@@ -99,6 +101,48 @@ def test_an_allowed_pre_tool_use_costs_a_fixed_number_of_statements(
         q["sql"].split()[0] for q in queries.captured_queries if q["sql"].startswith(CONTROL)
     ]
     assert control == ["SAVEPOINT", "RELEASE"], control
+
+
+def lookup_plan(sql: str, params: list[Any]) -> str:
+    """The plan the database chose for the calls lookup, as text."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
+            return "\n".join(str(row[-1]) for row in cursor.fetchall())
+        cursor.execute("ANALYZE tools_app_toolcall")
+        cursor.execute("EXPLAIN " + sql, params)
+        return "\n".join(row[0] for row in cursor.fetchall())
+
+
+@pytest.mark.postgres
+def test_a_hooks_calls_lookup_reads_through_indexes_however_long_the_session(
+    creator: User,
+) -> None:
+    """A long session's earlier calls are not read on each hook: the call of the tool use
+    and the unanswered ones a retry may join each come from an index of their own."""
+    session = AgentSession.objects.create(
+        task="t", policy=Policy.objects.get(name="default"), creator=creator,
+        kind=AgentSession.Kind.GATEWAY,
+    )  # fmt: skip
+    answered = dict(status="running", hook_answered_at="2026-12-01T00:00:00Z")
+    ToolCall.objects.bulk_create(
+        ToolCall(session=session, tool="run_command", native_tool="Bash",
+                 tool_use_id=f"toolu_{n}", **answered)  # type: ignore[arg-type]
+        for n in range(3000)
+    )  # fmt: skip
+    waiting = ToolCall.objects.create(
+        session=session, tool="run_command", native_tool="Bash", tool_use_id="toolu_w",
+        status="awaiting_approval",
+    )  # fmt: skip
+    values = {"session": session.pk, "native_tool": "Bash", "tool_use_id": "toolu_7"}
+    compiled = gateway._CALLS._compile(connection.alias)
+    params = [values[p.name] if isinstance(p, Stand) else p for p in compiled.params]
+    plan = lookup_plan(compiled.sql, params)
+    assert "one_call_per_native_tool_use" in plan, plan
+    assert "unanswered_calls_by_tool" in plan, plan
+    assert "Seq Scan" not in plan and "SCAN tools_app_toolcall" not in plan, plan
+    found = gateway._CALLS.models(**values)
+    assert [call.tool_use_id for call in found] == [waiting.tool_use_id, "toolu_7"]
 
 
 def test_a_turn_costs_the_same_statements_early_and_late_in_a_conversation(

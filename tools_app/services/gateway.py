@@ -16,7 +16,6 @@ from dataclasses import replace
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from tools_app.core import engine
@@ -188,9 +187,23 @@ JOIN_WINDOW = 20  # the newest unanswered calls of the same tool a retry may joi
 
 
 def _calls_wanted(session: int, native_tool: str, tool_use_id: str) -> Any:
-    joinable = Q(native_tool=native_tool, status__in=JOINABLE, hook_answered_at=None)
-    wanted = ToolCall.objects.filter(Q(tool_use_id=tool_use_id) | joinable, session_id=session)
-    return wanted.order_by("-id")[: JOIN_WINDOW + 1]
+    """The call of this tool use, and the newest joinable ones, each read through an index
+    of its own (`one_call_per_native_tool_use`, `unanswered_calls_by_tool`). As one
+    `WHERE session AND (tool_use_id OR joinable)`, both databases read every call of the
+    session: 1 ms per hook on SQLite and 2.3 ms of PostgreSQL's at 1,550 calls."""
+    this_use = (  # an empty id names no tool use (and the index leaves those out)
+        ToolCall.objects.filter(session_id=session, tool_use_id=tool_use_id)
+        .exclude(tool_use_id="")
+        .order_by()
+    )
+    joinable = (
+        ToolCall.objects.filter(
+            session_id=session, native_tool=native_tool, hook_answered_at=None, status__in=JOINABLE
+        )
+        .exclude(tool_use_id=tool_use_id)
+        .order_by()
+    )
+    return this_use.union(joinable, all=True).order_by("-id")[: JOIN_WINDOW + 1]
 
 
 _CALLS = Prepared(ToolCall, _calls_wanted, session=int, native_tool=str, tool_use_id=str)
