@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.db import connection, transaction
-from django.db.models import F
+from django.db.models import F, signals
 from django.forms.models import model_to_dict
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -115,3 +115,18 @@ def test_a_claim_with_an_expression_is_left_to_the_orm(session: AgentSession) ->
     held = {"held_call": call}
     assert rows.update_if(ToolCall, call.pk, held, column="status", among={"pending"}) is None
     assert ToolCall.objects.get(pk=call.pk).approvals_needed == 2
+
+
+def test_a_model_with_save_signals_is_refused_not_stored_without_them(
+    session: AgentSession,
+) -> None:
+    def heard(**kwargs: Any) -> None:
+        raise AssertionError("not sent")
+
+    signals.post_save.connect(heard, sender=ToolCall, weak=False)
+    try:
+        with pytest.raises(RuntimeError, match="ToolCall has save signals"):
+            rows.insert_unless_taken(ToolCall(session=session, **FIELDS))
+    finally:
+        signals.post_save.disconnect(heard, sender=ToolCall)
+    assert not ToolCall.objects.exists()

@@ -8,7 +8,8 @@ its field as Django prepares it (`pre_save(add=True)` then `get_db_prep_save` fo
 insert; `get_db_prep_save` for an update), so what is stored is what Django would store.
 
 Not here: signals (no `pre_save`/`post_save` is sent: none is connected to these
-models), expressions as values (`F()`, `Now()`: the ORM is used for those), and fields
+models, and `insert_unless_taken`, which stands for `create`, refuses a model with
+some), expressions as values (`F()`, `Now()`: the ORM is used for those), and fields
 with a placeholder of their own (none on these models).
 """
 
@@ -18,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from django.db import connection
-from django.db.models import Field, Model
+from django.db.models import Field, Model, signals
 
 M = TypeVar("M", bound=Model)
 
@@ -43,6 +44,9 @@ def insert_unless_taken(instance: Model) -> bool:
     DO NOTHING`): False then, and nothing is written. No savepoint is needed to go on in
     the caller's transaction, where catching an IntegrityError needs one (two more round
     trips on PostgreSQL)."""
+    sender = type(instance)
+    if signals.pre_save.has_listeners(sender) or signals.post_save.has_listeners(sender):
+        raise RuntimeError(f"{sender.__name__} has save signals, which this insert skips")
     sql, params = _insert_sql([instance], on_conflict=" ON CONFLICT DO NOTHING")
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
