@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -202,6 +203,10 @@ def task_runner(request: pytest.FixtureRequest) -> None:
 TEMP_DIR = Path(tempfile.gettempdir())
 _TEMP_BEFORE = pytest.StashKey[set[str]]()
 LEFTOVER_GRACE_SECONDS = 5.0  # another run's command may be between making and removing one
+# While another test run is going (`make test` runs the PostgreSQL run beside the
+# SQLite one, which ends minutes later), what is left may be a module fixture of that
+# run's, alive as long as its module runs: it is waited for this long.
+OTHER_RUN_GRACE_SECONDS = 180.0
 
 
 def _agentweb_temp_entries() -> set[str]:
@@ -212,6 +217,42 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     session.config.stash[_TEMP_BEFORE] = _agentweb_temp_entries()
 
 
+def _left_after(left: set[str], seconds: float, while_: Any = lambda: True) -> set[str]:
+    """Of `left`, what is still there after `seconds` (or once `while_()` is false)."""
+    deadline = time.monotonic() + seconds
+    while left and time.monotonic() < deadline and while_():
+        time.sleep(0.25)
+        left &= _agentweb_temp_entries()
+    return left
+
+
+def _other_test_runs() -> bool:
+    """Whether a pytest run other than this one is going: a process that names pytest,
+    neither this one, one of its ancestors (the shell `make` started it from) nor one of
+    its children."""
+    parents = {pid: parent for pid, parent in _processes()}
+    ours, pid = {os.getpid()}, os.getpid()
+    while parents.get(pid, 0) > 1:
+        pid = parents[pid]
+        ours.add(pid)
+    for pid, parent in parents.items():
+        if pid in ours or parent == os.getpid():
+            continue
+        with contextlib.suppress(OSError):
+            if b"pytest" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return True
+    return False
+
+
+def _processes() -> Iterator[tuple[int, int]]:
+    """(pid, parent pid) of each process on the machine."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                stat = (entry / "stat").read_text()
+                yield int(entry.name), int(stat.rsplit(")", 1)[1].split()[1])
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """The run fails when it left `agentweb-*` entries in the temp dir (a git HOME, a
     command's scratch, a probe's directory): only those made during this run and still
@@ -220,11 +261,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if hasattr(session.config, "workerinput"):
         return
     before = session.config.stash.get(_TEMP_BEFORE, set())
-    deadline = time.monotonic() + LEFTOVER_GRACE_SECONDS
-    left = _agentweb_temp_entries() - before
-    while left and time.monotonic() < deadline:
-        time.sleep(0.25)
-        left &= _agentweb_temp_entries()
+    left = _left_after(_agentweb_temp_entries() - before, LEFTOVER_GRACE_SECONDS)
+    if left and _other_test_runs():
+        left = _left_after(left, OTHER_RUN_GRACE_SECONDS, while_=_other_test_runs)
     if left:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         names = ", ".join(sorted(left)[:10]) + (" …" if len(left) > 10 else "")
