@@ -204,9 +204,21 @@ def test_a_fork_bomb_stops_at_the_process_limit(
         "else:\n"
         "    print('forked', n)\n"
     )
-    out = _run(cow, ws, "/usr/bin/python3 -", stdin=script.encode())
+    for _ in range(BOMB_ATTEMPTS):
+        out = _run(cow, ws, "/usr/bin/python3 -", stdin=script.encode())
+        if NO_ROOM_TO_START not in out:
+            break
+        time.sleep(1)  # the limit left no room even for bubblewrap: see BOMB_ATTEMPTS
     assert "refused after" in out, out
     assert int(out.split("refused after")[1].split()[0]) < 40
+
+
+# The process limit counts every process of the sandbox's host uid, and other test runs
+# on this machine (the xdist workers, the PostgreSQL run beside) run sandboxed commands
+# under that uid at the same time: with 20 of theirs alive, bubblewrap itself cannot
+# start. That is the limit working, but not the bomb this test watches: it tries again.
+BOMB_ATTEMPTS = 20
+NO_ROOM_TO_START = "Creating new namespace failed: Resource temporarily unavailable"
 
 
 def test_memory_file_size_and_tmp_are_bounded(
