@@ -1,4 +1,5 @@
-"""Sessions, tool calls, decisions, policies with rules, skills and API tokens."""
+"""Sessions, tool calls, messages, events, policies with rules and skills; the other tables
+(decisions, tokens, projects, pull requests …) live in `tables/` and are imported here."""
 
 from __future__ import annotations
 
@@ -459,41 +460,6 @@ class SkillTool(models.Model):
         return f"{self.skill.name}.{self.name}"
 
 
-class PullRequest(models.Model):
-    """A pull request recorded in agentweb itself, for a repository with no forge."""
-
-    # Who may read it follows its session. SET_NULL, not CASCADE: a pull request is a
-    # record of what was pushed and proposed, kept when its session is deleted (then
-    # only reviewers see it).
-    session = models.ForeignKey(
-        AgentSession,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="pull_requests",
-    )
-    repo_key = models.CharField(max_length=1000)
-    number = models.PositiveIntegerField()
-    title = models.CharField(max_length=500)
-    body = models.TextField(blank=True)
-    base = models.CharField(max_length=255)
-    head = models.CharField(max_length=255)
-    draft = models.BooleanField(default=False)
-    commits = models.JSONField(default=list)
-    diff = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["-id"]
-        constraints = [
-            models.UniqueConstraint(fields=["repo_key", "number"], name="pull_number_per_repo"),
-            models.UniqueConstraint(fields=["repo_key", "head"], name="one_pull_per_head"),
-        ]
-
-    def __str__(self) -> str:
-        return spelled(f"#{self.number} {self.title}")
-
-
 # Tables in their own modules, imported so that Django and `tools_app.models` know them.
 from tools_app.tables.audit import AuditEntry as AuditEntry  # noqa: E402
 from tools_app.tables.channels import Channel as Channel  # noqa: E402
@@ -505,6 +471,7 @@ from tools_app.tables.credentials import EgressCredential as EgressCredential  #
 from tools_app.tables.decisions import Approval as Approval  # noqa: E402
 from tools_app.tables.decisions import Decision as Decision  # noqa: E402
 from tools_app.tables.projects import Project as Project  # noqa: E402
+from tools_app.tables.pull_requests import PullRequest as PullRequest  # noqa: E402
 from tools_app.tables.tokens import ApiToken as ApiToken  # noqa: E402
 from tools_app.tables.upstreams import UpstreamServer as UpstreamServer  # noqa: E402
 from tools_app.tables.upstreams import UpstreamTool as UpstreamTool  # noqa: E402

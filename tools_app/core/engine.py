@@ -89,6 +89,7 @@ def preview_hash(preview: object) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+@one_judgment()  # each call one judgment: the preview and the checks resolve paths once
 def prepare(
     policy: PolicySpec,
     spec: ToolSpec,
@@ -99,17 +100,6 @@ def prepare(
     """Validate the arguments, compute what the call would change, and ask the policy:
     the one road of every tool, core, skill or an agent's own (`spec` says how each step
     is done, and may have the last word on the verdict)."""
-    with one_judgment():  # the preview and the checks resolve a command's paths once
-        return _prepare(policy, spec, raw_args, context, counters)
-
-
-def _prepare(
-    policy: PolicySpec,
-    spec: ToolSpec,
-    raw_args: object,
-    context: ToolContext | Path,
-    counters: SessionCounters,
-) -> Prepared:
     context = context if isinstance(context, ToolContext) else ToolContext(workspace=context)
     try:
         validated, args = spec.validate(raw_args)
