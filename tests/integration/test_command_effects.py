@@ -203,10 +203,10 @@ def host_without_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
         if found:
             (bin_dir / program).symlink_to(found)
     monkeypatch.setenv("PATH", str(bin_dir))
-    overlay.cow_available.cache_clear()
+    overlay.forget_probe()
     yield
     monkeypatch.undo()
-    overlay.cow_available.cache_clear()
+    overlay.forget_probe()
 
 
 @pytest.mark.usefixtures("host_without_sandbox")
@@ -222,6 +222,25 @@ def test_without_a_sandbox_every_command_waits_for_a_person(
     assert not (workspace / "late.txt").exists()
 
 
+@requires_cow
+def test_a_failed_sandbox_probe_is_tried_again_later(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A probe that failed by chance (at a worker's start, say) is not its answer for the
+    process's life: after PROBE_RETRY_SECONDS the sandbox is probed again and found."""
+    monkeypatch.setenv("PATH", str(tmp_path))  # neither unshare nor bubblewrap
+    overlay.forget_probe()
+    try:
+        assert not overlay.cow_available()
+        monkeypatch.undo()  # the tools are back
+        assert overlay.cow_unavailable_reason() == "unshare or bwrap is not on PATH"
+        monkeypatch.setattr(overlay, "PROBE_RETRY_SECONDS", 0.0)
+        assert overlay.cow_available()
+        assert overlay.cow_unavailable_reason() == ""
+    finally:
+        overlay.forget_probe()
+
+
 @pytest.fixture
 def locked_temp_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """TMPDIR as `mktemp -d` makes it: mode 0700, root's alone (the worker is root)."""
@@ -234,10 +253,10 @@ def locked_temp_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     locked = Path(tempfile.mkdtemp(prefix="locked-tmp-"))
     monkeypatch.setenv("TMPDIR", str(locked))
     monkeypatch.setattr(tempfile, "tempdir", str(locked))
-    overlay.cow_available.cache_clear()
+    overlay.forget_probe()
     yield locked
     monkeypatch.undo()
-    overlay.cow_available.cache_clear()
+    overlay.forget_probe()
     shutil.rmtree(locked)
 
 

@@ -4,8 +4,9 @@ A tool worker (one that consumes the main queue) writes a key of its own with a 
 TTL from its consumer's timer, the loop that takes tasks: a worker that stopped, lost
 its broker or hangs stops renewing it, and the key is gone within `TTL_SECONDS`. A worker
 stopping cleanly removes it at once. The key's value holds the worker's queues (for the
-queue-depth gauge) and whether its copy-on-write sandbox works (probed once at start),
-since commands run on the worker's host, not the web's.
+queue-depth gauge) and whether its copy-on-write sandbox works (as the worker's probe
+last found: a failed probe is tried again, `overlay.PROBE_RETRY_SECONDS`), since commands
+run on the worker's host, not the web's.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ class WorkerHeartbeat(bootsteps.StartStopStep):
     def __init__(self, parent: Any, **kwargs: Any) -> None:
         super().__init__(parent, **kwargs)
         self.timer_ref: Any = None
-        self.worker = self.key = self.value = ""
+        self.worker = self.key = ""
+        self.queues: list[str] = []
 
     def start(self, parent: Any) -> None:
         queues = sorted(parent.app.amqp.queues.consume_from or [settings.CELERY_TASK_DEFAULT_QUEUE])
@@ -57,17 +59,17 @@ class WorkerHeartbeat(bootsteps.StartStopStep):
             return  # a notification worker runs no tool call
         self.worker = parent.hostname
         self.key = f"{prefix()}:{self.worker}"
-        sandbox = cow_unavailable_reason() == ""
-        self.value = json.dumps({"queues": queues, "sandbox": sandbox})
+        self.queues = queues
         forget_dead()
         self.beat()
         serve_metrics()
         self.timer_ref = parent.timer.call_repeatedly(INTERVAL_SECONDS, self.beat, priority=10)
 
     def beat(self) -> None:
+        value = json.dumps({"queues": self.queues, "sandbox": cow_unavailable_reason() == ""})
         try:
             pipe = client().pipeline(transaction=False)
-            pipe.set(self.key, self.value, ex=TTL_SECONDS)
+            pipe.set(self.key, value, ex=TTL_SECONDS)
             pipe.sadd(prefix(), self.worker)
             pipe.execute()
         except (redis.RedisError, OSError) as exc:

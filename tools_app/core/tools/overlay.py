@@ -27,12 +27,13 @@ layer by `tools/effect_reader.py`; `tools/effect_apply.py` applies and holds it.
 
 from __future__ import annotations
 
-import functools
 import os
 import shutil
 import stat
 import tempfile
+import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
@@ -51,6 +52,7 @@ __all__ = [
     "build_cow_command",
     "cow_available",
     "cow_unavailable_reason",
+    "forget_probe",
     "hidden_paths",
     "make_scratch",
     "readonly_paths",
@@ -425,28 +427,57 @@ def _mask_args(root: Path) -> list[str]:
 
 
 PROBE_ATTEMPTS = 2  # a probe that fails once by chance must not leave a process unsandboxed
-_probe: dict[str, str] = {"failure": ""}
+# A probe that failed is tried again after this long: a chance failure at a worker's start
+# (the process limit reached, say) must not leave it refusing every command, and its
+# heartbeat reporting no sandbox, for the rest of its life. One that worked is kept.
+PROBE_RETRY_SECONDS = 30.0
 
 
-@functools.cache
+@dataclass
+class _Probe:
+    works: bool = False
+    failure: str = ""
+    failed_at: float | None = None
+
+
+_probe = _Probe()
+
+
 def cow_available() -> bool:
     """True when unshare, an overlay mount and bubblewrap all work here (probed once per
-    process, tried twice; why it failed is in `cow_unavailable_reason()`)."""
-    if not (shutil.which("unshare") and shutil.which("bwrap")):
-        _probe["failure"] = "unshare or bwrap is not on PATH"
+    process when they do; a failure, tried twice, is probed again after
+    `PROBE_RETRY_SECONDS`; why it failed is in `cow_unavailable_reason()`)."""
+    if _probe.works:
+        return True
+    failed_at = _probe.failed_at
+    if failed_at is not None and time.monotonic() - failed_at < PROBE_RETRY_SECONDS:
         return False
+    failure = _probe_failure()
+    _probe.works, _probe.failure = not failure, failure
+    _probe.failed_at = time.monotonic() if failure else None
+    return _probe.works
+
+
+def forget_probe() -> None:
+    """The next `cow_available()` probes again (a test that changed the host's tools)."""
+    _probe.works, _probe.failure, _probe.failed_at = False, "", None
+
+
+def _probe_failure() -> str:
+    if not (shutil.which("unshare") and shutil.which("bwrap")):
+        return "unshare or bwrap is not on PATH"
+    failure = ""
     for _ in range(PROBE_ATTEMPTS):
-        _probe["failure"] = _probe_once()
-        if not _probe["failure"]:
-            return True
-    _probe["failure"] = scratch_problem() or _probe["failure"]
-    return False
+        failure = _probe_once()
+        if not failure:
+            return ""
+    return scratch_problem() or failure
 
 
 def cow_unavailable_reason() -> str:
     """Why this host has no copy-on-write sandbox, in words an operator can act on ("" when
     it has one): for the system check, a held command's reason and a readiness probe."""
-    return "" if cow_available() else _probe["failure"]
+    return "" if cow_available() else _probe.failure
 
 
 def scratch_problem(base: Path | None = None) -> str:
