@@ -164,9 +164,10 @@ ASGI_APPLICATION = "agentweb.asgi.application"
 
 
 def _sqlite(path: Path) -> dict[str, object]:
-    """SQLite tuned for a web process and workers sharing one file."""
+    """SQLite tuned for a web process and workers sharing one file (Django's backend, its
+    statements' rewrite to SQLite's style remembered: `tools_app/sql/sqlite3`)."""
     return {
-        "ENGINE": "django.db.backends.sqlite3",
+        "ENGINE": "tools_app.sql.sqlite3",
         "NAME": path,
         "OPTIONS": {
             "timeout": 20,

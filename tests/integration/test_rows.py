@@ -15,7 +15,7 @@ from django.forms.models import model_to_dict
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from tools_app.models import AgentSession, Policy, ToolCall
+from tools_app.models import AgentSession, Event, Policy, ToolCall
 from tools_app.services import gateway
 from tools_app.sql import rows
 
@@ -130,3 +130,30 @@ def test_a_model_with_save_signals_is_refused_not_stored_without_them(
     finally:
         signals.post_save.disconnect(heard, sender=ToolCall)
     assert not ToolCall.objects.exists()
+
+
+def test_each_value_is_prepared_as_django_prepares_it(session: AgentSession) -> None:
+    """The values stored as given are those Django's preparation hands back unchanged;
+    any other value of the same field still goes through it."""
+    call = ToolCall(session=session, tool_use_id="toolu_p", **FIELDS)
+    event = Event(session=session, seq=1, type="t", data={"a": [1]}, created_at=timezone.now())
+    as_given = 0
+    for instance in (call, event):
+        for column in rows._columns(type(instance)):
+            value = column.field.pre_save(instance, True)
+            expected = column.field.get_db_prep_save(value, connection)
+            found = rows._prepared(column, value)
+            assert type(found) is type(expected), column.field.name
+            assert _comparable(found) == _comparable(expected), column.field.name
+            as_given += column.kept is not None
+    assert as_given >= 10  # the session, the statuses, the texts, the counts…
+    tool = rows._column(ToolCall._meta.get_field("tool"))
+    needed = rows._column(ToolCall._meta.get_field("approvals_needed"))
+    assert rows._prepared(tool, 5) == "5"  # an int for a text: Django's str()
+    assert rows._prepared(needed, True) == 1  # a bool for a count: Django's int()
+    assert not isinstance(rows._prepared(needed, True), bool)
+
+
+def _comparable(prepared: Any) -> Any:
+    """psycopg's JSON wrappers compare by identity: their object instead."""
+    return getattr(prepared, "obj", prepared)

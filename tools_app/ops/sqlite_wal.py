@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 logger = logging.getLogger(__name__)
 
-SQLITE = "django.db.backends.sqlite3"
+SQLITES = ("tools_app.sql.sqlite3", "django.db.backends.sqlite3")  # ours, and Django's
 _kept: dict[str, sqlite3.Connection | None] = {}  # database file -> its handle (None: failed)
 _lock = threading.Lock()
 
@@ -28,7 +28,7 @@ _lock = threading.Lock()
 def keep_open(settings_dict: dict[str, Any]) -> None:
     """Open the handle for this database once per process; a no-op for an in-memory
     SQLite database, for PostgreSQL, and after the first call."""
-    if settings_dict.get("ENGINE") != SQLITE:
+    if settings_dict.get("ENGINE") not in SQLITES:
         return
     name = str(settings_dict.get("NAME") or "")
     if name in _kept or not name or name == ":memory:" or name.startswith("file:"):

@@ -7,6 +7,12 @@ statement is written from the model's own column names, and each value is prepar
 its field as Django prepares it (`pre_save(add=True)` then `get_db_prep_save` for an
 insert; `get_db_prep_save` for an update), so what is stored is what Django would store.
 
+The statement text is made once per model, row count and database, and kept. A value
+Django's preparation would hand back unchanged (a `str` for a plain `CharField` or
+`TextField`, an `int` for an integer field or a foreign key to an integer key, a `bool`
+for a `BooleanField`, None) is used as it is: a sixth of what storing an allowed hook's
+call cost was those fields' `get_db_prep_save`, each returning what it was given.
+
 Not here: signals (no `pre_save`/`post_save` is sent: none is connected to these
 models, and `insert_unless_taken`, which stands for `create`, refuses a model with
 some), expressions as values (`F()`, `Now()`: the ORM is used for those), and fields
@@ -16,12 +22,43 @@ with a placeholder of their own (none on these models).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
 from typing import Any, TypeVar
 
 from django.db import connection
-from django.db.models import Field, Model, signals
+from django.db.backends.base.operations import BaseDatabaseOperations
+from django.db.models import (
+    AutoField,
+    BigAutoField,
+    BigIntegerField,
+    BooleanField,
+    CharField,
+    Field,
+    ForeignKey,
+    IntegerField,
+    Model,
+    PositiveBigIntegerField,
+    PositiveIntegerField,
+    PositiveSmallIntegerField,
+    SmallAutoField,
+    SmallIntegerField,
+    TextField,
+    signals,
+)
 
 M = TypeVar("M", bound=Model)
+
+# The exact field classes whose preparation returns a value of this type unchanged
+# (`to_python` of a str, `bool()` of a bool, `int()` of an int); a subclass may differ.
+_KEPT_AS_GIVEN: dict[type, type] = {CharField: str, TextField: str, BooleanField: bool}
+_AUTO_KEYS = (AutoField, BigAutoField, SmallAutoField)  # each validated by the backend only
+# Integers as given only where the backend does not adapt them: psycopg 3's wraps each in
+# the type of its column (Int2, Int4, Int8).
+_INTEGERS = (
+    IntegerField, BigIntegerField, SmallIntegerField, PositiveIntegerField,
+    PositiveBigIntegerField, PositiveSmallIntegerField,
+)  # fmt: skip
 
 
 def insert(instances: Sequence[M]) -> list[M]:
@@ -78,7 +115,7 @@ def update_if(
         f"IN ({listed})"
     )
     params = [
-        field.get_db_prep_save(value, connection)
+        _prepared(_column(field), value)
         for field, value in zip(fields, values.values(), strict=True)
     ]
     with connection.cursor() as cursor:
@@ -100,23 +137,87 @@ def _pk_column(model: type[Model]) -> str:
 
 
 def _insert_sql(instances: Sequence[Model], *, on_conflict: str) -> tuple[str, list[Any]]:
-    meta = instances[0]._meta
-    fields = [field for field in meta.local_concrete_fields if field is not meta.auto_field]
-    quote = connection.ops.quote_name
-    columns = ", ".join(quote(field.column) for field in fields)
-    row = "(" + ", ".join(["%s"] * len(fields)) + ")"
-    rows = ", ".join([row] * len(instances))
-    # Only quoted names from the model are interpolated; the values are parameters.
-    sql = (
-        f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES {rows}{on_conflict} "  # noqa: S608
-        f"RETURNING {quote(_pk_column(type(instances[0])))}"
-    )
+    model = type(instances[0])
+    sql = _insert_text(model, len(instances), on_conflict, connection.vendor)
+    columns = _columns(model)
     params = [
-        field.get_db_prep_save(field.pre_save(instance, True), connection)
+        _prepared(column, _saved_value(column, instance, add=True))
         for instance in instances
-        for field in fields
+        for column in columns
     ]
     return sql, params
+
+
+@dataclass(frozen=True)
+class _Column:
+    """A field as an INSERT or UPDATE stores it."""
+
+    field: Field[Any, Any]
+    kept: type | None  # values of this exact type (and None) are stored as given
+    plain_read: bool  # `pre_save` is Field's own: the attribute as it is
+
+
+def _column(field: Field[Any, Any]) -> _Column:
+    return _column_of(field, connection.vendor)
+
+
+@cache
+def _column_of(field: Field[Any, Any], vendor: str) -> _Column:
+    """`field` as this database's backend prepares it (`vendor` keys the cache)."""
+    target = field.target_field if type(field) is ForeignKey else field
+    kind, ops = type(target), type(connection.ops)
+    kept = _KEPT_AS_GIVEN.get(kind)
+    if kind in _AUTO_KEYS and _base(ops, "validate_autopk_value"):
+        kept = int
+    if kind in _INTEGERS and _base(ops, "adapt_integerfield_value"):
+        kept = int
+    return _Column(field, kept, type(field).pre_save is Field.pre_save)
+
+
+def _base(ops: type, method: str) -> bool:
+    """The backend's `method` is Django's base one, which returns the value as it is."""
+    return getattr(ops, method) is getattr(BaseDatabaseOperations, method)
+
+
+def _columns(model: type[Model]) -> tuple[_Column, ...]:
+    return _columns_of(model, connection.vendor)
+
+
+@cache
+def _columns_of(model: type[Model], vendor: str) -> tuple[_Column, ...]:
+    meta = model._meta
+    fields = [field for field in meta.local_concrete_fields if field is not meta.auto_field]
+    return tuple(_column_of(field, vendor) for field in fields)
+
+
+@cache
+def _insert_text(model: type[Model], count: int, on_conflict: str, vendor: str) -> str:
+    """`INSERT … VALUES (…), (…) … RETURNING pk` of `count` rows of `model` (`vendor` keys
+    the cache: each database quotes names its own way)."""
+    fields = [column.field for column in _columns(model)]
+    quote = connection.ops.quote_name
+    names = ", ".join(quote(field.column) for field in fields)
+    row = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    rows = ", ".join([row] * count)
+    # Only quoted names from the model are interpolated; the values are parameters.
+    return (
+        f"INSERT INTO {quote(model._meta.db_table)} ({names}) VALUES {rows}{on_conflict} "  # noqa: S608
+        f"RETURNING {quote(_pk_column(model))}"
+    )
+
+
+def _saved_value(column: _Column, instance: Model, *, add: bool) -> Any:
+    if column.plain_read:
+        return getattr(instance, column.field.attname)
+    return column.field.pre_save(instance, add)
+
+
+def _prepared(column: _Column, value: Any) -> Any:
+    """What Django's `get_db_prep_save` gives for `value`, without asking it when that is
+    the value itself."""
+    if column.kept is not None and (value is None or type(value) is column.kept):
+        return value
+    return column.field.get_db_prep_save(value, connection)
 
 
 def _stored(instance: Model, pk: Any) -> None:
