@@ -147,8 +147,8 @@ def test_each_value_is_prepared_as_django_prepares_it(session: AgentSession) -> 
             assert _comparable(found) == _comparable(expected), column.field.name
             as_given += column.kept is not None
     assert as_given >= 10  # the session, the statuses, the texts, the counts…
-    tool = rows._column(ToolCall._meta.get_field("tool"))
-    needed = rows._column(ToolCall._meta.get_field("approvals_needed"))
+    tool = rows._column_of(ToolCall._meta.get_field("tool"), connection.vendor)
+    needed = rows._column_of(ToolCall._meta.get_field("approvals_needed"), connection.vendor)
     assert rows._prepared(tool, 5) == "5"  # an int for a text: Django's str()
     assert rows._prepared(needed, True) == 1  # a bool for a count: Django's int()
     assert not isinstance(rows._prepared(needed, True), bool)

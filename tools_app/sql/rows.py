@@ -104,23 +104,30 @@ def update_if(
     allowed = sorted(among)  # the same text for the same set
     if not allowed:
         return 0
-    fields = [_field(model, name) for name in values]
+    sql, columns = _update_text(model, tuple(values), column, len(allowed), connection.vendor)
+    params = [_prepared(each, value) for each, value in zip(columns, values.values(), strict=True)]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, pk, *allowed])
+        return int(cursor.rowcount)
+
+
+@cache
+def _update_text(
+    model: type[Model], names: tuple[str, ...], column: str, count: int, vendor: str
+) -> tuple[str, tuple[_Column, ...]]:
+    """`UPDATE … SET names WHERE pk = %s AND column IN (count values)`, and the columns
+    set (`vendor` keys the cache)."""
+    columns = tuple(_column_of(_field(model, name), vendor) for name in names)
     quote = connection.ops.quote_name
-    sets = ", ".join(f"{quote(field.column)} = %s" for field in fields)
-    listed = ", ".join(["%s"] * len(allowed))
+    sets = ", ".join(f"{quote(each.field.column)} = %s" for each in columns)
+    listed = ", ".join(["%s"] * count)
     # Only quoted names from the model are interpolated; the values are parameters.
     sql = (
         f"UPDATE {quote(model._meta.db_table)} SET {sets} "  # noqa: S608
         f"WHERE {quote(_pk_column(model))} = %s AND {quote(_field(model, column).column)} "
         f"IN ({listed})"
     )
-    params = [
-        _prepared(_column(field), value)
-        for field, value in zip(fields, values.values(), strict=True)
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, pk, *allowed])
-        return int(cursor.rowcount)
+    return sql, columns
 
 
 def _field(model: type[Model], name: str) -> Field[Any, Any]:
@@ -155,10 +162,6 @@ class _Column:
     field: Field[Any, Any]
     kept: type | None  # values of this exact type (and None) are stored as given
     plain_read: bool  # `pre_save` is Field's own: the attribute as it is
-
-
-def _column(field: Field[Any, Any]) -> _Column:
-    return _column_of(field, connection.vendor)
 
 
 @cache

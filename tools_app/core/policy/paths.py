@@ -6,12 +6,16 @@ file tools, the policy and the sandbox); the policy imports it from there.
 
 from __future__ import annotations
 
-import os
 import posixpath
 from pathlib import Path
 
 from tools_app.core.tools.errors import ToolError
-from tools_app.core.tools.paths import is_within, relative_to_workspace, resolve_path
+from tools_app.core.tools.paths import (
+    is_within,
+    relative_to_workspace,
+    resolve_path,
+    workspace_root,
+)
 
 
 def workspace_relative(workspace: Path, path: str, *, argument: str = "path") -> str:
@@ -33,7 +37,7 @@ def command_target(workspace: Path, cwd: str, target: str) -> str | None:
         return workspace_relative(workspace, joined, argument="target")
     except ToolError:
         pass
-    root = Path(os.path.realpath(workspace))
+    root = workspace_root(workspace)
     lexical = Path(posixpath.normpath(str(root / joined)))
     if not target.startswith(("/", "~")) and is_within(lexical, root):
         return relative_to_workspace(workspace, lexical)

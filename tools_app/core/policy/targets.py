@@ -19,7 +19,7 @@ from tools_app.core.policy.paths import command_target
 from tools_app.core.policy.patterns import shape_of
 from tools_app.core.shell.command_types import SimpleCommand
 from tools_app.core.shell.commands import CommandAnalysis
-from tools_app.core.tools.paths import in_git_dir, protected_match
+from tools_app.core.tools.paths import in_git_dir, protected_match, workspace_roots_kept
 
 _ALL_POSITIONALS = frozenset(
     {"tee", "rm", "rmdir", "unlink", "shred", "truncate", "touch", "mkdir", "sed", "perl"}
@@ -103,11 +103,13 @@ _judgment: ContextVar[dict[tuple[int, Path, tuple[str, ...]], Any] | None] = Con
 def one_judgment() -> Iterator[None]:
     """Within, `secret_targets` of the same command, workspace and patterns is found
     once: a call's preview and its checks both ask, and each word is resolved on the
-    filesystem (symlinks followed), a fifth of an allowed hook's work asked twice. Only
-    within one judgment: a later call is judged on the filesystem as it is then."""
+    filesystem (symlinks followed), a fifth of an allowed hook's work asked twice; and
+    the workspace's own real path is found once, not once per word. Only within one
+    judgment: a later call is judged on the filesystem as it is then."""
     token = _judgment.set({})
     try:
-        yield
+        with workspace_roots_kept():
+            yield
     finally:
         _judgment.reset(token)
 

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import lru_cache
 from pathlib import Path
 
@@ -25,6 +27,32 @@ from tools_app.core.tools.errors import ToolError
 
 class PathOutsideWorkspace(ToolError):
     """A path that resolves outside the session's workspace."""
+
+
+_roots: ContextVar[dict[Path, Path] | None] = ContextVar("workspace_roots_kept", default=None)
+
+
+@contextmanager
+def workspace_roots_kept() -> Iterator[None]:
+    """Within, a workspace's own real path is found once: judging a command resolves each
+    of its words, and each resolution resolved the workspace again (two of every three
+    `realpath` calls). The words themselves are resolved every time."""
+    token = _roots.set({})
+    try:
+        yield
+    finally:
+        _roots.reset(token)
+
+
+def workspace_root(workspace: Path) -> Path:
+    """The workspace's real path (symlinks followed)."""
+    kept = _roots.get()
+    if kept is None:
+        return Path(os.path.realpath(workspace))
+    found = kept.get(workspace)
+    if found is None:
+        found = kept[workspace] = Path(os.path.realpath(workspace))
+    return found
 
 
 def resolve_path(workspace: Path, path: str, *, argument: str = "path") -> Path:
@@ -38,7 +66,7 @@ def resolve_path(workspace: Path, path: str, *, argument: str = "path") -> Path:
         raise ToolError(f"`{argument}` contains a NUL byte; pass a plain file path.")
     if path.strip() == "":
         raise ToolError(f"`{argument}` is empty; pass a path relative to the workspace.")
-    root = Path(os.path.realpath(workspace))
+    root = workspace_root(workspace)
     candidate = Path(path).expanduser() if path.startswith("~") else Path(path)
     if not candidate.is_absolute():
         candidate = root / candidate
@@ -58,14 +86,14 @@ def is_within(path: Path, root: Path) -> bool:
 
 def relative_to_workspace(workspace: Path, resolved: Path) -> str:
     """The workspace-relative POSIX form of an already resolved path ('.' for the root)."""
-    root = Path(os.path.realpath(workspace))
+    root = workspace_root(workspace)
     rel = resolved.relative_to(root).as_posix()
     return rel or "."
 
 
 def is_inside_git_dir(workspace: Path, resolved: Path) -> bool:
     """True when a resolved path is a `.git` directory or anything below one."""
-    root = Path(os.path.realpath(workspace))
+    root = workspace_root(workspace)
     return in_git_dir(resolved.relative_to(root).as_posix())
 
 
