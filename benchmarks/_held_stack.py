@@ -1,6 +1,7 @@
 """The stack bench_held_waits.py measures: a PostgreSQL database and a Redis number of
 its own, one or more daphne processes on them, and (for several) a round-robin proxy
-in front (`_round_robin.py`); plus the client's one-connection-per-hook POST."""
+in front (`_round_robin.py`, or Debian's nginx as `deploy/nginx.conf` sets it up); plus
+the client's one-connection-per-hook POST."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -136,6 +139,72 @@ class Proxy:
 
     def stop(self) -> None:
         stop(self.process)
+
+
+NGINX_CONF = """
+worker_processes 1;
+pid {work}/nginx.pid;
+error_log {work}/nginx-error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    client_body_temp_path {work}/body;
+    proxy_temp_path {work}/proxy;
+    upstream agentweb {{
+        least_conn;
+{servers}
+        keepalive 32;
+    }}
+    server {{
+        listen 127.0.0.1:{port};
+        client_max_body_size 10m;
+        proxy_http_version 1.1;
+        proxy_set_header Host $host;
+        proxy_set_header Connection "";
+        proxy_buffering off;
+        proxy_request_buffering off;
+        proxy_read_timeout 3600s;
+        location / {{ proxy_pass http://agentweb; }}
+    }}
+}}
+"""
+
+
+class Nginx:
+    """Debian's nginx on a port of its own in front of the web processes, as
+    `deploy/nginx.conf` sets it up (least connections, kept upstream connections, answers
+    not buffered), without TLS."""
+
+    def __init__(self, webs: list[Web], work: Path) -> None:
+        binary = shutil.which("nginx") or "/usr/sbin/nginx"
+        if not Path(binary).exists():
+            raise RuntimeError("no nginx here: apt-get install nginx-light (or --proxy python)")
+        self.port = free_port()
+        work.mkdir(parents=True, exist_ok=True)
+        servers = "\n".join(f"        server 127.0.0.1:{web.port};" for web in webs)
+        conf = work / "nginx.conf"
+        conf.write_text(NGINX_CONF.format(work=work, servers=servers, port=self.port))
+        command = [binary, "-e", str(work / "nginx-error.log"), "-p", str(work), "-c", str(conf),
+                   "-g", "daemon off;"]  # fmt: skip
+        self.process = subprocess.Popen(command, start_new_session=True)
+        deadline = time.monotonic() + 10
+        while not _answers(self.port):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("nginx did not start: " + _tail(work / "nginx-error.log"))
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        stop(self.process)
+
+
+def _answers(port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+        return True
+    return False
+
+
+def _tail(path: Path) -> str:
+    return path.read_text(errors="replace")[-2000:] if path.exists() else ""
 
 
 def _spawn(command: list[str], root: Path, env: dict[str, str], log: Path) -> Any:

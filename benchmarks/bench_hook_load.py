@@ -19,15 +19,18 @@ PostgreSQL's pg_stat_activity; for SQLite, daphne's open descriptors of the data
 
 `--root DIR` runs another checkout (a clean clone of an earlier commit) with this
 script's client, so a before and an after see the same load. `--webs 2` starts two
-daphne processes on the same database behind one address (`_held_stack`'s round-robin
-proxy); CPU and connections are then both processes' together.
+daphne processes on the same database behind one address: Debian's nginx as
+`deploy/nginx.conf` sets it up (`--proxy nginx`, the default; `apt-get install
+nginx-light`), or `_held_stack`'s round-robin proxy in Python (`--proxy python`); CPU and
+connections are then both processes' together (the proxy's not counted).
 
 `--profile PATH` records the first web process with py-spy (where it holds the interpreter
 lock; `PY_SPY_RATE` samples a second, 50 by default) from (a) into (b), as collapsed
 stacks in PATH-sqlite.raw and PATH-postgres.raw.
 
 Run: .venv/bin/python benchmarks/bench_hook_load.py [--quick] [--seconds 15]
-[--databases sqlite,postgres] [--root DIR] [--at-once N] [--webs N] [--profile PATH]
+[--databases sqlite,postgres] [--root DIR] [--at-once N] [--webs N] [--proxy nginx|python]
+[--profile PATH]
 """
 
 from __future__ import annotations
@@ -48,7 +51,17 @@ from typing import Any
 
 import _common  # noqa: F401 - puts the project root on sys.path
 from _common import ROOT, emit, loadavg, markdown_table, parser, summary
-from _held_stack import USERS, Database, Proxy, Web, post, py_spy, redis_command, verdict
+from _held_stack import (
+    USERS,
+    Database,
+    Nginx,
+    Proxy,
+    Web,
+    post,
+    py_spy,
+    redis_command,
+    verdict,
+)
 
 AGENTS = 50
 PACE_SECONDS = 1.0  # an agent's pace in (c): one tool use a second
@@ -189,13 +202,13 @@ class Sampler:
 
 
 class Webs:
-    """`count` daphne processes on the database and, for more than one, `_held_stack`'s
-    round-robin proxy in front (each new connection to the next process)."""
+    """`count` daphne processes on the database and, for more than one, a proxy in front:
+    nginx (`proxy="nginx"`) or `_held_stack`'s round robin in Python."""
 
-    def __init__(self, root: Path, db: Any, work: Path, count: int) -> None:
-        self.db = db
+    def __init__(self, root: Path, db: Any, work: Path, count: int, proxy: str = "nginx") -> None:
+        self.db, self.work, self.kind = db, work, proxy
         self.webs = [Web(root, db.env, work / f"daphne-{n}.log") for n in range(count)]
-        self.proxy: Proxy | None = None
+        self.proxy: Proxy | Nginx | None = None
 
     def start(self) -> None:
         for web in self.webs:
@@ -203,7 +216,9 @@ class Webs:
             assert web.process is not None
             self.db.pids.append(web.process.pid)
         if len(self.webs) > 1:
-            self.proxy = Proxy(self.webs)
+            self.proxy = (
+                Nginx(self.webs, self.work / "nginx") if self.kind == "nginx" else Proxy(self.webs)
+            )
 
     @property
     def port(self) -> int:
@@ -247,7 +262,7 @@ def measure_one(kind: str, root: Path, tmp: Path, options: Any) -> dict[str, Any
         db = PostgresDatabase(root, work, options.postgres, options.redis)
     if options.at_once:
         db.env["AGENTWEB_HOOKS_AT_ONCE"] = str(options.at_once)
-    web = Webs(root, db, work, options.webs)
+    web = Webs(root, db, work, options.webs, options.proxy)
     try:
         tokens = db.create()
         web.start()
@@ -288,6 +303,8 @@ def main() -> None:
     options.add_argument("--databases", default="sqlite,postgres")
     options.add_argument("--at-once", type=int, help="AGENTWEB_HOOKS_AT_ONCE (default: its)")
     options.add_argument("--webs", type=int, default=1, help="web processes behind one address")
+    options.add_argument("--proxy", choices=("nginx", "python"), default="nginx",
+                         help="in front of several web processes")  # fmt: skip
     options.add_argument("--root", type=Path, default=ROOT, help="the checkout to run")
     options.add_argument("--profile", type=Path, help="py-spy raw stacks of (b) to PATH-db.raw")
     options.add_argument("--postgres", default="postgres://postgres@127.0.0.1:5432")
@@ -297,7 +314,8 @@ def main() -> None:
         args.seconds = min(args.seconds, 4)
     tmp = Path(tempfile.mkdtemp(prefix="bench-hook-load-"))
     root = args.root.resolve()
-    results: dict[str, Any] = {"root": str(root), "commit": _commit(root), "webs": args.webs}
+    webs = f"{args.webs} web" + (f"s ({args.proxy})" if args.webs > 1 else "")
+    results: dict[str, Any] = {"root": str(root), "commit": _commit(root), "webs": webs}
     try:
         for kind in args.databases.split(","):
             results[kind] = measure_one(kind, root, tmp, args)
@@ -330,7 +348,7 @@ def tables(results: dict[str, Any]) -> list[str]:
         for key, label in PHASES:
             r = results[kind][key]
             rows.append([
-                f"{kind} {results['commit']}, {results['webs']} web", label, r["ms"]["n"],
+                f"{kind} {results['commit']}, {results['webs']}", label, r["ms"]["n"],
                 r["ms"]["median"],
                 r["ms"]["p99"], r["answers_per_s"], r["cpu_ms_per_hook"], r["not_allowed"],
                 r["connections_most"], r["load"],
