@@ -33,7 +33,8 @@ from _common import emit, loadavg, markdown_table, parser, summary
 from tools_app.core.egress import ca, proxy, sandbox
 from tools_app.core.egress.grant import EgressGrant
 from tools_app.core.tools.base import SandboxOptions
-from tools_app.core.tools.overlay import cow_available, run_copy_on_write
+from tools_app.core.tools.cow_probe import cow_available
+from tools_app.core.tools.overlay import run_copy_on_write
 
 SMALL = b"x" * 512
 

@@ -29,7 +29,8 @@ from _common import emit, loadavg, markdown_table, parser, summary
 from tools_app.core.policy.defaults import DEFAULT_SECRET_PATHS
 from tools_app.core.tools import git_view, secret_files
 from tools_app.core.tools.base import SandboxOptions
-from tools_app.core.tools.overlay import cow_available, run_copy_on_write
+from tools_app.core.tools.cow_probe import cow_available
+from tools_app.core.tools.overlay import run_copy_on_write
 
 ARGV = ["true"]
 

@@ -24,7 +24,8 @@ from _common import emit, markdown_table, parser, summary
 from bench_sandbox import loadavg, make_tree, tree_dir
 
 from tools_app.core.tools.base import SandboxOptions
-from tools_app.core.tools.overlay import cow_available, run_copy_on_write
+from tools_app.core.tools.cow_probe import cow_available
+from tools_app.core.tools.overlay import run_copy_on_write
 
 # The child: one line in (a workspace path), one line out (ms for one `true`).
 SERVE = """

@@ -13,7 +13,7 @@ from django.core.checks import CheckMessage, Error, Info, Warning, register
 from tools_app.core import sso
 from tools_app.core.egress import config as egress_config
 from tools_app.core.tools import sandbox_user
-from tools_app.core.tools.overlay import cow_available, cow_unavailable_reason
+from tools_app.core.tools.cow_probe import cow_available, cow_unavailable_reason
 
 
 @register()

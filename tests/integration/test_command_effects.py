@@ -17,7 +17,7 @@ from django.core.management import call_command
 
 from tests.unit.helpers import requires_cow
 from tools_app import services
-from tools_app.core.tools import overlay
+from tools_app.core.tools import cow_probe
 from tools_app.models import AgentSession, Policy, ToolCall
 
 pytestmark = [pytest.mark.django_db, requires_cow]
@@ -194,7 +194,7 @@ def host_without_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     """A PATH with git and the shells but neither unshare nor bubblewrap."""
     import shutil
 
-    from tools_app.core.tools import overlay
+    from tools_app.core.tools import cow_probe
 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -203,10 +203,10 @@ def host_without_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
         if found:
             (bin_dir / program).symlink_to(found)
     monkeypatch.setenv("PATH", str(bin_dir))
-    overlay.forget_probe()
+    cow_probe.forget_probe()
     yield
     monkeypatch.undo()
-    overlay.forget_probe()
+    cow_probe.forget_probe()
 
 
 @pytest.mark.usefixtures("host_without_sandbox")
@@ -216,7 +216,7 @@ def test_without_a_sandbox_every_command_waits_for_a_person(
     call = command(session, "(sleep 1; echo late > late.txt) & echo started > f.txt")
     assert (call.status, call.rule) == ("awaiting_approval", "builtin:no-sandbox")
     assert "unsandboxed" in call.reason
-    assert overlay.cow_unavailable_reason() == "unshare or bwrap is not on PATH"
+    assert cow_probe.cow_unavailable_reason() == "unshare or bwrap is not on PATH"
     assert call.preview["sandboxed"] is False
     assert not (workspace / "f.txt").exists()
     assert not (workspace / "late.txt").exists()
@@ -229,16 +229,16 @@ def test_a_failed_sandbox_probe_is_tried_again_later(
     """A probe that failed by chance (at a worker's start, say) is not its answer for the
     process's life: after PROBE_RETRY_SECONDS the sandbox is probed again and found."""
     monkeypatch.setenv("PATH", str(tmp_path))  # neither unshare nor bubblewrap
-    overlay.forget_probe()
+    cow_probe.forget_probe()
     try:
-        assert not overlay.cow_available()
+        assert not cow_probe.cow_available()
         monkeypatch.undo()  # the tools are back
-        assert overlay.cow_unavailable_reason() == "unshare or bwrap is not on PATH"
-        monkeypatch.setattr(overlay, "PROBE_RETRY_SECONDS", 0.0)
-        assert overlay.cow_available()
-        assert overlay.cow_unavailable_reason() == ""
+        assert cow_probe.cow_unavailable_reason() == "unshare or bwrap is not on PATH"
+        monkeypatch.setattr(cow_probe, "PROBE_RETRY_SECONDS", 0.0)
+        assert cow_probe.cow_available()
+        assert cow_probe.cow_unavailable_reason() == ""
     finally:
-        overlay.forget_probe()
+        cow_probe.forget_probe()
 
 
 @pytest.fixture
@@ -246,17 +246,17 @@ def locked_temp_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """TMPDIR as `mktemp -d` makes it: mode 0700, root's alone (the worker is root)."""
     import tempfile
 
-    from tools_app.core.tools import overlay, sandbox_user
+    from tools_app.core.tools import cow_probe, sandbox_user
 
     if not sandbox_user.worker_is_root():
         pytest.skip("only a root worker hands its commands to another uid")
     locked = Path(tempfile.mkdtemp(prefix="locked-tmp-"))
     monkeypatch.setenv("TMPDIR", str(locked))
     monkeypatch.setattr(tempfile, "tempdir", str(locked))
-    overlay.forget_probe()
+    cow_probe.forget_probe()
     yield locked
     monkeypatch.undo()
-    overlay.forget_probe()
+    cow_probe.forget_probe()
     shutil.rmtree(locked)
 
 
@@ -270,7 +270,7 @@ def test_a_temp_dir_the_sandbox_cannot_enter_is_named_as_the_cause(
     cause = f"cannot enter {locked_temp_dir} (mode 700, owner uid 0)"
     assert cause in call.reason and "set TMPDIR" in call.reason, call.reason
     assert "bubblewrap" not in call.reason and not (workspace / "f.txt").exists()
-    assert cause in overlay.cow_unavailable_reason()
+    assert cause in cow_probe.cow_unavailable_reason()
     out = io.StringIO()
     call_command("check", stdout=out, stderr=out)
     assert "agentweb.W001" in out.getvalue() and cause in out.getvalue(), out.getvalue()

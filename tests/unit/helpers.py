@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from tools_app.core.tools.base import SandboxOptions, ToolContext
+from tools_app.core.tools.cow_probe import cow_available, cow_unavailable_reason
 from tools_app.core.tools.effect import Effect
 from tools_app.core.tools.effect_apply import apply_effect
 from tools_app.core.tools.forge import Proposal, PullRequestRef
-from tools_app.core.tools.overlay import cow_available, cow_unavailable_reason
 from tools_app.core.tools.paths import in_git_dir
 from tools_app.core.tools.registry import get_tool, validate_args
 

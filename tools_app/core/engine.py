@@ -19,7 +19,7 @@ from tools_app.core.policy.engine import evaluate
 from tools_app.core.policy.preview import command_review
 from tools_app.core.policy.targets import one_judgment
 from tools_app.core.policy.types import CallFacts, PolicySpec, SessionCounters, Verdict, VerdictKind
-from tools_app.core.tools import overlay
+from tools_app.core.tools import cow_probe
 from tools_app.core.tools.base import ToolContext, ToolSpec
 from tools_app.core.tools.catalogue import facts_for
 from tools_app.core.tools.errors import RunsElsewhere, ToolError
@@ -133,9 +133,9 @@ def prepare(
 def _unsandboxed_needs_a_person(runs_command: bool, verdict: Verdict) -> Verdict:
     """Without the copy-on-write sandbox a command writes the workspace directly: no
     rule may let one run without a person (a skill's command tool included)."""
-    if not runs_command or verdict.kind != "allow" or overlay.cow_available():
+    if not runs_command or verdict.kind != "allow" or cow_probe.cow_available():
         return verdict
-    why = overlay.cow_unavailable_reason()
+    why = cow_probe.cow_unavailable_reason()
     return Verdict(
         "require_approval",
         f"the copy-on-write sandbox does not work on this host ({why}): the command would "

@@ -5,7 +5,7 @@ TTL from its consumer's timer, the loop that takes tasks: a worker that stopped,
 its broker or hangs stops renewing it, and the key is gone within `TTL_SECONDS`. A worker
 stopping cleanly removes it at once. The key's value holds the worker's queues (for the
 queue-depth gauge) and whether its copy-on-write sandbox works (as the worker's probe
-last found: a failed probe is tried again, `overlay.PROBE_RETRY_SECONDS`), since commands
+last found: a failed probe is tried again, `cow_probe.PROBE_RETRY_SECONDS`), since commands
 run on the worker's host, not the web's.
 """
 
@@ -19,7 +19,7 @@ import redis
 from celery import bootsteps
 from django.conf import settings
 
-from tools_app.core.tools.overlay import cow_unavailable_reason
+from tools_app.core.tools.cow_probe import cow_unavailable_reason
 from tools_app.ops.workers import INTERVAL_SECONDS, TTL_SECONDS, client, forget_dead, prefix
 
 logger = logging.getLogger(__name__)

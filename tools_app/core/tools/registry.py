@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from tools_app.core.shell.commands import analyse_command
-from tools_app.core.tools import files, git_runner, held_effect, overlay, secret_files
+from tools_app.core.tools import cow_probe, files, git_runner, held_effect, secret_files
 from tools_app.core.tools.agents import SpawnSubagentArgs, spawn_subagent
 from tools_app.core.tools.base import ToolArgs, ToolContext, ToolSpec
 from tools_app.core.tools.catalogue import CATALOGUE, EFFECT_TOOL, INTERNAL
@@ -94,7 +94,7 @@ def _command_preview(
         "timeout": validated.timeout,
         "parts": parts,
         "opaque": list(analysis.opaque),
-        "sandboxed": overlay.cow_available(),
+        "sandboxed": cow_probe.cow_available(),
     }
     if named:  # what this command sees unmasked if a person approves it
         preview["secrets_visible"] = secret_files.covered(context.workspace, patterns, named)

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pydantic import Field
 
 from tools_app.core.egress import sandbox as egress_sandbox
-from tools_app.core.tools import git_view, overlay, processes, secret_files
+from tools_app.core.tools import cow_probe, git_view, overlay, processes, secret_files
 from tools_app.core.tools.base import MAX_COMMAND_CHARS, SandboxOptions, ToolArgs, ToolContext
 from tools_app.core.tools.effect import Effect
 from tools_app.core.tools.errors import ToolError
@@ -59,7 +59,7 @@ def run_argv(
 ) -> str:
     """Run `argv` as run_command runs a command (a skill's command tool shares this):
     sandboxed, bounded, its effect judged by `ctx.effect_handler` before it applies."""
-    if not overlay.cow_available():
+    if not cow_probe.cow_available():
         result = processes.run_plain(
             ctx.workspace,
             argv,

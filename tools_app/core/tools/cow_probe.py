@@ -1,0 +1,123 @@
+"""Whether this host's copy-on-write sandbox works: probed by running one command in it.
+
+A process probes when first asked and keeps a success for its life. A failure (tried
+twice) is its answer for `PROBE_RETRY_SECONDS`, then the sandbox is probed again: a chance
+failure at a worker's start (the process limit reached, say) must not leave it holding
+every command for a person, and its heartbeat reporting no sandbox, for the rest of its
+life. Without the sandbox, an allowed command waits for a person (`core/engine.py`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from tools_app.core.tools import sandbox_user
+from tools_app.core.tools.base import SandboxOptions
+from tools_app.core.tools.overlay import SCRATCH_PREFIX, run_copy_on_write
+
+PROBE_ATTEMPTS = 2  # a probe that fails once by chance must not leave a process unsandboxed
+PROBE_RETRY_SECONDS = 30.0  # a failed probe's answer is kept this long
+
+
+@dataclass
+class _Probe:
+    works: bool = False
+    failure: str = ""
+    failed_at: float | None = None
+
+
+_probe = _Probe()
+
+
+def cow_available() -> bool:
+    """True when unshare, an overlay mount and bubblewrap all work here (probed once per
+    process when they do; a failure, tried twice, is probed again after
+    `PROBE_RETRY_SECONDS`; why it failed is in `cow_unavailable_reason()`)."""
+    if _probe.works:
+        return True
+    failed_at = _probe.failed_at
+    if failed_at is not None and time.monotonic() - failed_at < PROBE_RETRY_SECONDS:
+        return False
+    failure = _probe_failure()
+    _probe.works, _probe.failure = not failure, failure
+    _probe.failed_at = time.monotonic() if failure else None
+    return _probe.works
+
+
+def forget_probe() -> None:
+    """The next `cow_available()` probes again (a test that changed the host's tools)."""
+    _probe.works, _probe.failure, _probe.failed_at = False, "", None
+
+
+def _probe_failure() -> str:
+    if not (shutil.which("unshare") and shutil.which("bwrap")):
+        return "unshare or bwrap is not on PATH"
+    failure = ""
+    for _ in range(PROBE_ATTEMPTS):
+        failure = _probe_once()
+        if not failure:
+            return ""
+    return scratch_problem() or failure
+
+
+def cow_unavailable_reason() -> str:
+    """Why this host has no copy-on-write sandbox, in words an operator can act on ("" when
+    it has one): for the system check, a held command's reason and a readiness probe."""
+    return "" if cow_available() else _probe.failure
+
+
+def scratch_problem(base: Path | None = None) -> str:
+    """Why the sandbox's uid cannot reach the temp dir that holds every command's scratch
+    ("" when it can): `TMPDIR` made by `mktemp -d` is mode 0700, root's alone."""
+    folder = Path(base or tempfile.gettempdir()).resolve()
+    uid, gid = sandbox_user.sandbox_ids()
+    for step in [*reversed(folder.parents), folder]:
+        try:
+            info = step.stat()
+        except OSError as error:
+            return f"the temp dir {folder} cannot be read: {error}"
+        if not _may_enter(info, uid, gid):
+            where = "" if step == folder else f", on the way to the temp dir {folder}"
+            return (
+                f"the sandbox's uid {uid} cannot enter {step} (mode {info.st_mode & 0o7777:o}, "
+                f"owner uid {info.st_uid}){where}, where every command's scratch directory "
+                "is made; set TMPDIR to a directory it can enter (/tmp), or let it pass "
+                "(chmod o+x)"
+            )
+    return ""
+
+
+def _may_enter(info: os.stat_result, uid: int, gid: int) -> bool:
+    if uid == 0:
+        return True
+    if info.st_uid == uid:
+        return bool(info.st_mode & stat.S_IXUSR)
+    if info.st_gid == gid:
+        return bool(info.st_mode & stat.S_IXGRP)
+    return bool(info.st_mode & stat.S_IXOTH)
+
+
+def _probe_once() -> str:
+    """ "" when a command runs in the copy-on-write sandbox and its one change is seen."""
+    # Named as a scratch of this process: a worker killed while it probes leaves it to the
+    # next worker's sweep of dead processes' scratch (sweep_stale_scratch).
+    with tempfile.TemporaryDirectory(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-probe-") as tmp:
+        workspace = Path(tmp) / "ws"
+        workspace.mkdir()
+        (workspace / "probe").write_text("x")
+        try:
+            with run_copy_on_write(
+                workspace, ["sh", "-c", "echo y > probe"], SandboxOptions(), timeout=30
+            ) as run:
+                changed = [e.path for e in run.effect.entries]
+                if run.result.exit_code == 0 and changed == ["probe"]:
+                    return ""
+                return f"the probe command exited {run.result.exit_code}, changed {changed}"
+        except Exception as exc:  # any failure means: not available, commands need a person
+            return f"the probe failed: {type(exc).__name__}: {exc}"[:500]
