@@ -197,6 +197,9 @@ def _postgresql(url: str) -> dict[str, object]:
     database: dict[str, Any] = dict(
         dj_database_url.parse(url, conn_max_age=0, conn_health_checks=True)
     )
+    # Django's backend, its pool pinging only a connection that sat idle: one round trip
+    # fewer per hook (tools_app/sql/postgresql).
+    database["ENGINE"] = "tools_app.sql.postgresql"
     options: dict[str, Any] = dict(database.get("OPTIONS") or {})
     options.setdefault("connect_timeout", envint("AGENTWEB_DB_CONNECT_TIMEOUT", 5))
     size = envint("AGENTWEB_DB_POOL_SIZE", 10)
