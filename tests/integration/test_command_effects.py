@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -237,6 +238,29 @@ def test_a_failed_sandbox_probe_is_tried_again_later(
         monkeypatch.setattr(cow_probe, "PROBE_RETRY_SECONDS", 0.0)
         assert cow_probe.cow_available()
         assert cow_probe.cow_unavailable_reason() == ""
+    finally:
+        cow_probe.forget_probe()
+
+
+@requires_cow
+def test_a_heartbeat_is_answered_at_once_while_a_failed_probe_is_tried_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker's heartbeat asks from its timer: it gets the last probe's answer at once,
+    and the probe tried again runs on a thread of its own."""
+    monkeypatch.setenv("PATH", str(tmp_path))  # neither unshare nor bubblewrap
+    cow_probe.forget_probe()
+    try:
+        assert not cow_probe.probed_sandbox_works()  # the first probe, here: failed
+        monkeypatch.undo()
+        monkeypatch.setattr(cow_probe, "PROBE_RETRY_SECONDS", 0.0)
+        started = time.monotonic()
+        assert not cow_probe.probed_sandbox_works()  # the last answer; a thread probes
+        assert time.monotonic() - started < 0.5
+        deadline = time.monotonic() + 60
+        while not cow_probe.probed_sandbox_works():
+            assert time.monotonic() < deadline, "the probe tried again never found it"
+            time.sleep(0.1)
     finally:
         cow_probe.forget_probe()
 

@@ -10,7 +10,7 @@ import socket
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from subprocess import Popen
 from typing import Any
@@ -45,6 +45,7 @@ class Ops:
     redis: Popen[bytes]
     worker: Worker
     web: Daphne
+    last_readiness: dict[str, Any] = field(default_factory=dict)
 
     @property
     def socket(self) -> Path:
@@ -115,7 +116,16 @@ def until(check: Callable[[], Any], timeout: float, what: str) -> Any:
 
 
 def ready(ops: Ops) -> bool:
-    return readiness(ops)[0] == 200
+    status, body = readiness(ops)
+    ops.last_readiness = body  # what a wait that times out reports
+    return status == 200
+
+
+def until_ready(ops: Ops, timeout: float, what: str) -> None:
+    try:
+        until(lambda: ready(ops), timeout, what)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; /readyz said {ops.last_readiness}") from None
 
 
 def failing(ops: Ops, check: str) -> dict[str, Any] | None:
@@ -126,7 +136,7 @@ def failing(ops: Ops, check: str) -> dict[str, Any] | None:
 def test_metrics_move_by_exact_values_as_a_scripted_session_runs(
     ops: Ops, creator: User, reviewer: User, workspace: Path, tmp_path: Path
 ) -> None:
-    until(lambda: ready(ops), 60, "ready")
+    until_ready(ops, 60, "ready")
     before = ops.series()
     plan = script(
         tmp_path,
@@ -211,7 +221,7 @@ def hook_round_trip(ops: Ops, alice: httpx.Client) -> str:
 def test_readyz_fails_within_seconds_of_every_worker_or_redis_stopping_and_recovers(
     ops: Ops, creator: User, workspace: Path
 ) -> None:
-    until(lambda: ready(ops), 60, "ready once the worker beats")
+    until_ready(ops, 60, "ready once the worker beats")
     assert readiness(ops)[1] == {
         "ready": True,
         "checks": {name: {"ok": True} for name in ("database", "redis", "workers", "sandbox")},
@@ -225,7 +235,7 @@ def test_readyz_fails_within_seconds_of_every_worker_or_redis_stopping_and_recov
     assert queued == 1
 
     ops.worker.start()
-    until(lambda: ready(ops), 60, "/readyz ready again with the worker back")
+    until_ready(ops, 60, "/readyz ready again with the worker back")
     until(lambda: value(ops.series(), "agentweb_queue_depth", queue=queue(ops)) == 0, 30, "drained")
 
     ops.stop_redis()
@@ -236,7 +246,7 @@ def test_readyz_fails_within_seconds_of_every_worker_or_redis_stopping_and_recov
     says_nothing_of_the_installation(ops)
 
     ops.start_redis()
-    until(lambda: ready(ops), 90, "/readyz ready again once Redis is back")
+    until_ready(ops, 90, "/readyz ready again once Redis is back")
 
 
 def queue(ops: Ops) -> str:

@@ -5,8 +5,9 @@ TTL from its consumer's timer, the loop that takes tasks: a worker that stopped,
 its broker or hangs stops renewing it, and the key is gone within `TTL_SECONDS`. A worker
 stopping cleanly removes it at once. The key's value holds the worker's queues (for the
 queue-depth gauge) and whether its copy-on-write sandbox works (as the worker's probe
-last found: a failed probe is tried again, `cow_probe.PROBE_RETRY_SECONDS`), since commands
-run on the worker's host, not the web's.
+last found: a failed probe is tried again after `cow_probe.PROBE_RETRY_SECONDS`, on a
+thread of its own, not in the timer that renews the key), since commands run on the
+worker's host, not the web's.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import redis
 from celery import bootsteps
 from django.conf import settings
 
-from tools_app.core.tools.cow_probe import cow_unavailable_reason
+from tools_app.core.tools.cow_probe import probed_sandbox_works
 from tools_app.ops.workers import INTERVAL_SECONDS, TTL_SECONDS, client, forget_dead, prefix
 
 logger = logging.getLogger(__name__)
@@ -66,7 +67,7 @@ class WorkerHeartbeat(bootsteps.StartStopStep):
         self.timer_ref = parent.timer.call_repeatedly(INTERVAL_SECONDS, self.beat, priority=10)
 
     def beat(self) -> None:
-        value = json.dumps({"queues": self.queues, "sandbox": cow_unavailable_reason() == ""})
+        value = json.dumps({"queues": self.queues, "sandbox": probed_sandbox_works()})
         try:
             pipe = client().pipeline(transaction=False)
             pipe.set(self.key, value, ex=TTL_SECONDS)

@@ -13,6 +13,7 @@ import os
 import shutil
 import stat
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +49,30 @@ def cow_available() -> bool:
     _probe.works, _probe.failure = not failure, failure
     _probe.failed_at = time.monotonic() if failure else None
     return _probe.works
+
+
+def probed_sandbox_works() -> bool:
+    """What the last probe found, probing again first only when none ran yet; a failed
+    probe due to be tried again is tried on a thread of its own meanwhile, so a caller
+    on a timer (a worker's heartbeat) is never held up to a minute by a probe."""
+    if _probe.works:
+        return True
+    failed_at = _probe.failed_at
+    if failed_at is None:
+        return cow_available()
+    if time.monotonic() - failed_at >= PROBE_RETRY_SECONDS and _retrying.acquire(blocking=False):
+        threading.Thread(target=_retry, name="agentweb-sandbox-probe", daemon=True).start()
+    return False
+
+
+_retrying = threading.Lock()
+
+
+def _retry() -> None:
+    try:
+        cow_available()
+    finally:
+        _retrying.release()
 
 
 def forget_probe() -> None:
