@@ -9,9 +9,10 @@ insert; `get_db_prep_save` for an update), so what is stored is what Django woul
 
 The statement text is made once per model, row count and database, and kept. A value
 Django's preparation would hand back unchanged (a `str` for a plain `CharField` or
-`TextField`, an `int` for an integer field or a foreign key to an integer key, a `bool`
-for a `BooleanField`, None) is used as it is: a sixth of what storing an allowed hook's
-call cost was those fields' `get_db_prep_save`, each returning what it was given.
+`TextField`, a `bool` for a `BooleanField`, an `int` for a foreign key to an integer key
+and, where the backend does not wrap it as psycopg 3 does, for an integer field; None) is
+used as it is: a sixth of what storing an allowed hook's call cost was those fields'
+`get_db_prep_save`, each returning what it was given.
 
 Not here: signals (no `pre_save`/`post_save` is sent: none is connected to these
 models, and `insert_unless_taken`, which stands for `create`, refuses a model with
