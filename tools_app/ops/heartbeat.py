@@ -20,7 +20,7 @@ import redis
 from celery import bootsteps
 from django.conf import settings
 
-from tools_app.core.tools.cow_probe import probed_sandbox_works
+from tools_app.core.tools.cow_probe import cow_available
 from tools_app.ops.workers import INTERVAL_SECONDS, TTL_SECONDS, client, forget_dead, prefix
 
 logger = logging.getLogger(__name__)
@@ -67,7 +67,7 @@ class WorkerHeartbeat(bootsteps.StartStopStep):
         self.timer_ref = parent.timer.call_repeatedly(INTERVAL_SECONDS, self.beat, priority=10)
 
     def beat(self) -> None:
-        value = json.dumps({"queues": self.queues, "sandbox": probed_sandbox_works()})
+        value = json.dumps({"queues": self.queues, "sandbox": cow_available()})
         try:
             pipe = client().pipeline(transaction=False)
             pipe.set(self.key, value, ex=TTL_SECONDS)

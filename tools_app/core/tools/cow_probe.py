@@ -1,7 +1,8 @@
 """Whether this host's copy-on-write sandbox works: probed by running one command in it.
 
 A process probes when first asked and keeps a success for its life. A failure (tried
-twice) is its answer for `PROBE_RETRY_SECONDS`, then the sandbox is probed again: a chance
+twice) is its answer for `PROBE_RETRY_SECONDS`, then the sandbox is probed again, on a
+thread of its own while callers keep the last answer: a chance
 failure at a worker's start (the process limit reached, say) must not leave it holding
 every command for a person, and its heartbeat reporting no sandbox, for the rest of its
 life. Without the sandbox, an allowed command waits for a person (`core/engine.py`).
@@ -31,53 +32,52 @@ class _Probe:
     works: bool = False
     failure: str = ""
     failed_at: float | None = None
+    generation: int = 0  # `forget_probe` starts a new one; an older retry's answer is dropped
 
 
 _probe = _Probe()
+_retrying = threading.Lock()
 
 
 def cow_available() -> bool:
-    """True when unshare, an overlay mount and bubblewrap all work here (probed once per
-    process when they do; a failure, tried twice, is probed again after
-    `PROBE_RETRY_SECONDS`; why it failed is in `cow_unavailable_reason()`)."""
+    """True when unshare, an overlay mount and bubblewrap all work here. The first ask
+    probes (tried twice); a success is kept for the process's life. A failure is the
+    answer until `PROBE_RETRY_SECONDS` pass, then a probe runs again on a thread of its
+    own while callers keep the last answer: a judged call or a worker's heartbeat is
+    never held up to a minute by a probe. Why it failed: `cow_unavailable_reason()`."""
     if _probe.works:
         return True
-    failed_at = _probe.failed_at
-    if failed_at is not None and time.monotonic() - failed_at < PROBE_RETRY_SECONDS:
-        return False
-    failure = _probe_failure()
-    _probe.works, _probe.failure = not failure, failure
-    _probe.failed_at = time.monotonic() if failure else None
+    if _probe.failed_at is None:
+        _store(_probe_failure(), _probe.generation)
+    elif time.monotonic() - _probe.failed_at >= PROBE_RETRY_SECONDS:
+        _retry_in_the_background()
     return _probe.works
 
 
-def probed_sandbox_works() -> bool:
-    """What the last probe found, probing again first only when none ran yet; a failed
-    probe due to be tried again is tried on a thread of its own meanwhile, so a caller
-    on a timer (a worker's heartbeat) is never held up to a minute by a probe."""
-    if _probe.works:
-        return True
-    failed_at = _probe.failed_at
-    if failed_at is None:
-        return cow_available()
-    if time.monotonic() - failed_at >= PROBE_RETRY_SECONDS and _retrying.acquire(blocking=False):
+def _retry_in_the_background() -> None:
+    if _retrying.acquire(blocking=False):  # one retry at a time
         threading.Thread(target=_retry, name="agentweb-sandbox-probe", daemon=True).start()
-    return False
-
-
-_retrying = threading.Lock()
 
 
 def _retry() -> None:
     try:
-        cow_available()
+        generation = _probe.generation
+        _store(_probe_failure(), generation)
     finally:
         _retrying.release()
+
+
+def _store(failure: str, generation: int) -> None:
+    if generation != _probe.generation:
+        return  # forgotten meanwhile: the host's tools changed under this probe
+    _probe.works, _probe.failure = not failure, failure
+    _probe.failed_at = time.monotonic() if failure else None
 
 
 def forget_probe() -> None:
     """The next `cow_available()` probes again (a test that changed the host's tools)."""
     _probe.works, _probe.failure, _probe.failed_at = False, "", None
+    _probe.generation += 1
 
 
 def _probe_failure() -> str:
