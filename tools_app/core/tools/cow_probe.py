@@ -23,7 +23,10 @@ from tools_app.core.tools import sandbox_user
 from tools_app.core.tools.base import SandboxOptions
 from tools_app.core.tools.overlay import SCRATCH_PREFIX, run_copy_on_write
 
-PROBE_ATTEMPTS = 2  # a probe that fails once by chance must not leave a process unsandboxed
+# A probe that fails by chance (an idmapped mount refused with EINVAL under load, seen in
+# CI) must not leave a process unsandboxed: it is tried again after a pause.
+PROBE_ATTEMPTS = 3
+PROBE_PAUSE_SECONDS = 0.5
 PROBE_RETRY_SECONDS = 30.0  # a failed probe's answer is kept this long
 
 
@@ -84,7 +87,9 @@ def _probe_failure() -> str:
     if not (shutil.which("unshare") and shutil.which("bwrap")):
         return "unshare or bwrap is not on PATH"
     failure = ""
-    for _ in range(PROBE_ATTEMPTS):
+    for attempt in range(PROBE_ATTEMPTS):
+        if attempt:
+            time.sleep(PROBE_PAUSE_SECONDS)
         failure = _probe_once()
         if not failure:
             return ""
