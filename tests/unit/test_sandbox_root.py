@@ -142,6 +142,29 @@ def test_root_owned_workspace_files_are_editable_and_stay_root_owned_on_disk(
 
 
 @as_root
+def test_a_kept_namespace_fd_closed_by_other_code_is_made_again(
+    ws: Path, cow: list[CowRun], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Another part of the process closing the kept namespace's fd number (a double close)
+    and a file taking that number: the next command still runs, through a new namespace,
+    and the log says so (before, every sandbox of the process failed with EINVAL)."""
+    assert "ok" in _run(cow, ws, "echo ok")
+    kept = sandbox_user._idmap_userns()
+    taker = os.open(ws.parent / "takes-the-number", os.O_WRONLY | os.O_CREAT, 0o600)
+    os.dup2(taker, kept)  # the stray close, and a file taking the number at once
+    try:
+        assert not sandbox_user.kept_userns_intact()
+        command = "echo changed >> owned-by-root.txt && cat owned-by-root.txt"
+        assert "changed" in _run(cow, ws, command)
+    finally:
+        os.close(taker)
+        os.close(kept)
+    assert sandbox_user.kept_userns_intact()
+    assert f"(fd {kept}) was closed by other code" in caplog.text
+    assert (ws / "owned-by-root.txt").read_text() == "root's file\n"
+
+
+@as_root
 def test_the_workspace_mount_does_not_leak_into_the_command(ws: Path, cow: list[CowRun]) -> None:
     """The idmapped mount would let the sandbox uid write the real workspace: its
     descriptor is closed before the command starts (3 is `ls`'s own handle)."""

@@ -19,15 +19,18 @@ A worker that is not root already is an unprivileged uid: its chain runs as itse
 from __future__ import annotations
 
 import ctypes
-import functools
+import logging
 import math
 import os
 import platform
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 
 from tools_app.core.tools.effect_reader import MAX_FILE_BYTES
+
+logger = logging.getLogger(__name__)
 
 SANDBOX_UID_ENV = "AGENTWEB_SANDBOX_UID"
 SANDBOX_GID_ENV = "AGENTWEB_SANDBOX_GID"
@@ -198,13 +201,51 @@ def idmapped_workspace(workspace: str) -> int:
     return fd
 
 
-@functools.cache
+# The namespace made for idmapping, kept open for the life of the process.
+_kept: dict[str, tuple[int, str]] = {}
+_kept_lock = threading.Lock()
+
+
 def _idmap_userns() -> int:
     """A user namespace whose root is the sandbox uid (uid_map `0 UID 1`), kept open.
 
     Made once per process by the sandbox uid itself with `unshare --map-root-user`; the
-    namespace lives on through this fd after its one process is gone.
+    namespace lives on through this fd after its one process is gone. The fd is checked
+    before each use: a double close elsewhere in the process (a library closing a number
+    it no longer owns) once left it pointing at another file, and every sandbox of that
+    process failed with EINVAL until it ended. Such a fd is made again, and said so.
     """
+    with _kept_lock:
+        kept = _kept.get("userns")
+        if kept is not None and kept_userns_intact():
+            return kept[0]
+        if kept is not None:
+            logger.warning(
+                "the user namespace kept for idmapped mounts (fd %d) was closed by other "
+                "code in this process (it is now %s); making a new one",
+                kept[0],
+                _fd_target(kept[0]) or "closed",
+            )
+        fd = _new_idmap_userns()
+        _kept["userns"] = (fd, _fd_target(fd))
+        return fd
+
+
+def kept_userns_intact() -> bool:
+    """Whether the namespace fd kept by `_idmap_userns` (if any) still is that namespace."""
+    kept = _kept.get("userns")
+    return kept is None or _fd_target(kept[0]) == kept[1]
+
+
+def _fd_target(fd: int) -> str:
+    """What the fd is (`user:[4026532…]` for a namespace), '' when it is closed."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return ""
+
+
+def _new_idmap_userns() -> int:
     if platform.system() != "Linux":
         raise SandboxUserError("idmapped mounts need Linux")
     uid, _ = sandbox_ids()
