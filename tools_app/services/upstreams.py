@@ -12,14 +12,11 @@ import os
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
-from mcp.client import Client
-from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolResult
 
 from tools_app import access
 from tools_app.core.egress import sandbox as egress_sandbox
@@ -30,12 +27,16 @@ from tools_app.core.tools.netguard import checked_addresses
 from tools_app.core.upstreams.definitions import Definition, split_judged
 from tools_app.core.upstreams.entries import ENTRY_KEYS, entry_problems
 from tools_app.core.upstreams.pinning import reconcile
-from tools_app.core.upstreams.pool import Endpoint, Pool, UpstreamUnavailable
+from tools_app.core.upstreams.pool import Endpoint, Pool, upstream_failures
 from tools_app.core.upstreams.sandbox import sandboxed_argv
 from tools_app.core.upstreams.tool_spec import Forward, UpstreamCall, result_text
 from tools_app.errors import Invalid
 from tools_app.models import AgentSession, Project, ToolCall, UpstreamServer, UpstreamTool
 from tools_app.services.audit import Action, Via, audit_record
+
+if TYPE_CHECKING:  # the SDK itself is imported where it is used (core/upstreams/pool.py)
+    from mcp.client import Client
+    from mcp_types import CallToolResult
 
 Pin = UpstreamTool.Pin
 
@@ -289,7 +290,7 @@ def upstream_forwarder(*, captured: UpstreamCall) -> Forward:
         try:
             call = _calling(captured.definition.name, args)
             result = upstream_pool().run(endpoint, call, timeout=call_seconds())
-        except (UpstreamUnavailable, MCPError) as exc:
+        except upstream_failures() as exc:
             upstream_listing_record(server_id=server.pk, listed=None, error=str(exc))
             said = (
                 f"The call was sent once to the MCP server {server.name!r}, which failed "
@@ -311,7 +312,7 @@ def _check_still_listed(server: UpstreamServer, captured: UpstreamCall, endpoint
     as the call was judged with; else a ToolError, and nothing is sent."""
     try:
         listed = upstream_pool().run(endpoint, listed_tools, timeout=call_seconds(), retry=True)
-    except (UpstreamUnavailable, MCPError) as exc:
+    except upstream_failures() as exc:
         upstream_listing_record(server_id=server.pk, listed=None, error=str(exc))
         raise ToolError(hide_credential(server, f"Not run: {exc}.")) from None
     if not _still_listed(server, captured, listed):

@@ -17,7 +17,6 @@ import ipaddress
 from collections.abc import Sequence
 
 import httpx2
-from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 
 
 class PinnedTransport(httpx2.AsyncBaseTransport):
@@ -54,6 +53,8 @@ def pinned_client(
     """The SDK's HTTP client (its timeouts: a server may hold a stream open for minutes),
     connecting only to `addresses`. A transport of its own also keeps the environment's
     proxy variables from routing around the check."""
+    from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
+
     timeout = httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT)
     return httpx2.AsyncClient(
         headers=headers, timeout=timeout, transport=PinnedTransport(url, addresses)

@@ -29,13 +29,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
-
-from mcp.client import Client
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tools_app.core.egress import proxy
 from tools_app.core.egress import sandbox as egress_sandbox
@@ -43,15 +37,31 @@ from tools_app.core.egress.grant import EgressGrant
 from tools_app.core.tools import sandbox_user
 from tools_app.core.upstreams.pinned import pinned_client
 
+if TYPE_CHECKING:
+    from mcp.client import Client
+
+# The MCP SDK is imported where it is used: importing it costs about 0.9 s of CPU,
+# and every process that loads the services (a worker, each `manage.py` command) would
+# pay it at start (tests/unit/test_startup_imports.py).
+
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-Operation = Callable[[Client], Awaitable[T]]
+Operation = Callable[["Client"], Awaitable[T]]
 STDERR_TAIL = 2000  # characters of a server's stderr an error names
 
 
 class UpstreamUnavailable(Exception):
     """The server did not start or did not answer: the message says what happened."""
+
+
+def upstream_failures() -> tuple[type[Exception], ...]:
+    """What a request to an upstream may raise: `UpstreamUnavailable`, or the SDK's
+    `MCPError` (the server answered with an error). For an `except` clause, which
+    evaluates it only when something was raised."""
+    from mcp.shared.exceptions import MCPError
+
+    return (UpstreamUnavailable, MCPError)
 
 
 @dataclass(frozen=True)
@@ -114,6 +124,10 @@ class _Connection:
 
 
 def _client(endpoint: Endpoint, stack: AsyncExitStack, refusals: list[int]) -> Client:
+    from mcp.client import Client
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+    from mcp.client.streamable_http import streamable_http_client
+
     if endpoint.url:
         http = pinned_client(endpoint.url, endpoint.addresses, dict(endpoint.headers))
         stack.push_async_callback(http.aclose)
@@ -197,6 +211,9 @@ class Pool:
         except UpstreamUnavailable:
             raise
         except Exception as exc:
+            from mcp.shared.exceptions import MCPError
+            from mcp_types import CONNECTION_CLOSED
+
             if isinstance(exc, MCPError) and exc.code != CONNECTION_CLOSED:
                 raise  # the server answered: an error of its own, not a crash
             logger.info("MCP upstream %s: %r; starting it again", endpoint.name, exc)
