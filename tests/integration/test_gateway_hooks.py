@@ -20,6 +20,7 @@ from tests.integration.gateway_helpers import CWD, URL, Hook, denial
 from tests.integration.helpers import Api
 from tools_app import services
 from tools_app.models import AgentSession, Policy, PolicyRule, ToolCall
+from tools_app.services import gateway
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("no_hook_wait")]
 
@@ -162,6 +163,22 @@ def test_a_sub_agent_works_in_a_child_session(claude: Hook) -> None:
     child = AgentSession.objects.get(parent=parent)
     assert (child.external_id, child.kind, child.depth) == ("cc-session-1/agent-7", "gateway", 1)
     assert child.tool_calls.get().args == {"command": "pwd"}
+
+
+def test_a_session_started_by_two_events_at_once_is_one_session(
+    claude: Hook, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second event's lookup missed the session the first was storing: its insert
+    stores nothing, and its call joins the first event's session, which has one
+    `session.created` event."""
+    claude.pre("Bash", {"command": "ls"})
+    missed = iter([None])
+    find = gateway._session_find
+    monkeypatch.setattr(gateway, "_session_find", lambda *a: next(missed, None) or find(*a))
+    assert claude.pre("Bash", {"command": "pwd"})["permissionDecision"] == "allow"
+    session = AgentSession.objects.get()
+    assert sorted(session.tool_calls.values_list("args__command", flat=True)) == ["ls", "pwd"]
+    assert session.events.filter(type="session.created").count() == 1
 
 
 def test_each_user_has_their_own_session_for_the_same_id(claude: Hook, outsider: User) -> None:

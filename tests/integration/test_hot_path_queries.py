@@ -40,6 +40,12 @@ ALLOWED_CALL_QUERIES = 10
 # savepoint is taken around it (two round trips more on PostgreSQL): the request's one
 # transaction is all the transaction control (a savepoint here, in the test's own).
 ALLOWED_HOOK_QUERIES = 8
+# A session's first PreToolUse, allowed: the same, and its session found missing, the
+# projects (the choice and the chosen in one read), the policy, the session's INSERT
+# (`ON CONFLICT DO NOTHING`: no savepoint) and its `session.created` event, whose seq the
+# INSERT already reserved. (Before: 15 and a savepoint, with the projects read three
+# times and a seq reservation of its own.)
+FIRST_HOOK_QUERIES = 12
 # The model turn and the read_file it asks for, settled inline: the same at turn 2 and 30.
 TURN_QUERIES = 25
 CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE SAVEPOINT")
@@ -101,6 +107,26 @@ def test_an_allowed_pre_tool_use_costs_a_fixed_number_of_statements(
         q["sql"].split()[0] for q in queries.captured_queries if q["sql"].startswith(CONTROL)
     ]
     assert control == ["SAVEPOINT", "RELEASE"], control
+
+
+def test_a_sessions_first_pre_tool_use_costs_a_fixed_number_of_statements(
+    creator: User, django_capture_on_commit_callbacks: Any
+) -> None:
+    token = services.api_token_create(user=creator, scope="agent")
+    Hook(token, session_id="earlier").pre("Bash", {"command": "ls"})  # the token's first use
+    with (
+        CaptureQueriesContext(connection) as queries,
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        assert Hook(token).pre("Bash", {"command": "ls"})["permissionDecision"] == "allow"
+    assert len(real(queries)) == FIRST_HOOK_QUERIES, listed(real(queries))
+    session = AgentSession.objects.get(external_id="cc-session-1")
+    seqs = list(session.events.order_by("seq").values_list("seq", "type"))
+    assert seqs == [
+        (1, "session.created"), (2, "tool_call.received"), (3, "tool_call.approved"),
+        (4, "tool_call.running"),
+    ]  # fmt: skip
+    assert session.last_event_seq == 4 and session.project.name == "default"
 
 
 def lookup_plan(sql: str, params: list[Any]) -> str:

@@ -40,6 +40,23 @@ def event_append(*, session_id: int, type: str, data: dict[str, Any]) -> Event:
     return events_append(session_id=session_id, items=[(type, data)])[0]
 
 
+FIRST_SEQ = 1  # a session's first event
+
+
+def first_event(*, session: AgentSession, type: str, data: dict[str, Any]) -> Event:
+    """The event of a session stored just now, in the caller's transaction, with its
+    counter already at FIRST_SEQ (`last_event_seq=FIRST_SEQ` in its INSERT): no seq to
+    reserve, so one statement fewer than `event_append`."""
+    assert session.last_event_seq == FIRST_SEQ, "the session's INSERT reserves the first seq"
+    event = rows.insert([
+        Event(session_id=session.pk, seq=FIRST_SEQ, type=type, data=data,
+              created_at=timezone.now())
+    ])[0]  # fmt: skip
+    project_of = None if session.project_id is None else {session.pk: session.project_id}
+    transaction.on_commit(lambda: publish_all([event], project_of=project_of))
+    return event
+
+
 def events_append(*, session_id: int, items: Sequence[tuple[str, dict[str, Any]]]) -> list[Event]:
     """Append events with consecutive seqs in the caller's transaction; publish them
     together, in order, once that commits. Inside the caller's transaction no savepoint

@@ -15,7 +15,7 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from tools_app.core import engine
@@ -35,6 +35,7 @@ from tools_app.services.lifecycle import (
 from tools_app.services.policies import load_policy_or_denial, policy_named
 from tools_app.services.projects import project_choose, project_policy_name
 from tools_app.services.tool_calls import session_counters, verdict_fields
+from tools_app.sql import rows
 from tools_app.sql.prepared import Prepared
 
 Status = ToolCall.Status
@@ -93,12 +94,11 @@ def _session_get_or_create(
     else:
         project = project or project_choose(user=user, repo=cwd)
         chosen = _policy_named(policy or project_policy_name(project))
-    try:
-        return _session_create(user, external_id, cwd, parent, label, chosen, project)
-    except IntegrityError:  # made by a concurrent event of the same session
-        session = _session_find(user, external_id)
-        assert session is not None
-        return session
+    made = _session_create(user, external_id, cwd, parent, label, chosen, project)
+    if made is None:  # made by a concurrent event of the same session
+        made = _session_find(user, external_id)
+        assert made is not None
+    return made
 
 
 # Compiled once (`sql/prepared.py`): every hook event asks it. No ORDER BY
@@ -126,7 +126,6 @@ def _policy_named(name: str) -> Policy:
         raise ServiceError(f"{exc} (the hook URL's `policy`)") from exc
 
 
-@transaction.atomic
 def _session_create(
     user: Any,
     external_id: str,
@@ -135,9 +134,12 @@ def _session_create(
     label: str,
     policy: Policy,
     project: Project,
-) -> AgentSession:
+) -> AgentSession | None:
+    """The new session with its `session.created` event; None when a concurrent event
+    made it first (`INSERT … ON CONFLICT DO NOTHING`: no savepoint in the hook's
+    transaction, which a caught IntegrityError needs: two round trips on PostgreSQL)."""
     task = f"{label} of " if parent else ""
-    session = AgentSession.objects.create(
+    session = AgentSession(
         task=storable_text(f"{task}an agent working in {cwd}"[:2000]),
         repo="",
         workspace="",
@@ -150,9 +152,13 @@ def _session_create(
         depth=parent.depth + 1 if parent else 0,
         cwd=cwd,
         external_id=external_id,
+        last_event_seq=events.FIRST_SEQ,  # its `session.created`
     )
-    data = {"status": session.status, "task": session.task, "repo": "", "cwd": cwd}
-    events.event_append(session_id=session.pk, type="session.created", data=data)
+    with transaction.atomic(savepoint=False):
+        if not rows.insert_unless_taken(session):
+            return None
+        data = {"status": session.status, "task": session.task, "repo": "", "cwd": cwd}
+        events.first_event(session=session, type="session.created", data=data)
     return session
 
 

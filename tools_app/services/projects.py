@@ -17,7 +17,7 @@ from tools_app.core.projects import pattern_problem, project_for_repo
 from tools_app.errors import Forbidden, Invalid, NotFound
 from tools_app.models import Policy, Project
 from tools_app.services.audit import Action, Via, audit_record
-from tools_app.tables.projects import DEFAULT_PROJECT, default_project_id
+from tools_app.tables.projects import DEFAULT_PROJECT, default_project
 
 PROJECT_KEYS = ("name", "description", "members", "reviewers", "policy", "repositories")
 
@@ -29,10 +29,12 @@ def project_choose(*, user: Any, repo: str, name: str = "") -> Project:
         if named is None or not _may_start_in(user, named):
             raise NotFound(f"There is no project named {name!r} that you may start sessions in.")
         return named
-    claimed = project_for_repo(repo, Project.objects.values_list("name", "repositories"))
+    # One read for the choice and the chosen (`policy` for project_policy_name).
+    projects = {p.name: p for p in Project.objects.only("name", "repositories", "policy")}
+    claimed = project_for_repo(repo, ((p.name, p.repositories) for p in projects.values()))
     if claimed is None:
-        return Project.objects.get(pk=default_project_id())
-    project = Project.objects.get(name=claimed)
+        return projects.get(DEFAULT_PROJECT) or default_project()
+    project = projects[claimed]
     if not _may_start_in(user, project):
         raise Forbidden(
             f"The repository {repo} belongs to the project {claimed!r}: only its members "

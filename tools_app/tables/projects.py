@@ -52,10 +52,14 @@ class Project(models.Model):
         return self.name
 
 
-def default_project_id() -> int:
+def default_project() -> Project:
     """The project of sessions no other project claims; made on first use, reviewed by
     the `reviewers` group (everyone who reviewed before projects existed)."""
     project, created = Project.objects.get_or_create(name=DEFAULT_PROJECT)
     if created:
         project.reviewers.add(Group.objects.get_or_create(name=REVIEWERS_GROUP)[0])
-    return project.pk
+    return project
+
+
+def default_project_id() -> int:
+    return default_project().pk
