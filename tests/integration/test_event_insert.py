@@ -37,3 +37,24 @@ def test_appended_events_read_back_as_they_were_given(creator: User) -> None:
     assert [e.data for e in stored[1:]] == DATA
     assert [e.pk for e in created] == [e.pk for e in stored[1:]]
     assert all(e.created_at is not None and not e._state.adding for e in created)
+
+
+def test_the_sessions_counter_ends_at_the_last_seq_given(creator: User) -> None:
+    session = AgentSession.objects.create(
+        task="t", policy=Policy.objects.get(name="default"), creator=creator
+    )
+    for count in (1, 3, 2):
+        created = events.events_append(
+            session_id=session.pk, items=[("t", {"n": n}) for n in range(count)]
+        )
+        session.refresh_from_db()
+        assert session.last_event_seq == created[-1].seq
+    assert list(Event.objects.order_by("seq").values_list("seq", "data__n")) == [
+        (1, 0), (2, 0), (3, 1), (4, 2), (5, 0), (6, 1),
+    ]  # fmt: skip
+
+
+def test_events_of_a_session_that_is_not_there_are_refused_and_nothing_is_stored() -> None:
+    with pytest.raises(AgentSession.DoesNotExist, match="no session 999999"), transaction.atomic():
+        events.events_append(session_id=999999, items=[("t", {}), ("u", {})])
+    assert not Event.objects.exists()

@@ -77,6 +77,24 @@ def insert(instances: Sequence[M]) -> list[M]:
     return list(instances)
 
 
+def prepared_rows(instances: Sequence[Model]) -> tuple[tuple[str, ...], list[Any]]:
+    """The columns an INSERT of `instances` (of one model) stores, quoted, and each row's
+    values as `insert` prepares them, row after row: for a statement of the caller's own."""
+    columns = _columns(type(instances[0]))
+    names = tuple(connection.ops.quote_name(column.field.column) for column in columns)
+    params = [
+        _prepared(column, _saved_value(column, instance, add=True))
+        for instance in instances
+        for column in columns
+    ]
+    return names, params
+
+
+def stored(instance: Model, pk: Any) -> None:
+    """`instance` now is the row with primary key `pk` (after a caller's own INSERT)."""
+    _stored(instance, pk)
+
+
 def insert_unless_taken(instance: Model) -> bool:
     """Store `instance` unless a row already holds one of its unique keys (`ON CONFLICT
     DO NOTHING`): False then, and nothing is written. No savepoint is needed to go on in
@@ -147,13 +165,7 @@ def _pk_column(model: type[Model]) -> str:
 def _insert_sql(instances: Sequence[Model], *, on_conflict: str) -> tuple[str, list[Any]]:
     model = type(instances[0])
     sql = _insert_text(model, len(instances), on_conflict, connection.vendor)
-    columns = _columns(model)
-    params = [
-        _prepared(column, _saved_value(column, instance, add=True))
-        for instance in instances
-        for column in columns
-    ]
-    return sql, params
+    return sql, prepared_rows(instances)[1]
 
 
 @dataclass(frozen=True)
