@@ -88,15 +88,15 @@ def _append_with_seqs(session_id: int, items: Sequence[Item]) -> tuple[list[Even
     names, params = rows.prepared_rows(created)
     with connection.cursor() as cursor:
         cursor.execute(_append_text(names, len(created)), [len(created), session_id, *params])
-        stored = cursor.fetchall()
-    if not stored:
+        returned = cursor.fetchall()
+    if not returned:
         raise AgentSession.DoesNotExist(f"There is no session {session_id}.")
     by_offset = {event.seq: event for event in created}
-    for pk, seq, offset, _ in stored:
+    for pk, seq, offset, _ in returned:
         event = by_offset[offset]
         rows.stored(event, pk)
         event.seq = seq
-    return created, int(stored[0][3])
+    return created, int(returned[0][3])
 
 
 @functools.cache
