@@ -20,16 +20,17 @@ PostgreSQL's pg_stat_activity; for SQLite, daphne's open descriptors of the data
 `--root DIR` runs another checkout (a clean clone of an earlier commit) with this
 script's client, so a before and an after see the same load. `--webs 2` starts two
 daphne processes on the same database behind one address: Debian's nginx as
-`deploy/nginx.conf` sets it up (`--proxy nginx`, the default; `apt-get install
-nginx-light`), or `_held_stack`'s round-robin proxy in Python (`--proxy python`); CPU and
-connections are then both processes' together (the proxy's not counted).
+`deploy/nginx.conf` sets it up (`--proxy nginx`, the default for more than one; `apt-get
+install nginx-light`), or `_held_stack`'s round-robin proxy in Python (`--proxy python`);
+CPU and connections are then both processes' together (the proxy's not counted).
+`--proxy nginx` with one web process puts it behind nginx as `deploy/` does.
 
 `--profile PATH` records the first web process with py-spy (where it holds the interpreter
 lock; `PY_SPY_RATE` samples a second, 50 by default) from (a) into (b), as collapsed
 stacks in PATH-sqlite.raw and PATH-postgres.raw.
 
 Run: .venv/bin/python benchmarks/bench_hook_load.py [--quick] [--seconds 15]
-[--databases sqlite,postgres] [--root DIR] [--at-once N] [--webs N] [--proxy nginx|python]
+[--databases sqlite,postgres] [--root DIR] [--at-once N] [--webs N] [--proxy nginx|python|none]
 [--profile PATH]
 """
 
@@ -202,10 +203,10 @@ class Sampler:
 
 
 class Webs:
-    """`count` daphne processes on the database and, for more than one, a proxy in front:
-    nginx (`proxy="nginx"`) or `_held_stack`'s round robin in Python."""
+    """`count` daphne processes on the database and a proxy in front, unless `proxy` is
+    "none" (one process): nginx (`proxy="nginx"`) or `_held_stack`'s round robin in Python."""
 
-    def __init__(self, root: Path, db: Any, work: Path, count: int, proxy: str = "nginx") -> None:
+    def __init__(self, root: Path, db: Any, work: Path, count: int, proxy: str = "none") -> None:
         self.db, self.work, self.kind = db, work, proxy
         self.webs = [Web(root, db.env, work / f"daphne-{n}.log") for n in range(count)]
         self.proxy: Proxy | Nginx | None = None
@@ -215,7 +216,7 @@ class Webs:
             web.start()
             assert web.process is not None
             self.db.pids.append(web.process.pid)
-        if len(self.webs) > 1:
+        if self.kind != "none":
             self.proxy = (
                 Nginx(self.webs, self.work / "nginx") if self.kind == "nginx" else Proxy(self.webs)
             )
@@ -303,8 +304,9 @@ def main() -> None:
     options.add_argument("--databases", default="sqlite,postgres")
     options.add_argument("--at-once", type=int, help="AGENTWEB_HOOKS_AT_ONCE (default: its)")
     options.add_argument("--webs", type=int, default=1, help="web processes behind one address")
-    options.add_argument("--proxy", choices=("nginx", "python"), default="nginx",
-                         help="in front of several web processes")  # fmt: skip
+    options.add_argument("--proxy", choices=("nginx", "python", "none"),
+                         help="in front of the web processes (default: none for one, "
+                         "nginx for more)")  # fmt: skip
     options.add_argument("--root", type=Path, default=ROOT, help="the checkout to run")
     options.add_argument("--profile", type=Path, help="py-spy raw stacks of (b) to PATH-db.raw")
     options.add_argument("--postgres", default="postgres://postgres@127.0.0.1:5432")
@@ -312,9 +314,14 @@ def main() -> None:
     args = options.parse_args()
     if args.quick:
         args.seconds = min(args.seconds, 4)
+    if args.proxy is None:
+        args.proxy = "none" if args.webs == 1 else "nginx"
+    if args.webs > 1 and args.proxy == "none":
+        options.error("--webs 2 or more needs a proxy in front (--proxy nginx or python)")
     tmp = Path(tempfile.mkdtemp(prefix="bench-hook-load-"))
     root = args.root.resolve()
-    webs = f"{args.webs} web" + (f"s ({args.proxy})" if args.webs > 1 else "")
+    webs = f"{args.webs} web" + ("s" if args.webs > 1 else "")
+    webs += f" behind {args.proxy}" if args.proxy != "none" else ""
     results: dict[str, Any] = {"root": str(root), "commit": _commit(root), "webs": webs}
     try:
         for kind in args.databases.split(","):
