@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import time
 from pathlib import Path
 
@@ -87,6 +88,37 @@ def test_background_leftovers_do_not_outlive_the_command(tmp_path: Path, sandbox
     assert out == "exit code: 0\nbye"
     assert time.monotonic() - began < 10
     wait_gone(f"sleep {marker}", timeout=2)  # a survivor would sleep for 2000+ s
+
+
+def test_a_straggler_holding_the_output_never_makes_it_read_another_file(tmp_path: Path) -> None:
+    """A process that left the command's group (setsid) keeps the output pipe open and
+    writes to it after the command is done. The pipe's fd number stays the reader's until
+    the end: before, it was closed under the blocked read, the next pipe of the process
+    took the number, and the late write made the reader take that pipe's data."""
+    ws = make_workspace(tmp_path)
+    pause = f"sleep 1.{os.getpid()}"  # about a second, and a mark on the straggler's line
+    command = f"(setsid sh -c '{pause}; echo late; {pause}' &) ; echo started"
+    assert _run(ws, command, sandboxed=False) == "exit code: 0\nstarted"
+    pairs = [socket.socketpair() for _ in range(8)]  # one of them gets a freed fd number
+    try:
+        for one, other in pairs:  # each end has a byte to read, whichever got the number
+            one.send(b"x")
+            other.send(b"y")
+        wait_gone(pause)  # it wrote, paused, and ended
+        taken = [(_pending(one), _pending(other)) for one, other in pairs]
+        assert taken == [(b"y", b"x")] * len(pairs), "the output's reader took another's data"
+    finally:
+        for ends in pairs:
+            for end in ends:
+                end.close()
+
+
+def _pending(end: socket.socket) -> bytes:
+    end.setblocking(False)
+    try:
+        return end.recv(16)
+    except BlockingIOError:
+        return b""
 
 
 def test_output_is_truncated_at_10_mb(tmp_path: Path) -> None:

@@ -76,11 +76,17 @@ class CommandResult:
 
 
 class _Collector:
-    """Reads a pipe to the end but keeps only the first `limit` bytes."""
+    """Reads a pipe to the end but keeps only the first `limit` bytes, then closes it.
+
+    Only this thread closes the pipe: a straggler outside the command's group may keep it
+    open after the command is done, and a pipe closed under a blocked read frees its fd
+    number while the read goes on; the next read would then take whatever file or socket
+    of the process got that number."""
 
     def __init__(self, stream: IO[bytes], limit: int) -> None:
         self.buffer = bytearray()
         self.total = 0
+        self._stream = stream
         self._fd = stream.fileno()
         self._limit = limit
         self._lock = threading.Lock()
@@ -88,17 +94,20 @@ class _Collector:
         self.thread.start()
 
     def _drain(self) -> None:
-        while chunk := self._read():
-            with self._lock:
-                self.total += len(chunk)
-                room = self._limit - len(self.buffer)
-                if room > 0:
-                    self.buffer += chunk[:room]
+        try:
+            while chunk := self._read():
+                with self._lock:
+                    self.total += len(chunk)
+                    room = self._limit - len(self.buffer)
+                    if room > 0:
+                        self.buffer += chunk[:room]
+        finally:
+            self._stream.close()
 
     def _read(self) -> bytes:
         try:
             return os.read(self._fd, _CHUNK)
-        except OSError:  # the pipe was closed under a straggler that kept it open
+        except OSError:  # the output ends there
             return b""
 
     def result(self) -> tuple[bytes, int]:
@@ -144,9 +153,8 @@ def run_process(
     timed_out = _wait_or_kill(proc, timeout, should_stop, kill_grace)
     _kill_group(proc.pid, signal.SIGKILL)
     _wait_group_gone(proc.pid, kill_grace)
-    collector.thread.join(timeout=kill_grace)
+    collector.thread.join(timeout=kill_grace)  # a straggler may hold the pipe: not waited for
     output, total = collector.result()
-    proc.stdout.close()
     return CommandResult(proc.returncode, output, total, timed_out, sandboxed)
 
 
