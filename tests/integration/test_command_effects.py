@@ -225,12 +225,13 @@ def test_without_a_sandbox_every_command_waits_for_a_person(
 
 @requires_cow
 def test_a_failed_sandbox_probe_is_tried_again_later_without_holding_anyone(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A probe that failed by chance (at a worker's start, say) is not its answer for the
     process's life: after PROBE_RETRY_SECONDS the sandbox is probed again and found. The
     probe tried again runs on a thread of its own: whoever asks (a judged call, a worker's
-    heartbeat on its timer) gets the last answer at once meanwhile."""
+    heartbeat on its timer) gets the last answer at once meanwhile. The log says why
+    commands wait for a person, and when they no longer do."""
     monkeypatch.setenv("PATH", str(tmp_path))  # neither unshare nor bubblewrap
     cow_probe.forget_probe()
     try:
@@ -247,6 +248,12 @@ def test_a_failed_sandbox_probe_is_tried_again_later_without_holding_anyone(
             assert time.monotonic() < deadline, "the probe tried again never found it"
             time.sleep(0.1)
         assert cow_probe.cow_unavailable_reason() == ""
+        said = [r.getMessage() for r in caplog.records if r.name == cow_probe.__name__]
+        assert said == [
+            "the copy-on-write sandbox does not work in this process (unshare or bwrap is not "
+            "on PATH): every command waits for a person; it is probed again in 30 s",
+            "the copy-on-write sandbox works again: commands run sandboxed",
+        ]
     finally:
         cow_probe.forget_probe()
 

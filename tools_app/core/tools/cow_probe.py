@@ -1,15 +1,16 @@
 """Whether this host's copy-on-write sandbox works: probed by running one command in it.
 
 A process probes when first asked and keeps a success for its life. A failure (tried
-twice) is its answer for `PROBE_RETRY_SECONDS`, then the sandbox is probed again, on a
-thread of its own while callers keep the last answer: a chance
-failure at a worker's start (the process limit reached, say) must not leave it holding
-every command for a person, and its heartbeat reporting no sandbox, for the rest of its
-life. Without the sandbox, an allowed command waits for a person (`core/engine.py`).
+PROBE_ATTEMPTS times) is its answer for `PROBE_RETRY_SECONDS`, then the sandbox is probed
+again, on a thread of its own while callers keep the last answer: a chance failure at a
+worker's start (the process limit reached, say) must not leave it holding every command
+for a person, and its heartbeat reporting no sandbox, for the rest of its life. Without
+the sandbox, an allowed command waits for a person (`core/engine.py`); the log says why.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import stat
@@ -23,8 +24,10 @@ from tools_app.core.tools import sandbox_user
 from tools_app.core.tools.base import SandboxOptions
 from tools_app.core.tools.overlay import SCRATCH_PREFIX, run_copy_on_write
 
-# A probe that fails by chance (an idmapped mount refused with EINVAL under load, seen in
-# CI) must not leave a process unsandboxed: it is tried again after a pause.
+logger = logging.getLogger(__name__)
+
+# A probe that fails by chance must not leave a process unsandboxed: it is tried again
+# after a pause.
 PROBE_ATTEMPTS = 3
 PROBE_PAUSE_SECONDS = 0.5
 PROBE_RETRY_SECONDS = 30.0  # a failed probe's answer is kept this long
@@ -44,7 +47,7 @@ _retrying = threading.Lock()
 
 def cow_available() -> bool:
     """True when unshare, an overlay mount and bubblewrap all work here. The first ask
-    probes (tried twice); a success is kept for the process's life. A failure is the
+    probes (PROBE_ATTEMPTS tries); a success is kept for the process's life. A failure is the
     answer until `PROBE_RETRY_SECONDS` pass, then a probe runs again on a thread of its
     own while callers keep the last answer: a judged call or a worker's heartbeat is
     never held up to a minute by a probe. Why it failed: `cow_unavailable_reason()`."""
@@ -73,8 +76,18 @@ def _retry() -> None:
 def _store(failure: str, generation: int) -> None:
     if generation != _probe.generation:
         return  # forgotten meanwhile: the host's tools changed under this probe
+    failed_before = _probe.failed_at is not None
     _probe.works, _probe.failure = not failure, failure
     _probe.failed_at = time.monotonic() if failure else None
+    if failure:
+        logger.warning(
+            "the copy-on-write sandbox does not work in this process (%s): every command "
+            "waits for a person; it is probed again in %d s",
+            failure,
+            PROBE_RETRY_SECONDS,
+        )
+    elif failed_before:
+        logger.warning("the copy-on-write sandbox works again: commands run sandboxed")
 
 
 def forget_probe() -> None:
