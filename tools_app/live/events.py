@@ -85,9 +85,9 @@ def _append_with_seqs(session_id: int, items: Sequence[Item]) -> tuple[list[Even
         Event(session_id=session_id, seq=i, type=type, data=data, created_at=timezone.now())
         for i, (type, data) in enumerate(items, start=1)
     ]  # each seq counts from the first reserved, until the database gives it
-    names, params = rows.prepared_rows(created)
     with connection.cursor() as cursor:
-        cursor.execute(_append_text(names, len(created)), [len(created), session_id, *params])
+        params = [len(created), session_id, *rows.row_values(created)]
+        cursor.execute(_append_text(len(created)), params)
         returned = cursor.fetchall()
     if not returned:
         raise AgentSession.DoesNotExist(f"There is no session {session_id}.")
@@ -100,13 +100,13 @@ def _append_with_seqs(session_id: int, items: Sequence[Item]) -> tuple[list[Even
 
 
 @functools.cache
-def _append_text(names: tuple[str, ...], count: int) -> str:
+def _append_text(count: int) -> str:
     """`count` events' INSERT, their seqs the last `count` of the session's counter, which
     the same statement moves on; each row returns its id, seq, offset (its seq's place
     among them, from 1) and the session's project."""
     quote = connection.ops.quote_name
     session, last, seq = quote(AgentSession._meta.db_table), quote("last_event_seq"), quote("seq")
-    project = quote("project_id")
+    project, names = quote("project_id"), rows.column_names(Event)
     values = ", ".join(["(" + ", ".join(["%s"] * len(names)) + ")"] * count)
     first_before = f"s.{last} - {count}"  # the seq before the first reserved
     picked = ", ".join(f"{first_before} + v.{n}" if n == seq else f"v.{n}" for n in names)

@@ -73,26 +73,29 @@ def insert(instances: Sequence[M]) -> list[M]:
         cursor.execute(sql, params)
         pks = [found[0] for found in cursor.fetchall()]
     for instance, pk in zip(instances, pks, strict=True):
-        _stored(instance, pk)
+        stored(instance, pk)
     return list(instances)
 
 
-def prepared_rows(instances: Sequence[Model]) -> tuple[tuple[str, ...], list[Any]]:
-    """The columns an INSERT of `instances` (of one model) stores, quoted, and each row's
-    values as `insert` prepares them, row after row: for a statement of the caller's own."""
+def column_names(model: type[Model]) -> tuple[str, ...]:
+    """The columns an INSERT of `model` stores, quoted, in the order of `row_values`: for
+    a statement of the caller's own."""
+    return _column_names(model, connection.vendor)
+
+
+@cache
+def _column_names(model: type[Model], vendor: str) -> tuple[str, ...]:
+    return tuple(connection.ops.quote_name(column.field.column) for column in _columns(model))
+
+
+def row_values(instances: Sequence[Model]) -> list[Any]:
+    """Each row's values as `insert` prepares them, row after row (`column_names`' order)."""
     columns = _columns(type(instances[0]))
-    names = tuple(connection.ops.quote_name(column.field.column) for column in columns)
-    params = [
+    return [
         _prepared(column, _saved_value(column, instance, add=True))
         for instance in instances
         for column in columns
     ]
-    return names, params
-
-
-def stored(instance: Model, pk: Any) -> None:
-    """`instance` now is the row with primary key `pk` (after a caller's own INSERT)."""
-    _stored(instance, pk)
 
 
 def insert_unless_taken(instance: Model) -> bool:
@@ -109,7 +112,7 @@ def insert_unless_taken(instance: Model) -> bool:
         found = cursor.fetchone()
     if found is None:
         return False
-    _stored(instance, found[0])
+    stored(instance, found[0])
     return True
 
 
@@ -165,7 +168,7 @@ def _pk_column(model: type[Model]) -> str:
 def _insert_sql(instances: Sequence[Model], *, on_conflict: str) -> tuple[str, list[Any]]:
     model = type(instances[0])
     sql = _insert_text(model, len(instances), on_conflict, connection.vendor)
-    return sql, prepared_rows(instances)[1]
+    return sql, row_values(instances)
 
 
 @dataclass(frozen=True)
@@ -210,10 +213,10 @@ def _columns_of(model: type[Model], vendor: str) -> tuple[_Column, ...]:
 def _insert_text(model: type[Model], count: int, on_conflict: str, vendor: str) -> str:
     """`INSERT … VALUES (…), (…) … RETURNING pk` of `count` rows of `model` (`vendor` keys
     the cache: each database quotes names its own way)."""
-    fields = [column.field for column in _columns(model)]
+    columns = _column_names(model, vendor)
     quote = connection.ops.quote_name
-    names = ", ".join(quote(field.column) for field in fields)
-    row = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    names = ", ".join(columns)
+    row = "(" + ", ".join(["%s"] * len(columns)) + ")"
     rows = ", ".join([row] * count)
     # Only quoted names from the model are interpolated; the values are parameters.
     return (
@@ -236,6 +239,8 @@ def _prepared(column: _Column, value: Any) -> Any:
     return column.field.get_db_prep_save(value, connection)
 
 
-def _stored(instance: Model, pk: Any) -> None:
+def stored(instance: Model, pk: Any) -> None:
+    """`instance` now is the row with primary key `pk` (after an INSERT, here or a caller's
+    own)."""
     instance.pk = pk
     instance._state.adding, instance._state.db = False, connection.alias
