@@ -90,15 +90,22 @@ class Database:
 class Web:
     """One daphne process on the database, its log in a file."""
 
-    def __init__(self, root: Path, env: dict[str, str], log: Path) -> None:
-        self.root, self.env, self.log = root, env, log
-        self.port = free_port()
+    def __init__(
+        self, root: Path, env: dict[str, str], log: Path, listener: socket.socket | None = None
+    ) -> None:
+        """`listener`: a listening socket for daphne to take (`--fd`) instead of binding."""
+        self.root, self.env, self.log, self.listener = root, env, log, listener
+        self.port = listener.getsockname()[1] if listener is not None else free_port()
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        command = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port),
-                   "agentweb.asgi:application"]  # fmt: skip
-        self.process = _spawn(command, self.root, self.env, self.log)
+        where = ["-b", "127.0.0.1", "-p", str(self.port)]
+        passed: tuple[int, ...] = ()
+        if self.listener is not None:
+            passed = (self.listener.fileno(),)
+            where = ["--fd", str(passed[0])]
+        command = [sys.executable, "-m", "daphne", *where, "agentweb.asgi:application"]
+        self.process = _spawn(command, self.root, self.env, self.log, passed)
         wait_until_healthy(f"http://127.0.0.1:{self.port}", self.process, self.tail)
 
     def tail(self) -> str:
@@ -207,10 +214,13 @@ def _tail(path: Path) -> str:
     return path.read_text(errors="replace")[-2000:] if path.exists() else ""
 
 
-def _spawn(command: list[str], root: Path, env: dict[str, str], log: Path) -> Any:
+def _spawn(
+    command: list[str], root: Path, env: dict[str, str], log: Path, passed: tuple[int, ...] = ()
+) -> Any:
     with log.open("ab") as out:
         return subprocess.Popen(command, cwd=root, env=env, stdin=subprocess.DEVNULL,
-                                stdout=out, stderr=out, start_new_session=True)  # fmt: skip
+                                stdout=out, stderr=out, start_new_session=True,
+                                pass_fds=passed)  # fmt: skip
 
 
 def wait_until_healthy(url: str, process: Any, tail: Any) -> None:

@@ -8,6 +8,8 @@ sockets (one connection per hook, as Claude Code's http hooks), Claude Code `Pre
 events of an allowed `ls -la`, each agent in a session of its own:
 
 (a) one at a time: one agent, each hook sent when the last is answered;
+(a') 5 agents at an agent's pace (as (c)): hooks that find the server idle, each on its
+    own, as one agent's do, where (a)'s follow each other hot;
 (b) 50 agents closed loop: each sends its next hook as soon as its last is answered (the
     most the process can answer: answers/s);
 (c) 50 agents at an agent's pace: each sends one hook a second (open loop, each interval
@@ -24,14 +26,16 @@ daphne processes on the same database behind one address: Debian's nginx as
 install nginx-light`), or `_held_stack`'s round-robin proxy in Python (`--proxy python`);
 CPU and connections are then both processes' together (the proxy's not counted).
 `--proxy nginx` with one web process puts it behind nginx as `deploy/` does.
+`--proxy reuseport` puts no proxy in front: each process takes a listening socket of its
+own on one port (SO_REUSEPORT; daphne `--fd`), and the kernel spreads the connections.
 
 `--profile PATH` records the first web process with py-spy (where it holds the interpreter
 lock; `PY_SPY_RATE` samples a second, 50 by default) from (a) into (b), as collapsed
 stacks in PATH-sqlite.raw and PATH-postgres.raw.
 
 Run: .venv/bin/python benchmarks/bench_hook_load.py [--quick] [--seconds 15]
-[--databases sqlite,postgres] [--root DIR] [--at-once N] [--webs N] [--proxy nginx|python|none]
-[--profile PATH]
+[--databases sqlite,postgres] [--root DIR] [--at-once N] [--webs N]
+[--proxy nginx|python|reuseport|none] [--profile PATH]
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ import json
 import os
 import random
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -65,7 +70,8 @@ from _held_stack import (
 )
 
 AGENTS = 50
-PACE_SECONDS = 1.0  # an agent's pace in (c): one tool use a second
+IDLE_AGENTS = 5  # (a'): hooks that find the server idle, as one agent's do
+PACE_SECONDS = 1.0  # an agent's pace in (a') and (c): one tool use a second
 SAMPLE_SECONDS = 0.05
 
 
@@ -162,7 +168,7 @@ async def closed_loop(phase: Phase, agents: int, seconds: float) -> None:
     await asyncio.gather(*(agent(n) for n in range(agents)))
 
 
-async def open_loop(phase: Phase, agents: int, seconds: float) -> None:
+async def open_loop(phase: Phase, agents: int, seconds: float) -> None:  # (a') and (c)
     """Each agent sends one hook a second (±50%), whether or not its last was answered."""
     deadline = time.monotonic() + seconds
     rng = random.Random(32)
@@ -204,11 +210,17 @@ class Sampler:
 
 class Webs:
     """`count` daphne processes on the database and a proxy in front, unless `proxy` is
-    "none" (one process): nginx (`proxy="nginx"`) or `_held_stack`'s round robin in Python."""
+    "none" (one process): nginx (`proxy="nginx"`) or `_held_stack`'s round robin in Python;
+    or no proxy at all, each process on a socket of its own on one port (`"reuseport"`:
+    SO_REUSEPORT, the kernel spreads the connections)."""
 
     def __init__(self, root: Path, db: Any, work: Path, count: int, proxy: str = "none") -> None:
         self.db, self.work, self.kind = db, work, proxy
-        self.webs = [Web(root, db.env, work / f"daphne-{n}.log") for n in range(count)]
+        listeners = _reuseport_listeners(count) if proxy == "reuseport" else [None] * count
+        self.webs = [
+            Web(root, db.env, work / f"daphne-{n}.log", listener)
+            for n, listener in enumerate(listeners)
+        ]
         self.proxy: Proxy | Nginx | None = None
 
     def start(self) -> None:
@@ -216,7 +228,7 @@ class Webs:
             web.start()
             assert web.process is not None
             self.db.pids.append(web.process.pid)
-        if self.kind != "none":
+        if self.kind in ("nginx", "python"):
             self.proxy = (
                 Nginx(self.webs, self.work / "nginx") if self.kind == "nginx" else Proxy(self.webs)
             )
@@ -236,6 +248,20 @@ class Webs:
             self.proxy.stop()
         for web in self.webs:
             web.stop()
+            if web.listener is not None:
+                web.listener.close()
+
+
+def _reuseport_listeners(count: int) -> list[socket.socket]:
+    """`count` listening sockets on one free port of 127.0.0.1."""
+    listeners: list[socket.socket] = []
+    for _ in range(count):
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        listener.bind(("127.0.0.1", listeners[0].getsockname()[1] if listeners else 0))
+        listener.listen(1024)
+        listeners.append(listener)
+    return listeners
 
 
 def run_phase(webs: Webs, db: Any, token: str, name: str, load: Any) -> dict[str, Any]:
@@ -272,6 +298,7 @@ def measure_one(kind: str, root: Path, tmp: Path, options: Any) -> dict[str, Any
         warm = run_phase(web, db, token, "warm", lambda p: closed_loop(p, AGENTS, 2))
         shapes = {
             "one_at_a_time": ("one", lambda p: _count(p, single)),
+            "idle_pace": ("idle", lambda p: open_loop(p, IDLE_AGENTS, seconds)),
             "closed_loop": ("closed", lambda p: closed_loop(p, AGENTS, seconds)),
             "agent_pace": ("pace", lambda p: open_loop(p, AGENTS, seconds)),
         }
@@ -304,9 +331,9 @@ def main() -> None:
     options.add_argument("--databases", default="sqlite,postgres")
     options.add_argument("--at-once", type=int, help="AGENTWEB_HOOKS_AT_ONCE (default: its)")
     options.add_argument("--webs", type=int, default=1, help="web processes behind one address")
-    options.add_argument("--proxy", choices=("nginx", "python", "none"),
+    options.add_argument("--proxy", choices=("nginx", "python", "reuseport", "none"),
                          help="in front of the web processes (default: none for one, "
-                         "nginx for more)")  # fmt: skip
+                         "nginx for more; reuseport: none, one port)")  # fmt: skip
     options.add_argument("--root", type=Path, default=ROOT, help="the checkout to run")
     options.add_argument("--profile", type=Path, help="py-spy raw stacks of (b) to PATH-db.raw")
     options.add_argument("--postgres", default="postgres://postgres@127.0.0.1:5432")
@@ -317,11 +344,11 @@ def main() -> None:
     if args.proxy is None:
         args.proxy = "none" if args.webs == 1 else "nginx"
     if args.webs > 1 and args.proxy == "none":
-        options.error("--webs 2 or more needs a proxy in front (--proxy nginx or python)")
+        options.error("--webs 2 or more needs one address (--proxy nginx, python or reuseport)")
     tmp = Path(tempfile.mkdtemp(prefix="bench-hook-load-"))
     root = args.root.resolve()
     webs = f"{args.webs} web" + ("s" if args.webs > 1 else "")
-    webs += f" behind {args.proxy}" if args.proxy != "none" else ""
+    webs += {"none": "", "reuseport": ", SO_REUSEPORT"}.get(args.proxy, f" behind {args.proxy}")
     results: dict[str, Any] = {"root": str(root), "commit": _commit(root), "webs": webs}
     try:
         for kind in args.databases.split(","):
@@ -342,6 +369,7 @@ def _commit(root: Path) -> str:
 
 PHASES = (
     ("one_at_a_time", "(a) one at a time"),
+    ("idle_pace", f"(a') {IDLE_AGENTS} agents, one hook/s each"),
     ("closed_loop", f"(b) {AGENTS} agents, closed loop"),
     ("agent_pace", f"(c) {AGENTS} agents, one hook/s each"),
 )
