@@ -216,7 +216,9 @@ class Webs:
 
     def __init__(self, root: Path, db: Any, work: Path, count: int, proxy: str = "none") -> None:
         self.db, self.work, self.kind = db, work, proxy
-        listeners = _reuseport_listeners(count) if proxy == "reuseport" else [None] * count
+        listeners: list[socket.socket | None] = [None] * count
+        if proxy == "reuseport":
+            listeners = [*_reuseport_listeners(count)]
         self.webs = [
             Web(root, db.env, work / f"daphne-{n}.log", listener)
             for n, listener in enumerate(listeners)
@@ -306,7 +308,9 @@ def measure_one(kind: str, root: Path, tmp: Path, options: Any) -> dict[str, Any
             pid = web.webs[0].process.pid  # type: ignore[union-attr]
             out = options.profile.with_name(f"{options.profile.stem}-{kind}.raw")
             recording = py_spy(pid, seconds, out)
-        results = {key: run_phase(web, db, token, *shape) for key, shape in shapes.items()}
+        results: dict[str, Any] = {
+            key: run_phase(web, db, token, *shape) for key, shape in shapes.items()
+        }
         if options.profile:
             recording.wait()
         results["warm_up_not_allowed"] = warm["not_allowed"]

@@ -37,6 +37,7 @@ SCRIPTS = (
     "bench_audit_export.py",
     "bench_held_waits.py",
     "bench_hook_load.py",
+    "bench_sqlite_writers.py",
 )
 COST_SCRIPTS = ("bench_fanout.py", "bench_cost.py")
 TAKE_BEFORE = {"bench_latency.py", "bench_inbox.py"}  # the scripts that take --before REF
