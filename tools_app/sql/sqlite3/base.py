@@ -9,9 +9,10 @@ statements are the same text again and again (the hook's prepared lookups and in
 
 A write transaction waits for another process's write more closely than SQLite would.
 With a busy timeout, SQLite sleeps between tries 1, 2, 5, 10, 15, 20, 25… up to 100 ms
-at a time, so a writer that waited behind another's 40 ms write gets in up to 8 ms after
-it ended, and behind a 100 ms one up to 50 ms after: a hook queued behind a worker's
-write (web processes and workers share the file) pays that. Here `BEGIN IMMEDIATE`,
+at a time, so a writer that waited behind another's 40 ms write gets in 13 ms after the
+lock is free, behind a 140 ms one 38 ms after, and further on up to 100 ms after: a hook
+queued behind a worker's write (web processes and workers share the file) pays that
+(`benchmarks/bench_sqlite_writers.py`). Here `BEGIN IMMEDIATE`,
 where every write transaction takes the write lock (WAL: the one place writers wait for
 each other), is tried without SQLite's sleeps and tried again every `BEGIN_POLL_SECONDS`,
 up to the busy timeout. Everything else is Django's backend, unchanged; `ENGINE` names
