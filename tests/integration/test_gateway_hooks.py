@@ -19,6 +19,7 @@ from django.core.management.base import CommandError
 from tests.integration.gateway_helpers import CWD, URL, Hook, denial
 from tests.integration.helpers import Api
 from tools_app import services
+from tools_app.live import events
 from tools_app.models import AgentSession, Policy, PolicyRule, ToolCall
 from tools_app.services import gateway
 
@@ -179,6 +180,28 @@ def test_a_session_started_by_two_events_at_once_is_one_session(
     session = AgentSession.objects.get()
     assert sorted(session.tool_calls.values_list("args__command", flat=True)) == ["ls", "pwd"]
     assert session.events.filter(type="session.created").count() == 1
+
+
+def test_a_sessions_first_event_sent_twice_at_once_is_one_call(
+    claude: Hook, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new session's first hook looks for no calls; the same event sent again at once
+    read the session before the first stored its call, so it looks for none either: its
+    insert meets the unique key and it answers with the first event's call."""
+    first = claude.pre("Bash", {"command": "ls"}, tool_use_id="toolu_twice")
+    find = gateway._session_find
+
+    def read_before_the_call(*args: Any) -> Any:
+        found = find(*args)
+        found.last_event_seq = events.FIRST_SEQ  # as read before the first event's call
+        return found
+
+    monkeypatch.setattr(gateway, "_session_find", read_before_the_call)
+    again = claude.pre("Bash", {"command": "ls"}, tool_use_id="toolu_twice")
+    assert again == first
+    session = AgentSession.objects.get()
+    assert list(session.tool_calls.values_list("tool_use_id", flat=True)) == ["toolu_twice"]
+    assert session.events.filter(type="tool_call.received").count() == 1
 
 
 def test_each_user_has_their_own_session_for_the_same_id(claude: Hook, outsider: User) -> None:

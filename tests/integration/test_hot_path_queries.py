@@ -43,9 +43,10 @@ ALLOWED_HOOK_QUERIES = {"sqlite": 8, "postgresql": 7}
 # A session's first PreToolUse, allowed: the same, and its session found missing, the
 # projects (the choice and the chosen in one read), the policy, the session's INSERT
 # (`ON CONFLICT DO NOTHING`: no savepoint) and its `session.created` event, whose seq the
-# INSERT already reserved. (Before: 15 and a savepoint, with the projects read three
-# times and a seq reservation of its own.)
-FIRST_HOOK_QUERIES = {"sqlite": 12, "postgresql": 11}
+# INSERT already reserved; no calls lookup (a new session has none). (Before: 15 and a
+# savepoint, with the projects read three times, a seq reservation of its own and the
+# lookup.)
+FIRST_HOOK_QUERIES = {"sqlite": 11, "postgresql": 10}
 # The model turn and the read_file it asks for, settled inline: the same at turn 2 and 30.
 TURN_QUERIES = {"sqlite": 25, "postgresql": 21}
 # Each count is per database: on PostgreSQL a seq reservation and the events it numbers

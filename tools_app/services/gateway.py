@@ -176,7 +176,7 @@ def gateway_call_receive(
     """The call for one tool use, judged: the same call for a re-sent event, the earlier
     unanswered call for a retry of the same input, else a new one. `ran_in` is the
     event's `cwd`, where the agent runs it (the session keeps its first)."""
-    known = _calls_known(session, native_tool, tool_use_id)
+    known = _calls_known(session, native_tool, tool_use_id) if _has_had_calls(session) else []
     existing = next((call for call in known if call.tool_use_id == tool_use_id), None)
     if existing is not None:
         return existing
@@ -213,6 +213,14 @@ def _calls_wanted(session: int, native_tool: str, tool_use_id: str) -> Any:
 
 
 _CALLS = Prepared(ToolCall, _calls_wanted, session=int, native_tool=str, tool_use_id=str)
+
+
+def _has_had_calls(session: AgentSession) -> bool:
+    """False for a session whose only event, when it was read, was its `session.created`
+    (every call appends events): its first hook has no call to find or join. A call of the
+    same tool use made meanwhile by a concurrent event is met by the unique key instead
+    (`_call_create`); one a retry could join was answered, so it was there to read."""
+    return session.last_event_seq != events.FIRST_SEQ
 
 
 def _calls_known(session: AgentSession, native_tool: str, tool_use_id: str) -> list[ToolCall]:
