@@ -193,6 +193,7 @@ def test_a_sessions_first_event_sent_twice_at_once_is_one_call(
 
     def read_before_the_call(*args: Any) -> Any:
         found = find(*args)
+        assert found is not None
         found.last_event_seq = events.FIRST_SEQ  # as read before the first event's call
         return found
 
