@@ -49,10 +49,7 @@ def first_event(*, session: AgentSession, type: str, data: dict[str, Any]) -> Ev
     counter already at FIRST_SEQ (`last_event_seq=FIRST_SEQ` in its INSERT): no seq to
     reserve, so one statement fewer than `event_append`."""
     assert session.last_event_seq == FIRST_SEQ, "the session's INSERT reserves the first seq"
-    event = rows.insert([
-        Event(session_id=session.pk, seq=FIRST_SEQ, type=type, data=data,
-              created_at=timezone.now())
-    ])[0]  # fmt: skip
+    event = rows.insert(_unsaved(session.pk, [(type, data)], FIRST_SEQ))[0]
     project_of = None if session.project_id is None else {session.pk: session.project_id}
     transaction.on_commit(lambda: publish_all([event], project_of=project_of))
     return event
@@ -67,24 +64,26 @@ def events_append(*, session_id: int, items: Sequence[tuple[str, dict[str, Any]]
             created, project_id = _append_with_seqs(session_id, items)
         else:
             last, project_id = _take_seqs(session_id, len(items))
-            first = last - len(items) + 1
-            created = rows.insert([
-                Event(session_id=session_id, seq=first + i, type=type, data=data,
-                      created_at=timezone.now())
-                for i, (type, data) in enumerate(items)
-            ])  # fmt: skip
+            created = rows.insert(_unsaved(session_id, items, last - len(items) + 1))
     transaction.on_commit(lambda: publish_all(created, project_of={session_id: project_id}))
     return created
+
+
+def _unsaved(session_id: int, items: Sequence[Item], first_seq: int) -> list[Event]:
+    """The events of `items`, not yet stored, numbered on from `first_seq`."""
+    now = timezone.now()
+    return [
+        Event(session_id=session_id, seq=first_seq + i, type=type, data=data, created_at=now)
+        for i, (type, data) in enumerate(items)
+    ]
 
 
 def _append_with_seqs(session_id: int, items: Sequence[Item]) -> tuple[list[Event], int]:
     """PostgreSQL: the seqs reserved and the events stored in one statement (a
     data-modifying `WITH`, which SQLite lacks), one round trip where `_take_seqs` and the
     INSERT were two. The events, each its seq set; the session's project."""
-    created = [
-        Event(session_id=session_id, seq=i, type=type, data=data, created_at=timezone.now())
-        for i, (type, data) in enumerate(items, start=1)
-    ]  # each seq counts from the first reserved, until the database gives it
+    # Each seq counts from the first reserved (1, 2, …) until the database gives it.
+    created = _unsaved(session_id, items, 1)
     with connection.cursor() as cursor:
         params = [len(created), session_id, *rows.row_values(created)]
         cursor.execute(_append_text(len(created)), params)
