@@ -21,6 +21,7 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: 
 from tools_app.api.hook_handler import WithHooks  # noqa: E402
 from tools_app.api.mcp_http import WithMcp  # noqa: E402
 from tools_app.live.routing import websocket_urlpatterns  # noqa: E402
+from tools_app.ops.daphne_requests import skip_twisted_form_parse  # noqa: E402
 
 
 def _serves_static_from_apps() -> bool:
@@ -46,6 +47,9 @@ application = ProtocolTypeRouter(
         ),
     }
 )
+
+
+skip_twisted_form_parse()  # Django alone reads a POST's body
 
 
 def _settle() -> None:

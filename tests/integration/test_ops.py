@@ -218,6 +218,25 @@ def hook_round_trip(ops: Ops, alice: httpx.Client) -> str:
     return call.tool
 
 
+def test_a_posts_body_is_read_by_agentweb_not_first_by_the_web_servers_twisted(
+    ops: Ops, creator: User
+) -> None:
+    """twisted parsed a POST form of its own before daphne handed Django the body
+    (`ops/daphne_requests.py`): a hook event labelled multipart that it could not parse got
+    its bare 400, which Claude Code takes for a non-blocking error, and the tool ran. Now
+    agentweb reads it and denies it, saying why."""
+    token = services.api_token_create(user=creator, scope="agent")
+    multipart = "multipart/form-data; boundary=x"
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": multipart}
+    hook = f"{ops.web.url}/api/hooks/claude-code"
+    answer = httpx.post(hook, content=b"not a part", headers=headers, timeout=30)
+    assert answer.status_code == 200, answer.text
+    decision = answer.json()["hookSpecificOutput"]
+    assert decision["permissionDecision"] == "deny"
+    assert "not valid JSON" in decision["permissionDecisionReason"], decision
+    assert not ToolCall.objects.exists()
+
+
 def test_readyz_fails_within_seconds_of_every_worker_or_redis_stopping_and_recovers(
     ops: Ops, creator: User, workspace: Path
 ) -> None:
