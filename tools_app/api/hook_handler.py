@@ -30,6 +30,8 @@ from django.core.handlers.exception import convert_exception_to_response
 from django.http import HttpRequest, HttpResponseBase
 from django.urls import set_script_prefix
 
+from tools_app.live import publisher
+
 PREFIX = "/api/hooks/"
 
 
@@ -107,6 +109,7 @@ class WithHooks:
         self.hooks = HookHandler()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        publisher.adopt_running_loop()  # the server's loop publishes this process's events
         if scope["type"] == "http" and str(scope.get("path", "")).startswith(PREFIX):
             await self.hooks(scope, receive, send)
             return

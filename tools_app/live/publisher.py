@@ -6,6 +6,11 @@ thread, keeps the layer's connection pool between events; a publish (a commit's 
 costs one Redis round trip on the pub/sub layer, one per group on the others
 (`events.publish_all`).
 
+Under daphne the publishing loop is daphne's own (`adopt_running_loop`, called by the ASGI
+application): a hook's judging thread wakes that loop anyway to hand back its answer,
+where a loop on a thread of its own cost every hook a third thread's wake-up and turn
+(BENCHMARKS.md §16). Should that loop stop (a test's), a thread of its own takes over.
+
 A thread that must not wait for Redis (a hook's judging thread holds the hook gate while
 it publishes: `ops/judging_threads.py`) hands its sends over instead (`hand_off_here`):
 they still go out in call order, a failure is reported by its callback, and when more
@@ -24,7 +29,13 @@ from typing import Any
 PUBLISH_TIMEOUT = 5.0
 HANDED_OFF_MAX = 1000
 
-_state: dict[str, Any] = {"pid": None, "loop": None, "thread": None, "send_lock": None}
+_state: dict[str, Any] = {
+    "pid": None,
+    "loop": None,
+    "thread": None,
+    "send_lock": None,
+    "adopted_by": None,
+}
 _lock = threading.Lock()
 _here = threading.local()
 _on_their_way = {"count": 0}
@@ -44,8 +55,9 @@ def run(
     """Run `coroutine` on this process's publishing loop; calls from several threads run
     one after another, in call order. `failed` hears its exception: here, after waiting
     for it, or on the loop for a thread that hands its sends off."""
-    future = asyncio.run_coroutine_threadsafe(_serialised(coroutine), _loop())
-    if getattr(_here, "hand_off", False):
+    loop = _loop()
+    future = asyncio.run_coroutine_threadsafe(_serialised(coroutine), loop)
+    if getattr(_here, "hand_off", False) or _runs(loop):
         if _count_on_their_way(+1) <= HANDED_OFF_MAX:
             future.add_done_callback(lambda done: _handed_off_done(done, failed))
             return
@@ -54,6 +66,26 @@ def run(
         future.result(timeout=timeout)
     except Exception as exc:
         failed(exc)
+
+
+def adopt_running_loop() -> None:
+    """Publish on the running loop from now on, unless this process already publishes
+    from a thread of its own (what it sent stays in order)."""
+    if _state["adopted_by"] == os.getpid():
+        return
+    loop = asyncio.get_running_loop()
+    with _lock:
+        if _state["pid"] != os.getpid():
+            _state.update(pid=os.getpid(), loop=loop, thread=None, send_lock=None)
+        _state["adopted_by"] = os.getpid()
+
+
+def _runs(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether this thread runs `loop`, so cannot wait for what it sends there."""
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
 
 
 def _count_on_their_way(change: int) -> int:
@@ -82,9 +114,14 @@ def _send_lock() -> asyncio.Lock:
 
 
 def _loop() -> asyncio.AbstractEventLoop:
-    """The loop of this process; a forked child (Celery's prefork pool) starts its own."""
+    """The loop of this process: daphne's, or one on a thread of its own, which a forked
+    child (Celery's prefork pool) starts again."""
     with _lock:
-        if _state["pid"] != os.getpid() or not _state["thread"].is_alive():
+        adopted = _state["thread"] is None and _state["pid"] == os.getpid()
+        if adopted and _state["loop"].is_running():
+            running: asyncio.AbstractEventLoop = _state["loop"]
+            return running
+        if adopted or _state["pid"] != os.getpid() or not _state["thread"].is_alive():
             loop = asyncio.new_event_loop()  # the parent's loop thread did not survive a fork
             thread = threading.Thread(
                 target=loop.run_forever, name="agentweb-publisher", daemon=True
