@@ -108,8 +108,12 @@ def test_the_servers_loop_publishes_and_a_thread_of_its_own_takes_over_when_it_s
 
 
 @pytest.mark.usefixtures("fresh")
-def test_a_send_from_the_servers_own_loop_is_not_waited_for() -> None:
-    """Waiting there would wait for itself: it goes out after, in order."""
+def test_a_send_from_the_servers_own_loop_is_not_waited_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Waiting there would wait for itself: it goes out after, in order, even when more
+    than HANDED_OFF_MAX are on their way."""
+    monkeypatch.setattr(publisher, "HANDED_OFF_MAX", 0)
     server = ServerLoop()
     seen: list[tuple[asyncio.AbstractEventLoop, str]] = []
 

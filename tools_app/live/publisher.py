@@ -57,8 +57,9 @@ def run(
     for it, or on the loop for a thread that hands its sends off."""
     loop = _loop()
     future = asyncio.run_coroutine_threadsafe(_serialised(coroutine), loop)
-    if getattr(_here, "hand_off", False) or _runs(loop):
-        if _count_on_their_way(+1) <= HANDED_OFF_MAX:
+    on_the_loop = _runs(loop)  # waiting there would wait for itself, however many
+    if on_the_loop or getattr(_here, "hand_off", False):
+        if _count_on_their_way(+1) <= HANDED_OFF_MAX or on_the_loop:
             future.add_done_callback(lambda done: _handed_off_done(done, failed))
             return
         _count_on_their_way(-1)  # too many on their way: this one is waited for
