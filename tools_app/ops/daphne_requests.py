@@ -10,9 +10,11 @@ sees it). twisted has the switch (`parsePOSTFormSubmission`); daphne does not pa
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from daphne.http_protocol import WebRequest
+from twisted.web import http
 
 _MARK = "_agentweb_no_form_parse"
 
@@ -20,7 +22,7 @@ _MARK = "_agentweb_no_form_parse"
 def skip_twisted_form_parse() -> None:
     """daphne's requests are made with twisted's form parse off (once per process)."""
     made = WebRequest.__init__
-    if getattr(made, _MARK, False):
+    if getattr(made, _MARK, False) or not _has_the_switch():
         return
 
     def __init__(self: WebRequest, *args: Any, **kwargs: Any) -> None:
@@ -29,3 +31,8 @@ def skip_twisted_form_parse() -> None:
 
     setattr(__init__, _MARK, True)
     WebRequest.__init__ = __init__
+
+
+def _has_the_switch() -> bool:
+    """Whether this twisted has it (one without parses, as before)."""
+    return "parsePOSTFormSubmission" in inspect.signature(http.Request.__init__).parameters
