@@ -115,16 +115,19 @@ def test_a_send_from_the_servers_own_loop_is_not_waited_for(
     than HANDED_OFF_MAX are on their way."""
     monkeypatch.setattr(publisher, "HANDED_OFF_MAX", 0)
     server = ServerLoop()
-    seen: list[tuple[asyncio.AbstractEventLoop, str]] = []
+    seen: list[tuple[asyncio.AbstractEventLoop, int]] = []
+
+    async def send(number: int) -> None:
+        seen.append((asyncio.get_running_loop(), number))
 
     async def on_the_loop() -> int:
-        publisher.run(where_sent(seen), failed=pytest.fail)
-        publisher.run(where_sent(seen), failed=pytest.fail)
+        publisher.run(send(1), failed=pytest.fail)
+        publisher.run(send(2), failed=pytest.fail)
         return len(seen)
 
     assert asyncio.run_coroutine_threadsafe(on_the_loop(), server.loop).result(10) == 0
     assert until(lambda: len(seen) == 2)
-    assert {loop for loop, _ in seen} == {server.loop}
+    assert seen == [(server.loop, 1), (server.loop, 2)]
     server.stop()
 
 
