@@ -67,7 +67,7 @@ def test_another_thread_waits_and_hears_the_failure_itself() -> None:
 @pytest.fixture
 def fresh(monkeypatch: pytest.MonkeyPatch) -> None:
     """This process as if it had published nothing yet."""
-    state = {"pid": None, "loop": None, "thread": None, "send_lock": None, "adopted_by": None}
+    state = {"pid": None, "loop": None, "thread": None, "send_lock": None}
     monkeypatch.setattr(publisher, "_state", state)
 
 

@@ -29,13 +29,8 @@ from typing import Any
 PUBLISH_TIMEOUT = 5.0
 HANDED_OFF_MAX = 1000
 
-_state: dict[str, Any] = {
-    "pid": None,
-    "loop": None,
-    "thread": None,
-    "send_lock": None,
-    "adopted_by": None,
-}
+# The loop of process `pid`: daphne's when `thread` is None, else the thread's own.
+_state: dict[str, Any] = {"pid": None, "loop": None, "thread": None, "send_lock": None}
 _lock = threading.Lock()
 _here = threading.local()
 _on_their_way = {"count": 0}
@@ -72,13 +67,12 @@ def run(
 def adopt_running_loop() -> None:
     """Publish on the running loop from now on, unless this process already publishes
     from a thread of its own (what it sent stays in order)."""
-    if _state["adopted_by"] == os.getpid():
+    if _state["pid"] == os.getpid():  # adopted already, or publishing from its thread
         return
     loop = asyncio.get_running_loop()
     with _lock:
         if _state["pid"] != os.getpid():
             _state.update(pid=os.getpid(), loop=loop, thread=None, send_lock=None)
-        _state["adopted_by"] = os.getpid()
 
 
 def _runs(loop: asyncio.AbstractEventLoop) -> bool:
