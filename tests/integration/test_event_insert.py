@@ -10,7 +10,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from tools_app.live import events
-from tools_app.models import AgentSession, Event, Policy
+from tools_app.models import AgentSession, Event, Policy, ToolCall
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
@@ -58,3 +58,41 @@ def test_events_of_a_session_that_is_not_there_are_refused_and_nothing_is_stored
     with pytest.raises(AgentSession.DoesNotExist, match="no session 999999"), transaction.atomic():
         events.events_append(session_id=999999, items=[("t", {}), ("u", {})])
     assert not Event.objects.exists()
+
+
+def test_a_new_call_and_its_events_are_stored_together_each_naming_it(creator: User) -> None:
+    session = AgentSession.objects.create(
+        task="t", policy=Policy.objects.get(name="default"), creator=creator
+    )
+    events.event_append(session_id=session.pk, type="session.created", data={})
+    call = ToolCall(session=session, tool="read_file", status="running", tool_use_id="toolu_1")
+    items = [("tool_call.received", {"tool_call": None, "n": 0}), ("tool_call.running", DATA[1])]
+    created = events.call_store_with_events(call, items)
+    assert created is not None and call.pk is not None and not call._state.adding
+    assert ToolCall.objects.get(pk=call.pk).tool_use_id == "toolu_1"
+    stored = list(Event.objects.filter(session=session, seq__gt=1).order_by("seq"))
+    assert [(e.pk, e.seq, e.type) for e in stored] == [(e.pk, e.seq, e.type) for e in created]
+    assert [e.seq for e in stored] == [2, 3]
+    assert [e.data for e in stored] == [e.data for e in created]
+    assert [e.data for e in stored] == [
+        {"tool_call": call.pk, "n": 0}, {**DATA[1], "tool_call": call.pk},
+    ]  # fmt: skip
+    session.refresh_from_db()
+    assert session.last_event_seq == 3
+
+
+def test_a_call_whose_tool_use_is_taken_stores_nothing_not_even_its_events(
+    creator: User,
+) -> None:
+    session = AgentSession.objects.create(
+        task="t", policy=Policy.objects.get(name="default"), creator=creator
+    )
+    first = ToolCall(session=session, tool="read_file", status="running", tool_use_id="toolu_1")
+    assert events.call_store_with_events(first, [("tool_call.running", {})]) is not None
+    again = ToolCall(session=session, tool="write_file", status="denied", tool_use_id="toolu_1")
+    assert events.call_store_with_events(again, [("tool_call.denied", {})]) is None
+    assert again.pk is None
+    assert list(ToolCall.objects.values_list("tool", flat=True)) == ["read_file"]
+    assert list(Event.objects.values_list("seq", "type")) == [(1, "tool_call.running")]
+    session.refresh_from_db()
+    assert session.last_event_seq == 1

@@ -29,24 +29,25 @@ pytestmark = pytest.mark.django_db
 # (Before issue 23: 15, with the rules read twice and a person's approval asked thrice.)
 ALLOWED_CALL_QUERIES = {"sqlite": 10, "postgresql": 8}
 # An allowed PreToolUse, all in the request: SELECT the token (its last use is written at
-# most once a minute), the session, the call by tool_use_id or a retry to join; INSERT the
-# call; SELECT the rules; the judge-and-claim UPDATE (approved, then running: the hook
-# answers in the same transaction), one seq reservation (which also returns the session's
-# project, whose inbox stream the publishing after the commit tells) and its three events
-# (received, approved, running) in one INSERT. (Before: 18, with the token written each
-# time, a second move and the `received` event each with their own seq and INSERT, the
-# call read back twice and its `Decision` asked; then 9, with the project asked again
-# after the commit.) The call is stored by `INSERT … ON CONFLICT DO NOTHING`, so no
-# savepoint is taken around it (two round trips more on PostgreSQL): the request's one
-# transaction is all the transaction control (a savepoint here, in the test's own).
-ALLOWED_HOOK_QUERIES = {"sqlite": 8, "postgresql": 7}
+# most once a minute), the session, the call by tool_use_id or a retry to join, the rules;
+# then the call is stored judged (approved, then running: the hook answers it at once)
+# with its three events (received, approved, running), on PostgreSQL in one statement
+# (the call's INSERT, the seq reservation, which also returns the session's project for
+# the publishing after, and the events' INSERT in a data-modifying WITH), which needs no
+# transaction: no BEGIN or COMMIT either. On SQLite, three statements in a transaction.
+# (Before: 18, with the token written each time, a second move and the `received` event
+# each with their own seq and INSERT, the call read back twice and its `Decision` asked;
+# then 7 and a transaction: the call stored pending, then claimed by an UPDATE.) The
+# call is stored by `INSERT … ON CONFLICT DO NOTHING`, so no savepoint is taken around
+# it: there is no transaction control at all on PostgreSQL.
+ALLOWED_HOOK_QUERIES = {"sqlite": 7, "postgresql": 5}
 # A session's first PreToolUse, allowed: the same, and its session found missing, the
 # projects (the choice and the chosen in one read), the policy, the session's INSERT
 # (`ON CONFLICT DO NOTHING`: no savepoint) and its `session.created` event, whose seq the
 # INSERT already reserved; no calls lookup (a new session has none). (Before: 15 and a
 # savepoint, with the projects read three times, a seq reservation of its own and the
-# lookup.)
-FIRST_HOOK_QUERIES = {"sqlite": 11, "postgresql": 10}
+# lookup; then 10, with the call stored pending and claimed.)
+FIRST_HOOK_QUERIES = {"sqlite": 10, "postgresql": 8}
 # The model turn and the read_file it asks for, settled inline: the same at turn 2 and 30.
 TURN_QUERIES = {"sqlite": 25, "postgresql": 21}
 # Each count is per database: on PostgreSQL a seq reservation and the events it numbers
@@ -111,7 +112,7 @@ def test_an_allowed_pre_tool_use_costs_a_fixed_number_of_statements(
     control = [
         q["sql"].split()[0] for q in queries.captured_queries if q["sql"].startswith(CONTROL)
     ]
-    assert control == ["SAVEPOINT", "RELEASE"], control
+    assert control == [], control
 
 
 @pytest.mark.postgres

@@ -20,8 +20,10 @@ from tools_app.services.lifecycle import (
     TOOL_CALL_BIRTHS,
     TOOL_CALL_MOVES,
     WORKER,
+    Judged,
     session_move,
     tool_call_create,
+    tool_call_create_judged,
     tool_call_move,
 )
 
@@ -173,6 +175,56 @@ def test_only_a_person_decides_and_only_the_clock_expires() -> None:
         "decide_approve", "decide_deny", "approve_partly", "cancel"
     }  # fmt: skip
     assert {m for m, spec in TOOL_CALL_MOVES.items() if CLOCK in spec.by} == {"expire"}
+
+
+JUDGE_MOVES = sorted(
+    m for m, spec in TOOL_CALL_MOVES.items() if ToolCall.Status.PENDING in spec.sources
+)
+
+
+@pytest.mark.parametrize("move", JUDGE_MOVES)
+def test_a_call_judged_before_it_is_stored_is_followed_as_one_moved_after(move: str) -> None:
+    """Stored judged in one write (allowed) or created then moved (any other): the same
+    call, events and follow-ups as `tool_call_create` then `tool_call_move`."""
+    Channel.objects.create(name="hook", kind="webhook", url="http://127.0.0.1:9/h", secret="k")
+    spec = TOOL_CALL_MOVES[move]
+    target, actor = sorted(spec.targets)[0], sorted(spec.by)[0]
+    before, after = a_session(), a_session()
+    moved = tool_call_create("receive", by=AGENT, session=before, tool="t", args={})
+    assert tool_call_move(moved, move, by=actor, to=target, reason="r")
+    judged = tool_call_create_judged(
+        "receive", by=AGENT, session=after, tool="t", args={},
+        judge=lambda call: Judged(move, target, {"reason": "r"}), judged_by=actor,
+    )  # fmt: skip
+    assert judged is not None and judged.pk is not None
+
+    def traces(call: ToolCall) -> tuple[object, ...]:
+        stored = ToolCall.objects.get(pk=call.pk)
+        session = AgentSession.objects.get(pk=call.session_id)
+        announced = Event.objects.filter(data__tool_call=call.pk).order_by("seq")
+        return (
+            (stored.status, stored.reason, call.status, session.status, session.last_event_seq),
+            list(announced.values_list("seq", "type", "data__status")),
+            list(Delivery.objects.filter(tool_call=call).values_list("channel__name", "event")),
+        )
+
+    assert traces(judged) == traces(moved)
+    assert traces(judged)[1][0][1:] == ("tool_call.received", "pending")
+
+
+def test_a_judged_birth_refuses_a_move_that_cannot_follow_it_and_stores_nothing() -> None:
+    session = a_session()
+    with pytest.raises(ValueError, match="cannot follow birth"):
+        tool_call_create_judged(
+            "receive", by=AGENT, session=session, tool="t", args={},
+            judge=lambda call: Judged("finish", "succeeded", {}), judged_by=WORKER,
+        )  # fmt: skip
+    with pytest.raises(ValueError, match="is caused by"):
+        tool_call_create_judged(
+            "receive", by=AGENT, session=session, tool="t", args={},
+            judge=lambda call: Judged("gateway_allow", None, {}), judged_by=AGENT,
+        )  # fmt: skip
+    assert not session.tool_calls.exists() and not session.events.exists()
 
 
 @pytest.mark.parametrize("move", sorted(SESSION_MOVES))

@@ -82,41 +82,112 @@ def _append_with_seqs(session_id: int, items: Sequence[Item]) -> tuple[list[Even
     """PostgreSQL: the seqs reserved and the events stored in one statement (a
     data-modifying `WITH`, which SQLite lacks), one round trip where `_take_seqs` and the
     INSERT were two. The events, each its seq set; the session's project."""
-    # Each seq counts from the first reserved (1, 2, …) until the database gives it.
     created = _unsaved(session_id, items, 1)
-    with connection.cursor() as cursor:
-        params = [len(created), session_id, *rows.row_values(created)]
-        cursor.execute(_append_text(len(created)), params)
-        returned = cursor.fetchall()
+    returned = _run_append(_append_text(len(created), new_call=False), [], session_id, created)
     if not returned:
         raise AgentSession.DoesNotExist(f"There is no session {session_id}.")
+    return _numbered(created, returned), int(returned[0][3])
+
+
+def call_store_with_events(call: ToolCall, items: Sequence[Item]) -> list[Event] | None:
+    """Store the new `call`, and `items` after the session's last event, each naming the
+    call (`tool_call`, its id): on PostgreSQL in one statement, which needs no transaction
+    of its own (BEGIN and COMMIT were two round trips of an allowed hook's nine); on
+    SQLite in one transaction. None, and nothing written, when a call already holds one
+    of `call`'s unique keys (the same tool use, sent twice). Published once stored."""
+    if connection.vendor == "postgresql":
+        stored = _call_with_seqs(call, items)
+    else:
+        stored = _call_then_seqs(call, items)
+    if stored is None:
+        return None
+    created, project_id = stored
+    transaction.on_commit(lambda: publish_all(created, project_of={call.session_id: project_id}))
+    return created
+
+
+def _call_with_seqs(call: ToolCall, items: Sequence[Item]) -> tuple[list[Event], int] | None:
+    created = _unsaved(call.session_id, items, 1)
+    sql, call_row = _append_text(len(created), new_call=True), rows.row_values([call])
+    returned = _run_append(sql, call_row, call.session_id, created)
+    if not returned:  # the call's INSERT met a unique key: nothing was stored
+        return None
+    rows.stored(call, returned[0][4])
+    for event in created:
+        event.data["tool_call"] = call.pk
+    return _numbered(created, returned), int(returned[0][3])
+
+
+def _call_then_seqs(call: ToolCall, items: Sequence[Item]) -> tuple[list[Event], int] | None:
+    with transaction.atomic(savepoint=False):
+        if not rows.insert_unless_taken(call):
+            return None
+        named = [(type, {**data, "tool_call": call.pk}) for type, data in items]
+        last, project_id = _take_seqs(call.session_id, len(named))
+        created = rows.insert(_unsaved(call.session_id, named, last - len(named) + 1))
+    return created, project_id
+
+
+def _run_append(
+    sql: str, call_row: list[Any], session_id: int, created: list[Event]
+) -> list[tuple[Any, ...]]:
+    """Run an `_append_text` statement: the new call's row if any, the session's counter,
+    then `created`'s rows, each counting its seq from 1 (its place among them) until the
+    database gives it."""
+    params = [*call_row, len(created), session_id, *rows.row_values(created)]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return list(cursor.fetchall())
+
+
+def _numbered(created: list[Event], returned: list[tuple[Any, ...]]) -> list[Event]:
     by_offset = {event.seq: event for event in created}
-    for pk, seq, offset, _ in returned:
+    for pk, seq, offset, *_ in returned:
         event = by_offset[offset]
         rows.stored(event, pk)
         event.seq = seq
-    return created, int(returned[0][3])
+    return created
 
 
 @functools.cache
-def _append_text(count: int) -> str:
+def _append_text(count: int, *, new_call: bool) -> str:
     """`count` events' INSERT, their seqs the last `count` of the session's counter, which
     the same statement moves on; each row returns its id, seq, offset (its seq's place
-    among them, from 1) and the session's project."""
+    among them, from 1) and the session's project. `new_call`: a call's INSERT first (`ON
+    CONFLICT DO NOTHING`), which the events name in their data's `tool_call`, and
+    without which nothing else is written; each row also returns the call's id."""
     quote = connection.ops.quote_name
     session, last, seq = quote(AgentSession._meta.db_table), quote("last_event_seq"), quote("seq")
     project, names = quote("project_id"), rows.column_names(Event)
     values = ", ".join(["(" + ", ".join(["%s"] * len(names)) + ")"] * count)
     first_before = f"s.{last} - {count}"  # the seq before the first reserved
-    picked = ", ".join(f"{first_before} + v.{n}" if n == seq else f"v.{n}" for n in names)
+    picked = {n: f"v.{n}" for n in names} | {seq: f"{first_before} + v.{seq}"}
+    call, only_if, sources, call_id = "", "", "s", ""
+    if new_call:
+        call = f"c AS ({_call_insert_text()}), "
+        only_if, sources, call_id = " AND EXISTS (SELECT FROM c)", "c, s", ", (SELECT id FROM c)"
+        data = quote("data")
+        picked[data] = f"jsonb_set(v.{data}, '{{tool_call}}', to_jsonb(c.id))"
     # Only quoted names from the models and the row count are interpolated.
     return (
-        f"WITH s AS (UPDATE {session} SET {last} = {last} + %s WHERE id = %s "  # noqa: S608
-        f"RETURNING {last}, {project}) "
+        f"WITH {call}s AS (UPDATE {session} SET {last} = {last} + %s "  # noqa: S608
+        f"WHERE id = %s{only_if} RETURNING {last}, {project}) "
         f"INSERT INTO {quote(Event._meta.db_table)} ({', '.join(names)}) "
-        f"SELECT {picked} FROM s, (VALUES {values}) AS v ({', '.join(names)}) "
+        f"SELECT {', '.join(picked.values())} "
+        f"FROM {sources}, (VALUES {values}) AS v ({', '.join(names)}) "
         f"RETURNING {quote('id')}, {seq}, {seq} - (SELECT {last} - {count} FROM s), "
-        f"(SELECT {project} FROM s)"
+        f"(SELECT {project} FROM s){call_id}"
+    )
+
+
+def _call_insert_text() -> str:
+    """A call's INSERT unless one of its unique keys is taken, returning its id."""
+    quote = connection.ops.quote_name
+    names = rows.column_names(ToolCall)
+    values = ", ".join(["%s"] * len(names))
+    return (
+        f"INSERT INTO {quote(ToolCall._meta.db_table)} ({', '.join(names)}) "  # noqa: S608
+        f"VALUES ({values}) ON CONFLICT DO NOTHING RETURNING {quote('id')}"
     )
 
 
@@ -161,9 +232,14 @@ def tool_call_events(
 ) -> list[Event]:
     """One event per status the call went through in one transaction, in that order,
     after the events in `first` (stored in the same batch)."""
-    payload = tool_call_payload(call)
-    items = [(f"tool_call.{status}", {**payload, "status": status}) for status in statuses]
+    items = tool_call_items(call, statuses)
     return events_append(session_id=call.session_id, items=[*first, *items])
+
+
+def tool_call_items(call: ToolCall, statuses: Sequence[str]) -> list[Item]:
+    """The events of `tool_call_events`, not yet stored."""
+    payload = tool_call_payload(call)
+    return [(f"tool_call.{status}", {**payload, "status": status}) for status in statuses]
 
 
 def tool_call_payload(call: ToolCall) -> dict[str, Any]:

@@ -10,6 +10,7 @@ or `failed`. Nothing here runs a tool.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import replace
@@ -29,7 +30,8 @@ from tools_app.models import AgentSession, Policy, Project, ToolCall
 from tools_app.services.lifecycle import (
     AGENT,
     POLICY,
-    tool_call_create_unless_taken,
+    Judged,
+    tool_call_create_judged,
     tool_call_move,
 )
 from tools_app.services.policies import load_policy_or_denial, policy_named
@@ -183,10 +185,10 @@ def gateway_call_receive(
     joined = _join_retry(known, native_input, tool_use_id)
     if joined is not None:
         return joined
-    call = _call_create(session, native_tool, native_input, tool_use_id)
+    call = _call_judge_and_store(session, native_tool, native_input, tool_use_id, ran_in)
     if call is None:  # the same event, sent twice at once (or older than the window)
         return ToolCall.objects.get(session=session, tool_use_id=tool_use_id)
-    return _call_judge(call, ran_in, received=events.tool_call_item(call, "tool_call.received"))
+    return call
 
 
 JOIN_WINDOW = 20  # the newest unanswered calls of the same tool a retry may join
@@ -265,16 +267,22 @@ def _gateway_facts_of(prepared: engine.Prepared) -> dict[str, Any]:
     return facts if isinstance(facts, dict) else {}
 
 
-def _call_create(
-    session: AgentSession, native_tool: str, native_input: dict[str, Any], tool_use_id: str
+def _call_judge_and_store(
+    session: AgentSession,
+    native_tool: str,
+    native_input: dict[str, Any],
+    tool_use_id: str,
+    ran_in: str,
 ) -> ToolCall | None:
-    """Born pending; its `received` event goes in the batch of the verdict that follows.
-    None when a call of this tool use is already stored."""
-    return tool_call_create_unless_taken(
+    """The call asked of the policy, in gate mode, before it is stored with its verdict:
+    an allowed call is then one write. None, and nothing written, when a call of this
+    tool use is already stored."""
+    return tool_call_create_judged(
         "receive",
         by=AGENT,
         session=session,
-        announce=False,
+        judge=functools.partial(_judged, ran_in=ran_in),
+        judged_by=POLICY,
         tool=storable_text(native_tool[:200]),
         args={},
         native_tool=storable_text(native_tool[:200]),
@@ -283,12 +291,10 @@ def _call_create(
     )
 
 
-def _call_judge(call: ToolCall, ran_in: str, *, received: events.Item) -> ToolCall:
-    """Ask the policy, in gate mode, and record its verdict through the lifecycle. The
-    call was stored in this transaction: its `received` event (what it was when stored)
-    goes in the verdict's batch, one seq reservation and one publish for both."""
-    session = call.session
-    spec = load_policy_or_denial(session.policy)
+def _judged(call: ToolCall, *, ran_in: str) -> Judged:
+    """The policy's verdict on the unsaved `call`: its move, and its fields then (a call
+    that does not wait is answered now; an allowed one is the agent's to run)."""
+    spec = load_policy_or_denial(call.session.policy)
     native_input = dict(call.native_input or {})
     prepared = _prepare(spec, call, native_input, ran_in)
     prepared = _with_requested(prepared, requested_hash(native_input), ran_in)
@@ -297,20 +303,13 @@ def _call_judge(call: ToolCall, ran_in: str, *, received: events.Item) -> ToolCa
     runs = _gateway_facts_of(prepared).get("runs")
     if isinstance(runs, dict):  # gate mode narrowed it: the agent is told to run this
         fields["native_input"] = runs
-    first = [received]
-    if prepared.status == Status.APPROVED:
-        now = timezone.now()
-        fields.update(started_at=now, runner=GATEWAY_RUNNER, hook_answered_at=now)
-        moved = tool_call_move(call, "gateway_allow", by=POLICY, first=first, **fields)
-    elif prepared.status == Status.AWAITING_APPROVAL:
-        moved = tool_call_move(call, "judge_wait", by=POLICY, first=first, **fields)
-    else:
-        move, to = "judge_end", prepared.status
-        moved = tool_call_move(call, move, by=POLICY, to=to, first=first, **fields)
-    if not moved:
-        events.events_append(session_id=call.session_id, items=first)
-        call.refresh_from_db()
-    return call
+    if prepared.status == Status.AWAITING_APPROVAL:
+        return Judged("judge_wait", None, fields)
+    fields["hook_answered_at"] = now = timezone.now()  # the hook answers it now
+    if prepared.status != Status.APPROVED:
+        return Judged("judge_end", prepared.status, fields)
+    fields.update(started_at=now, runner=GATEWAY_RUNNER)
+    return Judged("gateway_allow", None, fields)
 
 
 def _prepare(

@@ -238,6 +238,74 @@ def tool_call_create_unless_taken(
     return call
 
 
+@dataclass(frozen=True)
+class Judged:
+    """A verdict on a call not yet stored: the move it makes first, where to, and the
+    fields it then has."""
+
+    move: str
+    to: str | None
+    fields: dict[str, Any]
+
+
+def tool_call_create_judged(
+    birth: str,
+    *,
+    by: str,
+    session: AgentSession,
+    judge: Callable[[ToolCall], Judged],
+    judged_by: str,
+    **fields: Any,
+) -> ToolCall | None:
+    """Make a call as `birth` makes it, have `judge` choose its first move before it is
+    stored, then store it moved, its birth's event first in the move's batch. When
+    nothing follows the two but their events (a gateway hook the policy allowed), the
+    call and its events are one write: one statement on PostgreSQL, no transaction.
+    None, and nothing written, when a call already holds one of its unique keys."""
+    born = _birth(birth, by)
+    call = ToolCall(session=session, status=born.status, **fields)
+    first = [events.tool_call_item(call, born.event)]  # as it came, before it is judged
+    judged = judge(call)
+    spec, target = _target(TOOL_CALL_MOVES, judged.move, judged.to, judged_by)
+    if born.status not in spec.sources:
+        raise ValueError(f"Move {judged.move!r} cannot follow birth {birth!r}.")
+    if _only_events_follow(born, spec, target):
+        return _create_moved(call, judged, spec, target, first)
+    with transaction.atomic(savepoint=False):
+        stored = tool_call_create_unless_taken(
+            birth, by=by, session=session, announce=False, **fields
+        )
+        if stored is not None:  # stored in this transaction: nobody else moved it since
+            first = [events.tool_call_item(stored, born.event)]
+            tool_call_move(
+                stored, judged.move, by=judged_by, to=target, first=first, **judged.fields
+            )
+    return stored
+
+
+def _only_events_follow(born: Birth, spec: Move, target: str) -> bool:
+    """Neither the birth nor the move writes anything but events (`notify_moved` tells
+    the channels only of calls that wait or waited)."""
+    quiet = born.after == NOTHING and spec.after == NOTHING and not spec.drops_held_effect
+    return quiet and Status.AWAITING_APPROVAL not in {born.status, target}
+
+
+def _create_moved(
+    call: ToolCall, judged: Judged, spec: Move, target: str, first: list[events.Item]
+) -> ToolCall | None:
+    previous = call.status
+    for name, value in {**judged.fields, "status": target}.items():
+        setattr(call, name, value)
+    if previous == Status.PENDING:
+        mark_judged_by_nobody(call)  # judged now, run or ended: by nobody
+    moved = events.tool_call_items(call, [*spec.passes_through, target])
+    if events.call_store_with_events(call, [*first, *moved]) is None:
+        return None
+    notify_moved(call, judged.move, previous)
+    metrics.tool_call_moved(call, judged.move)
+    return call
+
+
 def _birth(birth: str, by: str) -> Birth:
     spec = TOOL_CALL_BIRTHS[birth]
     if by not in spec.by:
