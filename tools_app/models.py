@@ -69,6 +69,10 @@ class Policy(models.Model):
     )
     version = models.PositiveIntegerField(default=1, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
+    # A new random value whenever one of its rules is written, whatever wrote it: set by
+    # database triggers on the rules' table (migration 0027, `sql/rules_revision.py`).
+    # While it is unchanged, a spec made from its rules is used again without reading them.
+    rules_revision = models.CharField(max_length=32, blank=True, default="", editable=False)
 
     class Meta:
         ordering = ["name"]

@@ -35,6 +35,8 @@ ALLOWED_CALL_QUERIES = {"sqlite": 10, "postgresql": 8}
 # (the call's INSERT, the seq reservation, which also returns the session's project for
 # the publishing after, and the events' INSERT in a data-modifying WITH), which needs no
 # transaction: no BEGIN or COMMIT either. On SQLite, three statements in a transaction.
+# Out of a test's transaction, the rules of an unchanged policy are not read either: one
+# statement fewer (`test_rules_revision.py` pins that).
 # (Before: 18, with the token written each time, a second move and the `received` event
 # each with their own seq and INSERT, the call read back twice and its `Decision` asked;
 # then 7 and a transaction: the call stored pending, then claimed by an UPDATE.) The

@@ -8,8 +8,9 @@ from tools_app.core.policy.defaults import DEFAULT_POLICY
 from tools_app.core.policy.types import PLAIN_FIELDS
 from tools_app.models import Policy
 
-# Columns of the model that are not policy fields: its key, its own notes, its clock.
-NOT_POLICY_FIELDS = {"id", "description", "updated_at"}
+# Columns of the model that are not policy fields: its key, its own notes, its clock, the
+# revision its rules' triggers write.
+NOT_POLICY_FIELDS = {"id", "description", "updated_at", "rules_revision"}
 COLUMN_TYPES = {
     "text": models.SlugField,
     "int": models.PositiveIntegerField,

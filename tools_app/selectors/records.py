@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from django.db import connection
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
@@ -36,6 +37,7 @@ from tools_app.models import (
     ToolCall,
 )
 from tools_app.selectors.decisions import quorum_status
+from tools_app.sql import rules_revision
 from tools_app.sql.prepared import Prepared
 
 
@@ -81,10 +83,20 @@ class RuleRow(NamedTuple):
     reviewer_bounded: bool
 
 
-# The specs made last, by policy id, each with what it was made from. Every call reads
-# its policy's settings and rules, and a spec is used again only when they equal what it
-# was made from: no version number or signal has to be trusted to say a policy changed.
-_made: dict[int, tuple[tuple[Any, ...], PolicySpec]] = {}
+class Made(NamedTuple):
+    """A spec, with what it was made from: its policy's settings and rules, and the
+    policy's `rules_revision` when they were read."""
+
+    source: tuple[Any, ...]
+    revision: str
+    spec: PolicySpec
+
+
+# The specs made last, by policy id. A spec is used again when its policy's settings
+# and rules equal what it was made from, or, for a policy read just now, when its
+# settings and its `rules_revision` do: the database's triggers change the revision with
+# any rule, whatever writes it (`sql/rules_revision.py`), so the rules need not be read.
+_made: dict[int, Made] = {}
 _RULES = Prepared(
     PolicyRule,
     lambda policy: (
@@ -97,20 +109,33 @@ _RULES = Prepared(
 MADE_KEPT = 64
 
 
-def policy_spec(policy: Policy) -> PolicySpec:
-    """The engine's view of a stored policy; raises PolicyInvalid if it cannot load."""
+def policy_spec(policy: Policy, *, just_read: bool = False) -> PolicySpec:
+    """The engine's view of a stored policy; raises PolicyInvalid if it cannot load.
+    `just_read`: `policy` was read from the database in this request (with the session
+    or call it governs), so its `rules_revision` says whether its rules changed since a
+    spec was made of them: the rules as of that read, which is when they were read."""
+    settings = (policy.name, policy.version, field_values(policy, POLICY_SETTINGS))
+    revision = policy.rules_revision if _revision_trusted(just_read) else ""
+    made = _made.get(policy.pk)
+    if revision and made is not None and (made.revision, made.source[:3]) == (revision, settings):
+        return made.spec
     # Ordered within the policy alone (the model's ordering starts with `policy`, which
     # joins the policies to sort by their names); rows, not models: nothing to build.
     rows = tuple(RuleRow._make(row) for row in _RULES.rows(policy=policy.pk))
-    source = (policy.name, policy.version, field_values(policy, POLICY_SETTINGS), rows)
-    made = _made.get(policy.pk)
-    if made is not None and made[0] == source:
-        return made[1]
-    spec = _spec_made_of(source)
+    source = (*settings, rows)
+    spec = made.spec if made is not None and made.source == source else _spec_made_of(source)
     if len(_made) >= MADE_KEPT:
         _made.clear()
-    _made[policy.pk] = (source, spec)
+    _made[policy.pk] = Made(source, revision, spec)
     return spec
+
+
+def _revision_trusted(just_read: bool) -> bool:
+    """A policy's revision stands for its rules when the policy was read just now, out
+    of any transaction (read in one, it may be older than rules that transaction wrote
+    and may yet roll back; rules read after it, out of one, are as new or newer), and
+    the database keeps it."""
+    return just_read and not connection.in_atomic_block and rules_revision.kept()
 
 
 def _spec_made_of(source: tuple[Any, ...]) -> PolicySpec:

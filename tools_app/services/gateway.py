@@ -294,7 +294,7 @@ def _call_judge_and_store(
 def _judged(call: ToolCall, *, ran_in: str) -> Judged:
     """The policy's verdict on the unsaved `call`: its move, and its fields then (a call
     that does not wait is answered now; an allowed one is the agent's to run)."""
-    spec = load_policy_or_denial(call.session.policy)
+    spec = load_policy_or_denial(call.session.policy, just_read=True)  # with its session
     native_input = dict(call.native_input or {})
     prepared = _prepare(spec, call, native_input, ran_in)
     prepared = _with_requested(prepared, requested_hash(native_input), ran_in)

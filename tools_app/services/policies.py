@@ -191,10 +191,11 @@ def remember_check(tool: str, rule_args: object) -> dict[str, str]:
     return {str(name): str(pattern) for name, pattern in rule_args.items()}
 
 
-def load_policy_or_denial(policy: Policy) -> PolicySpec | Verdict:
-    """The policy's spec, or a deny when it cannot load: fail closed, loudly."""
+def load_policy_or_denial(policy: Policy, *, just_read: bool = False) -> PolicySpec | Verdict:
+    """The policy's spec, or a deny when it cannot load: fail closed, loudly. `just_read`:
+    `policy` was read in this request (`records.policy_spec`)."""
     try:
-        return records.policy_spec(policy)
+        return records.policy_spec(policy, just_read=just_read)
     except PolicyInvalid as exc:
         logger.error("policy %r cannot be loaded, denying every call: %s", policy.name, exc)
         reason = f"Policy {policy.name!r} cannot be loaded ({exc}); an admin must fix it."

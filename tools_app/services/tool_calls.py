@@ -120,7 +120,7 @@ def tool_call_evaluate(*, tool_call_id: int, raw_args: object = None) -> ToolCal
     if call.status != Status.PENDING:
         return call  # a duplicated message: already evaluated
     session = call.session
-    spec = load_policy_or_denial(session.policy)
+    spec = load_policy_or_denial(session.policy, just_read=True)  # with the call
     args = call.args if raw_args is None else raw_args
     prepared = _prepare(spec, call.tool, args, session)
     if not _tool_call_record_verdict(call, prepared, spec):
