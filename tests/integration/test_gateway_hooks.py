@@ -19,7 +19,6 @@ from django.core.management.base import CommandError
 from tests.integration.gateway_helpers import CWD, URL, Hook, denial
 from tests.integration.helpers import Api
 from tools_app import services
-from tools_app.live import events
 from tools_app.models import AgentSession, Policy, PolicyRule, ToolCall
 from tools_app.services import gateway
 
@@ -151,10 +150,27 @@ def test_a_dangerous_command_is_denied_with_the_reason(claude: Hook) -> None:
 
 
 def test_a_resent_event_finds_the_same_call(claude: Hook) -> None:
+    """The session has no call to join, so its calls are not read: the re-sent call's
+    insert meets the unique key of its tool use, and nothing more is stored."""
     first = claude.pre("Bash", {"command": "ls"}, tool_use_id="toolu_same")
+    session = AgentSession.objects.get()
     again = claude.pre("Bash", {"command": "ls"}, tool_use_id="toolu_same")
-    assert first["permissionDecision"] == again["permissionDecision"] == "allow"
+    assert first == again and first["permissionDecision"] == "allow"
     assert ToolCall.objects.count() == 1
+    assert AgentSession.objects.get().last_event_seq == session.last_event_seq
+
+
+def test_a_resent_event_of_a_waiting_call_finds_it_among_the_calls_to_join(
+    claude: Hook,
+) -> None:
+    first = claude.pre("Bash", {"command": "npm install"}, tool_use_id="toolu_same")
+    session = AgentSession.objects.get()
+    again = claude.pre("Bash", {"command": "npm install"}, tool_use_id="toolu_same")
+    assert first == again and "still awaiting approval" in first["permissionDecisionReason"]
+    assert list(ToolCall.objects.values_list("tool_use_id", "status")) == [
+        ("toolu_same", "awaiting_approval")
+    ]
+    assert AgentSession.objects.get().last_event_seq == session.last_event_seq
 
 
 def test_a_sub_agent_works_in_a_child_session(claude: Hook) -> None:
@@ -188,17 +204,17 @@ def test_a_sessions_first_event_sent_twice_at_once_is_one_call(
     """A new session's first hook looks for no calls; the same event sent again at once
     read the session before the first stored its call, so it looks for none either: its
     insert meets the unique key and it answers with the first event's call."""
-    first = claude.pre("Bash", {"command": "ls"}, tool_use_id="toolu_twice")
+    first = claude.pre("Bash", {"command": "npm install"}, tool_use_id="toolu_twice")
     find = gateway._session_find
 
     def read_before_the_call(*args: Any) -> Any:
         found = find(*args)
-        assert found is not None
-        found.last_event_seq = events.FIRST_SEQ  # as read before the first event's call
+        assert found is not None and found.joinable_calls  # the first call waits
+        found.joinable_calls = False  # as read before the first event's call
         return found
 
     monkeypatch.setattr(gateway, "_session_find", read_before_the_call)
-    again = claude.pre("Bash", {"command": "ls"}, tool_use_id="toolu_twice")
+    again = claude.pre("Bash", {"command": "npm install"}, tool_use_id="toolu_twice")
     assert again == first
     session = AgentSession.objects.get()
     assert list(session.tool_calls.values_list("tool_use_id", flat=True)) == ["toolu_twice"]

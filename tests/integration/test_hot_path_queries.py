@@ -29,20 +29,21 @@ pytestmark = pytest.mark.django_db
 # (Before issue 23: 15, with the rules read twice and a person's approval asked thrice.)
 ALLOWED_CALL_QUERIES = {"sqlite": 10, "postgresql": 8}
 # An allowed PreToolUse, all in the request: SELECT the token (its last use is written at
-# most once a minute), the session, the call by tool_use_id or a retry to join, the rules;
-# then the call is stored judged (approved, then running: the hook answers it at once)
-# with its three events (received, approved, running), on PostgreSQL in one statement
-# (the call's INSERT, the seq reservation, which also returns the session's project for
-# the publishing after, and the events' INSERT in a data-modifying WITH), which needs no
-# transaction: no BEGIN or COMMIT either. On SQLite, three statements in a transaction.
-# Out of a test's transaction, the rules of an unchanged policy are not read either: one
+# most once a minute), the session with its policy and whether it has a call of this tool
+# a retry could join (it has not: its calls are not read), the rules; then the call is
+# stored judged (approved, then running: the hook answers it at once) with its three
+# events (received, approved, running), on PostgreSQL in one statement (the call's INSERT,
+# the seq reservation, which also returns the session's project for the publishing
+# after, and the events' INSERT in a data-modifying WITH), which needs no transaction:
+# no BEGIN or COMMIT either. On SQLite, three statements in a transaction. Out of a
+# test's transaction, the rules of an unchanged policy are not read either: one
 # statement fewer (`test_rules_revision.py` pins that).
 # (Before: 18, with the token written each time, a second move and the `received` event
 # each with their own seq and INSERT, the call read back twice and its `Decision` asked;
-# then 7 and a transaction: the call stored pending, then claimed by an UPDATE.) The
-# call is stored by `INSERT … ON CONFLICT DO NOTHING`, so no savepoint is taken around
-# it: there is no transaction control at all on PostgreSQL.
-ALLOWED_HOOK_QUERIES = {"sqlite": 7, "postgresql": 5}
+# then 7 and a transaction: the calls read, the call stored pending, then claimed by an
+# UPDATE.) The call is stored by `INSERT … ON CONFLICT DO NOTHING`, so no savepoint is
+# taken around it: there is no transaction control at all on PostgreSQL.
+ALLOWED_HOOK_QUERIES = {"sqlite": 6, "postgresql": 4}
 # A session's first PreToolUse, allowed: the same, and its session found missing, the
 # projects (the choice and the chosen in one read), the policy, the session's INSERT
 # (`ON CONFLICT DO NOTHING`: no savepoint) and its `session.created` event, whose seq the

@@ -212,6 +212,7 @@ def _receive(token: ApiToken, event: dict[str, Any], starts: Starts) -> ToolCall
         agent_type=str(event.get("agent_type") or "")[:100],
         policy=starts.policy,
         project=starts.project,
+        native_tool=event["tool_name"],
     )
     return gateway.gateway_call_receive(
         session=session,

@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from tools_app.core import engine
@@ -63,32 +64,36 @@ def gateway_session_for(
     agent_type: str = "",
     policy: str = "",
     project: Project | None = None,
+    native_tool: str = "",
 ) -> AgentSession:
     """The session of one agent session (made on its first event, in the token's
     `project`, else the one whose patterns claim `cwd`, else `default`; under the policy
     named, else its project's, else `default`; it keeps both); a sub-agent's calls go to
-    a child session of it. Raises ServiceError for a policy name that does not exist."""
+    a child session of it. Raises ServiceError for a policy name that does not exist.
+    `native_tool`: the event's tool, of which the session read says, in the same query,
+    whether it has a call a retry could join (`joinable_calls`)."""
     session = _session_get_or_create(
-        user, external_id, cwd, parent=None, policy=policy, project=project
+        user, external_id, cwd, native_tool, parent=None, policy=policy, project=project
     )
     if not agent_id:
         return session
-    return _session_get_or_create(
-        user, f"{external_id}/{agent_id}", cwd, parent=session, label=agent_type or "sub-agent"
-    )
+    child = f"{external_id}/{agent_id}"
+    label = agent_type or "sub-agent"
+    return _session_get_or_create(user, child, cwd, native_tool, parent=session, label=label)
 
 
 def _session_get_or_create(
     user: Any,
     external_id: str,
     cwd: str,
+    native_tool: str,
     *,
     parent: AgentSession | None,
     label: str = "",
     policy: str = "",
     project: Project | None = None,
 ) -> AgentSession:
-    found = _session_find(user, external_id)
+    found = _session_find(user, external_id, native_tool)
     if found is not None:
         return found
     if parent is not None:
@@ -98,27 +103,34 @@ def _session_get_or_create(
         chosen = _policy_named(policy or project_policy_name(project))
     made = _session_create(user, external_id, cwd, parent, label, chosen, project)
     if made is None:  # made by a concurrent event of the same session
-        made = _session_find(user, external_id)
+        made = _session_find(user, external_id, native_tool)
         assert made is not None
     return made
 
 
-# Compiled once (`sql/prepared.py`): every hook event asks it. No ORDER BY
-# (`first()` adds one): one session per (creator, external id).
-_SESSION = Prepared(
-    AgentSession,
-    lambda creator, external_id: (
+def _sessions_wanted(creator: int, external_id: str, native_tool: str) -> Any:
+    """The session with its policy, and whether it has a call of `native_tool` a retry
+    could join (through the index `unanswered_calls_by_tool`): most have none, and then
+    its calls are not read at all. No ORDER BY (`first()` adds one): one session per
+    (creator, external id)."""
+    joinable = ToolCall.objects.filter(
+        session=OuterRef("pk"), native_tool=native_tool, hook_answered_at=None, status__in=JOINABLE
+    )
+    return (
         AgentSession.objects.select_related("policy")
         .filter(creator_id=creator, external_id=external_id, kind=Kind.GATEWAY)
+        .annotate(joinable_calls=Exists(joinable))
         .order_by()[:1]
-    ),
-    creator=int,
-    external_id=str,
-)
+    )
 
 
-def _session_find(user: Any, external_id: str) -> AgentSession | None:
-    return next(iter(_SESSION.models(creator=user.pk, external_id=external_id)), None)
+# Compiled once (`sql/prepared.py`): every hook event asks it.
+_SESSION = Prepared(AgentSession, _sessions_wanted, creator=int, external_id=str, native_tool=str)
+
+
+def _session_find(user: Any, external_id: str, native_tool: str) -> AgentSession | None:
+    found = _SESSION.models(creator=user.pk, external_id=external_id, native_tool=native_tool)
+    return next(iter(found), None)
 
 
 def _policy_named(name: str) -> Policy:
@@ -178,7 +190,7 @@ def gateway_call_receive(
     """The call for one tool use, judged: the same call for a re-sent event, the earlier
     unanswered call for a retry of the same input, else a new one. `ran_in` is the
     event's `cwd`, where the agent runs it (the session keeps its first)."""
-    known = _calls_known(session, native_tool, tool_use_id) if _has_had_calls(session) else []
+    known = _calls_known(session, native_tool, tool_use_id) if _may_join(session) else []
     existing = next((call for call in known if call.tool_use_id == tool_use_id), None)
     if existing is not None:
         return existing
@@ -217,12 +229,13 @@ def _calls_wanted(session: int, native_tool: str, tool_use_id: str) -> Any:
 _CALLS = Prepared(ToolCall, _calls_wanted, session=int, native_tool=str, tool_use_id=str)
 
 
-def _has_had_calls(session: AgentSession) -> bool:
-    """False for a session whose only event, when it was read, was its `session.created`
-    (every call appends events): its first hook has no call to find or join. A call of the
-    same tool use made meanwhile by a concurrent event is met by the unique key instead
-    (`_call_create`); one a retry could join was answered, so it was there to read."""
-    return session.last_event_seq != events.FIRST_SEQ
+def _may_join(session: AgentSession) -> bool:
+    """The session, when read, had a call of this tool a retry could join (a session
+    made by this event has none). Else its calls are not read: a re-sent event's call
+    is met by the unique key of its tool use when stored (`_call_judge_and_store`), and
+    a call a retry could join was stored before this event came, so it was there to
+    read with the session."""
+    return bool(getattr(session, "joinable_calls", False))
 
 
 def _calls_known(session: AgentSession, native_tool: str, tool_use_id: str) -> list[ToolCall]:

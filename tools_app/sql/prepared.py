@@ -97,7 +97,8 @@ class Prepared(Generic[M]):
 def _maker(
     queryset: QuerySet[Any], compiler: Any, db: str
 ) -> Callable[[tuple[Any, ...]], Any] | None:
-    """How Django's ModelIterable makes a model (and its select_related) from a row."""
+    """How Django's ModelIterable makes a model (and its select_related) from a row, its
+    annotations set as attributes."""
     klass_info = compiler.klass_info
     if queryset._iterable_class is not ModelIterable or klass_info is None:
         return None  # values_list: rows as they are
@@ -105,11 +106,14 @@ def _maker(
     start, end = klass_info["select_fields"][0], klass_info["select_fields"][-1] + 1
     names = [column[0].target.attname for column in compiler.select[start:end]]
     related = get_related_populators(klass_info, compiler.select, db)
+    annotations = tuple(compiler.annotation_col_map.items())
 
     def make(row: tuple[Any, ...]) -> Any:
         instance = model.from_db(db, names, row[start:end])
         for populator in related:
             populator.populate(row, instance)
+        for name, position in annotations:
+            setattr(instance, name, row[position])
         return instance
 
     return make
