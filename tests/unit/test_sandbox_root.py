@@ -142,6 +142,29 @@ def test_root_owned_workspace_files_are_editable_and_stay_root_owned_on_disk(
 
 
 @as_root
+def test_a_namespace_is_taken_only_once_both_its_maps_are_written() -> None:
+    """`unshare --map-root-user` writes the uid map, then the gid map; a namespace taken
+    between the two has no gid map, and every idmapped mount through it failed with
+    EINVAL for the life of the process (a CI run's flake, 7 December)."""
+    holder = subprocess.Popen(["unshare", "--user", "sleep", "30"])
+    try:
+        alive = lambda: holder.poll() is None  # noqa: E731
+        uid_map, gid_map = Path(f"/proc/{holder.pid}/uid_map"), Path(f"/proc/{holder.pid}/gid_map")
+        deadline = time.monotonic() + 5
+        while uid_map.read_text().split() != [] and time.monotonic() < deadline:
+            time.sleep(0.01)  # until it has unshared: its own namespace, no map yet
+        uid_map.write_text("0 65533 1\n")
+        with pytest.raises(sandbox_user.SandboxUserError, match="uid 65533 and gid 65534"):
+            sandbox_user._wait_for_maps(holder.pid, 65533, 65534, alive=alive, seconds=0.2)
+        Path(f"/proc/{holder.pid}/setgroups").write_text("deny")
+        gid_map.write_text("0 65534 1\n")
+        sandbox_user._wait_for_maps(holder.pid, 65533, 65534, alive=alive, seconds=5)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+@as_root
 def test_a_kept_namespace_fd_closed_by_other_code_is_made_again(
     ws: Path, cow: list[CowRun], caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -26,6 +26,7 @@ import platform
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tools_app.core.tools.effect_reader import MAX_FILE_BYTES
@@ -248,7 +249,7 @@ def _fd_target(fd: int) -> str:
 def _new_idmap_userns() -> int:
     if platform.system() != "Linux":
         raise SandboxUserError("idmapped mounts need Linux")
-    uid, _ = sandbox_ids()
+    uid, gid = sandbox_ids()
     holder = subprocess.Popen(
         [*setpriv_args(), "unshare", "--user", "--map-root-user", "sleep", "30"],
         stdin=subprocess.DEVNULL,
@@ -256,23 +257,34 @@ def _new_idmap_userns() -> int:
         stderr=subprocess.DEVNULL,
     )
     try:
-        _wait_for_map(holder, uid)
+        _wait_for_maps(holder.pid, uid, gid, alive=lambda: holder.poll() is None)
         return os.open(f"/proc/{holder.pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
     finally:
         holder.kill()
         holder.wait()
 
 
-def _wait_for_map(holder: subprocess.Popen[bytes], uid: int) -> None:
-    deadline = time.monotonic() + 5
+def _wait_for_maps(
+    pid: int, uid: int, gid: int, *, alive: Callable[[], bool], seconds: float = 5
+) -> None:
+    """Until `unshare` has written both maps of its namespace: the uid map first, then
+    the gid map. A namespace taken between the two (its holder killed at once) has no
+    gid map, and every idmapped mount through it fails with EINVAL, for the life of the
+    process: the flake of a CI run (7 December)."""
+    wanted = {"uid_map": ["0", str(uid), "1"], "gid_map": ["0", str(gid), "1"]}
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{holder.pid}/uid_map") as uid_map:
-                if uid_map.read().split() == ["0", str(uid), "1"]:
-                    return
-        except OSError:
-            pass
-        if holder.poll() is not None:
+        if all(_map_of(pid, name) == expected for name, expected in wanted.items()):
+            return
+        if not alive():
             break
         time.sleep(0.002)
-    raise SandboxUserError(f"could not make a user namespace for uid {uid}")
+    raise SandboxUserError(f"could not make a user namespace for uid {uid} and gid {gid}")
+
+
+def _map_of(pid: int, name: str) -> list[str]:
+    try:
+        with open(f"/proc/{pid}/{name}") as found:
+            return found.read().split()
+    except OSError:
+        return []
