@@ -96,3 +96,35 @@ def test_a_call_whose_tool_use_is_taken_stores_nothing_not_even_its_events(
     assert list(Event.objects.values_list("seq", "type")) == [(1, "tool_call.running")]
     session.refresh_from_db()
     assert session.last_event_seq == 1
+
+
+def test_a_new_session_and_its_first_event_are_stored_together(creator: User) -> None:
+    session = AgentSession(
+        task="t", policy=Policy.objects.get(name="default"), creator=creator,
+        external_id="cc-1", last_event_seq=events.FIRST_SEQ,
+    )  # fmt: skip
+    event = events.session_store_with_first_event(session, type="session.created", data=DATA[0])
+    assert event is not None and session.pk is not None and not session._state.adding
+    stored = Event.objects.get(session=session)
+    assert (stored.pk, stored.seq, stored.type, stored.data) == (
+        event.pk, 1, "session.created", DATA[0],
+    )  # fmt: skip
+    assert (event.session_id, event.seq) == (session.pk, 1)
+    assert AgentSession.objects.get(pk=session.pk).last_event_seq == 1
+
+
+def test_a_session_whose_unique_key_is_taken_stores_nothing_not_even_its_event(
+    creator: User,
+) -> None:
+    def session() -> AgentSession:
+        return AgentSession(
+            task="t", policy=Policy.objects.get(name="default"), creator=creator,
+            external_id="cc-1", last_event_seq=events.FIRST_SEQ,
+        )  # fmt: skip
+
+    assert events.session_store_with_first_event(session(), type="a", data={}) is not None
+    again = session()
+    assert events.session_store_with_first_event(again, type="b", data={}) is None
+    assert again.pk is None
+    assert AgentSession.objects.count() == 1
+    assert list(Event.objects.values_list("type", flat=True)) == ["a"]

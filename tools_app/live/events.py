@@ -44,15 +44,61 @@ def event_append(*, session_id: int, type: str, data: dict[str, Any]) -> Event:
 FIRST_SEQ = 1  # a session's first event
 
 
-def first_event(*, session: AgentSession, type: str, data: dict[str, Any]) -> Event:
-    """The event of a session stored just now, in the caller's transaction, with its
-    counter already at FIRST_SEQ (`last_event_seq=FIRST_SEQ` in its INSERT): no seq to
-    reserve, so one statement fewer than `event_append`."""
+def session_store_with_first_event(
+    session: AgentSession, *, type: str, data: dict[str, Any]
+) -> Event | None:
+    """Store the new `session`, its counter already at FIRST_SEQ (`last_event_seq` in its
+    INSERT: no seq to reserve), and its first event: on PostgreSQL in one statement,
+    which needs no transaction of its own; on SQLite in one transaction. None, and
+    nothing written, when a session already holds one of its unique keys (the same agent
+    session's first event, sent twice at once). Published once stored."""
     assert session.last_event_seq == FIRST_SEQ, "the session's INSERT reserves the first seq"
-    event = rows.insert(_unsaved(session.pk, [(type, data)], FIRST_SEQ))[0]
+    if connection.vendor == "postgresql":
+        event = _session_with_event(session, (type, data))
+    else:
+        with transaction.atomic(savepoint=False):
+            if not rows.insert_unless_taken(session):
+                return None
+            event = rows.insert(_unsaved(session.pk, [(type, data)], FIRST_SEQ))[0]
+    if event is None:
+        return None
     project_of = None if session.project_id is None else {session.pk: session.project_id}
     transaction.on_commit(lambda: publish_all([event], project_of=project_of))
     return event
+
+
+def _session_with_event(session: AgentSession, item: Item) -> Event | None:
+    event = _unsaved(0, [item], FIRST_SEQ)[0]  # its session's id is the INSERT's
+    params = [*rows.new_row(session), *rows.row_values([event])]
+    with connection.cursor() as cursor:
+        cursor.execute(_session_with_event_text(), params)
+        returned = cursor.fetchone()
+    if returned is None:  # the session's INSERT met a unique key: nothing was stored
+        return None
+    rows.stored(session, returned[1])
+    event.session_id = session.pk
+    rows.stored(event, returned[0])
+    return event
+
+
+@functools.cache
+def _session_with_event_text() -> str:
+    """A session's INSERT unless one of its unique keys is taken, and, only if it was
+    stored, its first event's INSERT; returns the event's id and the session's."""
+    quote = connection.ops.quote_name
+    names = rows.column_names(Event)
+    session_column = quote("session_id")
+    picked = ", ".join("s.id" if n == session_column else f"v.{n}" for n in names)
+    session_names = rows.column_names(AgentSession)
+    # Only quoted names from the models are interpolated.
+    return (
+        f"WITH s AS (INSERT INTO {quote(AgentSession._meta.db_table)} "  # noqa: S608
+        f"({', '.join(session_names)}) VALUES ({', '.join(['%s'] * len(session_names))}) "
+        f"ON CONFLICT DO NOTHING RETURNING {quote('id')} AS id) "
+        f"INSERT INTO {quote(Event._meta.db_table)} ({', '.join(names)}) "
+        f"SELECT {picked} FROM s, (VALUES ({', '.join(['%s'] * len(names))})) "
+        f"AS v ({', '.join(names)}) RETURNING {quote('id')}, (SELECT id FROM s)"
+    )
 
 
 def events_append(*, session_id: int, items: Sequence[tuple[str, dict[str, Any]]]) -> list[Event]:
@@ -108,7 +154,7 @@ def call_store_with_events(call: ToolCall, items: Sequence[Item]) -> list[Event]
 
 def _call_with_seqs(call: ToolCall, items: Sequence[Item]) -> tuple[list[Event], int] | None:
     created = _unsaved(call.session_id, items, 1)
-    sql, call_row = _append_text(len(created), new_call=True), rows.row_values([call])
+    sql, call_row = _append_text(len(created), new_call=True), rows.new_row(call)
     returned = _run_append(sql, call_row, call.session_id, created)
     if not returned:  # the call's INSERT met a unique key: nothing was stored
         return None

@@ -16,7 +16,6 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
@@ -38,7 +37,6 @@ from tools_app.services.lifecycle import (
 from tools_app.services.policies import load_policy_or_denial, policy_named
 from tools_app.services.projects import project_choose, project_policy_name
 from tools_app.services.tool_calls import session_counters, verdict_fields
-from tools_app.sql import rows
 from tools_app.sql.prepared import Prepared
 
 Status = ToolCall.Status
@@ -149,9 +147,10 @@ def _session_create(
     policy: Policy,
     project: Project,
 ) -> AgentSession | None:
-    """The new session with its `session.created` event; None when a concurrent event
-    made it first (`INSERT … ON CONFLICT DO NOTHING`: no savepoint in the hook's
-    transaction, which a caught IntegrityError needs: two round trips on PostgreSQL)."""
+    """The new session with its `session.created` event, in one write (one statement on
+    PostgreSQL); None when a concurrent event made it first (`INSERT … ON CONFLICT DO
+    NOTHING`: no savepoint, which a caught IntegrityError needs in a caller's
+    transaction)."""
     task = f"{label} of " if parent else ""
     session = AgentSession(
         task=storable_text(f"{task}an agent working in {cwd}"[:2000]),
@@ -168,12 +167,9 @@ def _session_create(
         external_id=external_id,
         last_event_seq=events.FIRST_SEQ,  # its `session.created`
     )
-    with transaction.atomic(savepoint=False):
-        if not rows.insert_unless_taken(session):
-            return None
-        data = {"status": session.status, "task": session.task, "repo": "", "cwd": cwd}
-        events.first_event(session=session, type="session.created", data=data)
-    return session
+    data = {"status": session.status, "task": session.task, "repo": "", "cwd": cwd}
+    created = events.session_store_with_first_event(session, type="session.created", data=data)
+    return None if created is None else session
 
 
 # --- PreToolUse ------------------------------------------------------------------------

@@ -103,9 +103,7 @@ def insert_unless_taken(instance: Model) -> bool:
     DO NOTHING`): False then, and nothing is written. No savepoint is needed to go on in
     the caller's transaction, where catching an IntegrityError needs one (two more round
     trips on PostgreSQL)."""
-    sender = type(instance)
-    if signals.pre_save.has_listeners(sender) or signals.post_save.has_listeners(sender):
-        raise RuntimeError(f"{sender.__name__} has save signals, which this insert skips")
+    _refuse_save_signals(type(instance))
     sql, params = _insert_sql([instance], on_conflict=" ON CONFLICT DO NOTHING")
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
@@ -114,6 +112,19 @@ def insert_unless_taken(instance: Model) -> bool:
         return False
     stored(instance, found[0])
     return True
+
+
+def new_row(instance: Model) -> list[Any]:
+    """`instance`'s values for a caller's own INSERT that stands for `create`, as
+    `row_values`; refused, as `insert_unless_taken` refuses, for a model with save
+    signals, which such an INSERT skips."""
+    _refuse_save_signals(type(instance))
+    return row_values([instance])
+
+
+def _refuse_save_signals(sender: type[Model]) -> None:
+    if signals.pre_save.has_listeners(sender) or signals.post_save.has_listeners(sender):
+        raise RuntimeError(f"{sender.__name__} has save signals, which this insert skips")
 
 
 def update_if(
