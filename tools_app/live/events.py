@@ -69,9 +69,11 @@ def session_store_with_first_event(
 
 def _session_with_event(session: AgentSession, item: Item) -> Event | None:
     event = _unsaved(0, [item], FIRST_SEQ)[0]  # its session's id is the INSERT's
-    params = [*rows.new_row(session), *rows.row_values([event])]
+    session_insert, session_row = rows.unless_taken_sql(session)
     with connection.cursor() as cursor:
-        cursor.execute(_session_with_event_text(), params)
+        cursor.execute(
+            _session_with_event_text(session_insert), [*session_row, *rows.row_values([event])]
+        )
         returned = cursor.fetchone()
     if returned is None:  # the session's INSERT met a unique key: nothing was stored
         return None
@@ -82,19 +84,17 @@ def _session_with_event(session: AgentSession, item: Item) -> Event | None:
 
 
 @functools.cache
-def _session_with_event_text() -> str:
-    """A session's INSERT unless one of its unique keys is taken, and, only if it was
-    stored, its first event's INSERT; returns the event's id and the session's."""
+def _session_with_event_text(session_insert: str) -> str:
+    """The session's INSERT unless one of its unique keys is taken (`session_insert`),
+    and, only if it was stored, its first event's INSERT; returns the event's id and the
+    session's."""
     quote = connection.ops.quote_name
     names = rows.column_names(Event)
     session_column = quote("session_id")
     picked = ", ".join("s.id" if n == session_column else f"v.{n}" for n in names)
-    session_names = rows.column_names(AgentSession)
     # Only quoted names from the models are interpolated.
     return (
-        f"WITH s AS (INSERT INTO {quote(AgentSession._meta.db_table)} "  # noqa: S608
-        f"({', '.join(session_names)}) VALUES ({', '.join(['%s'] * len(session_names))}) "
-        f"ON CONFLICT DO NOTHING RETURNING {quote('id')} AS id) "
+        f"WITH s AS ({session_insert}) "  # noqa: S608
         f"INSERT INTO {quote(Event._meta.db_table)} ({', '.join(names)}) "
         f"SELECT {picked} FROM s, (VALUES ({', '.join(['%s'] * len(names))})) "
         f"AS v ({', '.join(names)}) RETURNING {quote('id')}, (SELECT id FROM s)"
@@ -129,7 +129,7 @@ def _append_with_seqs(session_id: int, items: Sequence[Item]) -> tuple[list[Even
     data-modifying `WITH`, which SQLite lacks), one round trip where `_take_seqs` and the
     INSERT were two. The events, each its seq set; the session's project."""
     created = _unsaved(session_id, items, 1)
-    returned = _run_append(_append_text(len(created), new_call=False), [], session_id, created)
+    returned = _run_append(_append_text(len(created)), [], session_id, created)
     if not returned:
         raise AgentSession.DoesNotExist(f"There is no session {session_id}.")
     return _numbered(created, returned), int(returned[0][3])
@@ -154,8 +154,10 @@ def call_store_with_events(call: ToolCall, items: Sequence[Item]) -> list[Event]
 
 def _call_with_seqs(call: ToolCall, items: Sequence[Item]) -> tuple[list[Event], int] | None:
     created = _unsaved(call.session_id, items, 1)
-    sql, call_row = _append_text(len(created), new_call=True), rows.new_row(call)
-    returned = _run_append(sql, call_row, call.session_id, created)
+    call_insert, call_row = rows.unless_taken_sql(call)
+    returned = _run_append(
+        _append_text(len(created), call_insert), call_row, call.session_id, created
+    )
     if not returned:  # the call's INSERT met a unique key: nothing was stored
         return None
     rows.stored(call, returned[0][4])
@@ -196,12 +198,12 @@ def _numbered(created: list[Event], returned: list[tuple[Any, ...]]) -> list[Eve
 
 
 @functools.cache
-def _append_text(count: int, *, new_call: bool) -> str:
+def _append_text(count: int, call_insert: str = "") -> str:
     """`count` events' INSERT, their seqs the last `count` of the session's counter, which
     the same statement moves on; each row returns its id, seq, offset (its seq's place
-    among them, from 1) and the session's project. `new_call`: a call's INSERT first (`ON
-    CONFLICT DO NOTHING`), which the events name in their data's `tool_call`, and
-    without which nothing else is written; each row also returns the call's id."""
+    among them, from 1) and the session's project. `call_insert`: a new call's INSERT
+    first (`rows.unless_taken_sql`), which the events name in their data's `tool_call`,
+    and without which nothing else is written; each row also returns the call's id."""
     quote = connection.ops.quote_name
     session, last, seq = quote(AgentSession._meta.db_table), quote("last_event_seq"), quote("seq")
     project, names = quote("project_id"), rows.column_names(Event)
@@ -209,8 +211,8 @@ def _append_text(count: int, *, new_call: bool) -> str:
     first_before = f"s.{last} - {count}"  # the seq before the first reserved
     picked = {n: f"v.{n}" for n in names} | {seq: f"{first_before} + v.{seq}"}
     call, only_if, sources, call_id = "", "", "s", ""
-    if new_call:
-        call = f"c AS ({_call_insert_text()}), "
+    if call_insert:
+        call = f"c AS ({call_insert}), "
         only_if, sources, call_id = " AND EXISTS (SELECT FROM c)", "c, s", ", (SELECT id FROM c)"
         data = quote("data")
         picked[data] = f"jsonb_set(v.{data}, '{{tool_call}}', to_jsonb(c.id))"
@@ -223,17 +225,6 @@ def _append_text(count: int, *, new_call: bool) -> str:
         f"FROM {sources}, (VALUES {values}) AS v ({', '.join(names)}) "
         f"RETURNING {quote('id')}, {seq}, {seq} - (SELECT {last} - {count} FROM s), "
         f"(SELECT {project} FROM s){call_id}"
-    )
-
-
-def _call_insert_text() -> str:
-    """A call's INSERT unless one of its unique keys is taken, returning its id."""
-    quote = connection.ops.quote_name
-    names = rows.column_names(ToolCall)
-    values = ", ".join(["%s"] * len(names))
-    return (
-        f"INSERT INTO {quote(ToolCall._meta.db_table)} ({', '.join(names)}) "  # noqa: S608
-        f"VALUES ({values}) ON CONFLICT DO NOTHING RETURNING {quote('id')}"
     )
 
 

@@ -103,8 +103,7 @@ def insert_unless_taken(instance: Model) -> bool:
     DO NOTHING`): False then, and nothing is written. No savepoint is needed to go on in
     the caller's transaction, where catching an IntegrityError needs one (two more round
     trips on PostgreSQL)."""
-    _refuse_save_signals(type(instance))
-    sql, params = _insert_sql([instance], on_conflict=" ON CONFLICT DO NOTHING")
+    sql, params = unless_taken_sql(instance)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         found = cursor.fetchone()
@@ -114,12 +113,12 @@ def insert_unless_taken(instance: Model) -> bool:
     return True
 
 
-def new_row(instance: Model) -> list[Any]:
-    """`instance`'s values for a caller's own INSERT that stands for `create`, as
-    `row_values`; refused, as `insert_unless_taken` refuses, for a model with save
-    signals, which such an INSERT skips."""
+def unless_taken_sql(instance: Model) -> tuple[str, list[Any]]:
+    """`insert_unless_taken`'s statement (`… ON CONFLICT DO NOTHING RETURNING pk`) and
+    values, for a caller's statement that holds it (a data-modifying `WITH`); refused
+    for a model with save signals, which it skips."""
     _refuse_save_signals(type(instance))
-    return row_values([instance])
+    return _insert_sql([instance], on_conflict=" ON CONFLICT DO NOTHING")
 
 
 def _refuse_save_signals(sender: type[Model]) -> None:
