@@ -184,11 +184,7 @@ def tool_call_move(
     with transaction.atomic(savepoint=False):  # inside a caller's transaction: part of it
         if not _claim(call.pk, sources, where, {**fields, "status": target}):
             return False
-        previous = call.status
-        for name, value in {**fields, "status": target}.items():
-            setattr(call, name, value)
-        if previous == Status.PENDING and target != Status.AWAITING_APPROVAL:
-            mark_judged_by_nobody(call)  # judged now, run or ended: by nobody
+        previous = _moved_in_place(call, target, fields)
         if then is not None:
             then(call)
         events.tool_call_events(call, [*spec.passes_through, target], first=first)
@@ -198,6 +194,16 @@ def tool_call_move(
     if spec.drops_held_effect and (source or previous) == Status.AWAITING_APPROVAL:
         effect_discard(call=call)
     return True
+
+
+def _moved_in_place(call: ToolCall, target: str, fields: dict[str, Any]) -> str:
+    """`call` as a move to `target` with `fields` leaves it; the status it had."""
+    previous = call.status
+    for name, value in {**fields, "status": target}.items():
+        setattr(call, name, value)
+    if previous == Status.PENDING and target != Status.AWAITING_APPROVAL:
+        mark_judged_by_nobody(call)  # judged now, run or ended: by nobody
+    return previous
 
 
 def _claim(pk: int, sources: Iterable[str], where: Q | None, values: dict[str, Any]) -> int:
@@ -293,11 +299,7 @@ def _only_events_follow(born: Birth, spec: Move, target: str) -> bool:
 def _create_moved(
     call: ToolCall, judged: Judged, spec: Move, target: str, first: list[events.Item]
 ) -> ToolCall | None:
-    previous = call.status
-    for name, value in {**judged.fields, "status": target}.items():
-        setattr(call, name, value)
-    if previous == Status.PENDING:
-        mark_judged_by_nobody(call)  # judged now, run or ended: by nobody
+    previous = _moved_in_place(call, target, judged.fields)
     moved = events.tool_call_items(call, [*spec.passes_through, target])
     if events.call_store_with_events(call, [*first, *moved]) is None:
         return None
