@@ -66,7 +66,7 @@ def _tidied(work: Callable[..., Result], *, keep: bool) -> Callable[..., Result]
             return work(*args)
         finally:
             for connection in connections.all(initialized_only=True):
-                sqlite_wal.keep_open(connection.settings_dict)
+                sqlite_wal.tend(connection.settings_dict)
             waiting.give_back_connections(keep_sqlite=keep)
 
     return tidied

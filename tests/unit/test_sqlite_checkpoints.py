@@ -1,0 +1,123 @@
+"""A web process's SQLite log is checkpointed by a thread of its own (`ops/sqlite_wal.py`),
+so no hook's COMMIT copies the log into the database."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tools_app.ops import sqlite_wal
+
+ROWS = 300  # about 160 pages of the log a round
+
+
+@pytest.fixture
+def database(tmp_path: Path) -> Iterator[tuple[dict[str, str], sqlite3.Connection, Path]]:
+    """A WAL database, its settings as Django's, and a writer that never checkpoints on
+    its own (SQLite's automatic checkpoint off: only the thread under test copies)."""
+    file = tmp_path / "site.sqlite3"
+    writer = sqlite3.connect(file, isolation_level=None)
+    writer.execute("PRAGMA journal_mode=WAL")
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+    writer.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB)")
+    yield {"ENGINE": "tools_app.sql.sqlite3", "NAME": str(file)}, writer, file
+    writer.close()
+
+
+def _write_a_round(writer: sqlite3.Connection) -> None:
+    writer.execute("BEGIN IMMEDIATE")
+    writer.executemany("INSERT INTO t (v) VALUES (?)", [(b"x" * 2000,)] * ROWS)
+    writer.execute("COMMIT")
+
+
+def _checkpointed(settings: dict[str, str], count: int) -> None:
+    log = sqlite_wal.kept(settings)
+    assert log is not None
+    deadline = time.monotonic() + 10
+    while log.checkpoints < count:
+        assert time.monotonic() < deadline, "no checkpoint was made"
+        time.sleep(0.02)
+
+
+def test_the_log_is_checkpointed_after_a_write_and_starts_over(
+    database: tuple[dict[str, str], sqlite3.Connection, Path],
+) -> None:
+    settings, writer, file = database
+    log = file.with_name(file.name + "-wal")
+    _write_a_round(writer)
+    one_round = log.stat().st_size
+    sqlite_wal.tend(settings)
+    _checkpointed(settings, 1)
+    # Copied into the database: the next write starts the log over from its beginning
+    # (it does not grow), and every row is in the database file itself.
+    _write_a_round(writer)
+    assert log.stat().st_size == one_round
+    sqlite_wal.tend(settings)  # each write asks for the next checkpoint
+    _checkpointed(settings, 2)
+    _write_a_round(writer)
+    assert log.stat().st_size == one_round
+    writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the rest, to read the file alone
+    alone = sqlite3.connect(f"file:{file}?mode=ro&immutable=1", uri=True)
+    assert alone.execute("SELECT count(*) FROM t").fetchone() == (3 * ROWS,)
+    alone.close()
+
+
+def test_without_the_thread_the_log_grows(
+    database: tuple[dict[str, str], sqlite3.Connection, Path],
+) -> None:
+    """The observation above is the thread's doing: with nobody checkpointing, each round
+    lengthens the log."""
+    _settings, writer, file = database
+    log = file.with_name(file.name + "-wal")
+    _write_a_round(writer)
+    one_round = log.stat().st_size
+    _write_a_round(writer)
+    assert log.stat().st_size > 1.8 * one_round
+
+
+def test_one_log_and_one_thread_per_database_and_process(
+    database: tuple[dict[str, str], sqlite3.Connection, Path],
+) -> None:
+    settings, _writer, _file = database
+    before = _checkpoint_threads()
+    for _ in range(5):
+        sqlite_wal.tend(settings)
+    first = sqlite_wal.kept(settings)
+    assert first is not None
+    assert _checkpoint_threads() == before + 1
+    sqlite_wal._state["pid"] = -1  # as in a forked child: its parent's thread is not there
+    sqlite_wal.tend(settings)
+    second = sqlite_wal.kept(settings)
+    assert second is not None and second is not first
+    assert _checkpoint_threads() == before + 2
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"ENGINE": "tools_app.sql.postgresql", "NAME": "agentweb"},
+        {"ENGINE": "tools_app.sql.sqlite3", "NAME": ":memory:"},
+        {"ENGINE": "tools_app.sql.sqlite3", "NAME": "file:memdb?mode=memory&cache=shared"},
+    ],
+)
+def test_nothing_is_kept_for_postgresql_or_memory(settings: dict[str, str]) -> None:
+    before = _checkpoint_threads()
+    sqlite_wal.tend(settings)
+    assert sqlite_wal.kept(settings) is None
+    assert _checkpoint_threads() == before
+
+
+def test_a_missing_database_is_never_created(tmp_path: Path) -> None:
+    settings = {"ENGINE": "tools_app.sql.sqlite3", "NAME": str(tmp_path / "nowhere.sqlite3")}
+    sqlite_wal.tend(settings)
+    assert sqlite_wal.kept(settings) is None
+    assert not (tmp_path / "nowhere.sqlite3").exists()
+
+
+def _checkpoint_threads() -> int:
+    return sum(t.name == "agentweb-sqlite-checkpoint" for t in threading.enumerate())
