@@ -3,6 +3,7 @@ so no hook's COMMIT copies the log into the database."""
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 import time
@@ -95,6 +96,24 @@ def test_one_log_and_one_thread_per_database_and_process(
     second = sqlite_wal.kept(settings)
     assert second is not None and second is not first
     assert _checkpoint_threads() == before + 2
+
+
+def test_a_failing_checkpoint_is_said_once_and_the_thread_goes_on(
+    database: tuple[dict[str, str], sqlite3.Connection, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    settings, _writer, _file = database
+    sqlite_wal.tend(settings)
+    _checkpointed(settings, 1)
+    log = sqlite_wal.kept(settings)
+    assert log is not None
+    log.handle.close()  # every checkpoint from now on fails
+    with caplog.at_level(logging.DEBUG, logger=sqlite_wal.__name__):
+        for count in (2, 3):
+            sqlite_wal.tend(settings)
+            _checkpointed(settings, count)
+    said = [(r.levelno, r.getMessage()) for r in caplog.records]
+    assert [level for level, _ in said] == [logging.WARNING, logging.DEBUG]
+    assert "SQLite checkpoint of" in said[0][1] and "closed database" in said[0][1]
 
 
 @pytest.mark.parametrize(

@@ -42,7 +42,8 @@ class _Log:
     def __init__(self, handle: sqlite3.Connection, name: str) -> None:
         self.handle, self.name = handle, name
         self.written = threading.Event()
-        self.checkpoints = 0  # made by this thread: for tests and benchmarks
+        self.checkpoints = 0  # tried by this thread: for tests and benchmarks
+        self.failing = False
         threading.Thread(
             target=self._checkpoint_forever, name="agentweb-sqlite-checkpoint", daemon=True
         ).start()
@@ -57,7 +58,12 @@ class _Log:
                 # sqlite3 lets go of the interpreter lock while it copies and syncs.
                 self.handle.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
             except sqlite3.Error as exc:  # SQLite's own checkpoint still bounds the log
-                logger.warning("SQLite checkpoint of %s failed: %s", self.name, exc)
+                # Said once until one succeeds again: it is tried after every hook.
+                level = logging.DEBUG if self.failing else logging.WARNING
+                logger.log(level, "SQLite checkpoint of %s failed: %s", self.name, exc)
+                self.failing = True
+            else:
+                self.failing = False
             self.checkpoints += 1
 
 
