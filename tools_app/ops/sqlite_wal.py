@@ -31,8 +31,8 @@ logger = logging.getLogger(__name__)
 
 SQLITES = ("tools_app.sql.sqlite3", "django.db.backends.sqlite3")  # ours, and Django's
 # How long after a write the checkpoint waits, so that one checkpoint (one pair of syncs)
-# takes the writes of many hooks: 50 agents write about 3,000 pages a second, and SQLite
-# copies the log itself at 1,000.
+# takes the writes of many hooks: an allowed hook writes about 13 pages, 50 agents in a
+# closed loop about 3,000 a second, and SQLite copies the log itself at 1,000.
 CHECKPOINT_AFTER_SECONDS = 0.1
 
 
