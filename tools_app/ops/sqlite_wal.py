@@ -11,7 +11,7 @@ The handle holds no transaction between uses, so it never holds a checkpoint bac
 
 SQLite's own checkpoint runs inside the COMMIT that takes the log past 1,000 pages: that
 hook's answer waited while the log was copied into the database and both files were
-synced, 5 to 25 ms on the benchmark machine's disk, about one hook in 100 (BENCHMARKS.md
+synced, 5 to 25 ms on the benchmark machine's disk, about one hook in 80 (BENCHMARKS.md
 §16, `bench_sqlite_checkpoints.py`). So the handle also checkpoints, passively (never
 waiting for a reader or blocking a writer), a moment after hooks wrote: the log stays
 under SQLite's threshold and no hook's COMMIT copies it. SQLite's own checkpoint stays as
