@@ -4,6 +4,7 @@ so no hook's COMMIT copies the log into the database."""
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -91,11 +92,30 @@ def test_one_log_and_one_thread_per_database_and_process(
     first = sqlite_wal.kept(settings)
     assert first is not None
     assert _checkpoint_threads() == before + 1
-    sqlite_wal._state["pid"] = -1  # as in a forked child: its parent's thread is not there
+
+
+def test_a_forked_child_opens_a_log_and_a_thread_of_its_own(
+    database: tuple[dict[str, str], sqlite3.Connection, Path],
+) -> None:
+    """The parent's log is not the child's: its thread did not cross the fork."""
+    settings, _writer, _file = database
     sqlite_wal.tend(settings)
-    second = sqlite_wal.kept(settings)
-    assert second is not None and second is not first
-    assert _checkpoint_threads() == before + 2
+    parent = sqlite_wal.kept(settings)
+    assert parent is not None
+    pid = os.fork()
+    if pid == 0:  # the child: says through its exit status, never returns into pytest
+        code = 1
+        try:
+            inherited = sqlite_wal.kept(settings)
+            sqlite_wal.tend(settings)
+            own = sqlite_wal.kept(settings)
+            fresh = own is not None and own is not parent
+            code = 0 if inherited is None and fresh and _checkpoint_threads() == 1 else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert sqlite_wal.kept(settings) is parent  # the parent's own is untouched
 
 
 def test_a_failing_checkpoint_is_said_once_and_the_thread_goes_on(

@@ -69,8 +69,9 @@ class _Log:
 
 
 _kept: dict[str, _Log | None] = {}  # database file -> its log (None: no handle)
-_state = {"pid": os.getpid()}
 _lock = threading.Lock()
+# A forked child (Celery's prefork pool) has its parent's logs but not their threads.
+os.register_at_fork(after_in_child=_kept.clear)
 
 
 def tend(settings_dict: dict[str, Any]) -> None:
@@ -92,12 +93,9 @@ def _log(settings_dict: dict[str, Any]) -> _Log | None:
     name = str(settings_dict.get("NAME") or "")
     if not name or name == ":memory:" or name.startswith("file:"):
         return None
-    if name in _kept and _state["pid"] == os.getpid():
+    if name in _kept:
         return _kept[name]
     with _lock:
-        if _state["pid"] != os.getpid():  # a forked child: its parent's thread is not here
-            _kept.clear()
-            _state["pid"] = os.getpid()
         if name not in _kept:
             handle = _open(name)
             _kept[name] = None if handle is None else _Log(handle, name)
