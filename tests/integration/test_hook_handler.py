@@ -132,6 +132,29 @@ def test_a_call_whose_agent_hangs_up_while_it_waits_leaves_the_inbox(
     assert kinds[-2:] == ["tool_call.cancelled", "session.running"]  # no longer waiting
 
 
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_an_agent_that_hangs_up_while_its_call_is_judged_leaves_nothing_waiting(
+    token: str, settings: Any
+) -> None:
+    """The hang-up arrives with the body, while the judging thread stores the call: the
+    thread finishes, and the call it stored as waiting is abandoned as above."""
+    settings.AGENTWEB_HOOK_WAIT_SECONDS = 60
+    env_write = {"file_path": "/home/alice/project/.env", "content": "API_KEY=1\n"}
+    event = {**EVENT, "tool_name": "Write", "tool_input": env_write, "tool_use_id": "toolu_j"}
+
+    async def hang_up_at_once() -> None:
+        hook = ApplicationCommunicator(application, _scope(token))
+        await hook.send_input({"type": "http.request", "body": json.dumps(event).encode()})
+        await hook.send_input({"type": "http.disconnect"})
+        await hook.wait(timeout=10)
+
+    async_to_sync(hang_up_at_once)()
+    call = ToolCall.objects.get(tool_use_id="toolu_j")
+    assert call.status == "cancelled"
+    assert "the agent stopped waiting" in call.result
+    assert not records.approvals_awaiting().exists()
+
+
 def _waits(tool_use_id: str) -> bool:
     return ToolCall.objects.filter(tool_use_id=tool_use_id, status="awaiting_approval").exists()
 

@@ -69,7 +69,7 @@ async def claude_code_hook(request: HttpRequest) -> JsonResponse:
 
 async def _answer(request: HttpRequest) -> dict[str, Any]:
     async with _at_once():
-        answer, waits = await judging_threads.run(_answer_now, request)
+        answer, waits = await _judged(request)
     if waits is None:
         return answer
     call_id, session_id = waits
@@ -81,6 +81,23 @@ async def _answer(request: HttpRequest) -> dict[str, Any]:
         await asyncio.shield(sync_to_async(gateway.gateway_call_abandon)(call_id=call_id))
         raise
     return await sync_to_async(_final_answer)(call_id)
+
+
+async def _judged(request: HttpRequest) -> tuple[dict[str, Any], tuple[int, int] | None]:
+    """`_answer_now` on a judging thread, seen through when the agent hangs up meanwhile:
+    the thread stores the call whatever happens here, and a call it stored as waiting for
+    a person would otherwise stay in the inbox with no hook left to run an approval."""
+    judging = asyncio.ensure_future(judging_threads.run(_answer_now, request))
+    try:
+        return await asyncio.shield(judging)
+    except asyncio.CancelledError:  # the agent hung up (Django cancels the view)
+        await asyncio.wait([judging])  # the gate stays held until the thread is done
+        failed = judging.exception()
+        if failed is not None:
+            logger.error("the hook endpoint failed", exc_info=failed)
+        elif (waits := judging.result()[1]) is not None:
+            await asyncio.shield(sync_to_async(gateway.gateway_call_abandon)(call_id=waits[0]))
+        raise
 
 
 # Per event loop (daphne has one; a test's async_to_sync makes its own).
