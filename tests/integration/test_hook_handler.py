@@ -110,8 +110,7 @@ def test_a_call_whose_agent_hangs_up_while_it_waits_leaves_the_inbox(
     token: str, settings: Any
 ) -> None:
     settings.AGENTWEB_HOOK_WAIT_SECONDS = 60
-    env_write = {"file_path": "/home/alice/project/.env", "content": "API_KEY=1\n"}
-    event = {**EVENT, "tool_name": "Write", "tool_input": env_write, "tool_use_id": "toolu_w"}
+    event = _env_write("toolu_w")
 
     async def hang_up() -> None:
         hook = ApplicationCommunicator(application, _scope(token))
@@ -139,8 +138,7 @@ def test_an_agent_that_hangs_up_while_its_call_is_judged_leaves_nothing_waiting(
     """The hang-up arrives with the body, while the judging thread stores the call: the
     thread finishes, and the call it stored as waiting is abandoned as above."""
     settings.AGENTWEB_HOOK_WAIT_SECONDS = 60
-    env_write = {"file_path": "/home/alice/project/.env", "content": "API_KEY=1\n"}
-    event = {**EVENT, "tool_name": "Write", "tool_input": env_write, "tool_use_id": "toolu_j"}
+    event = _env_write("toolu_j")
 
     async def hang_up_at_once() -> None:
         hook = ApplicationCommunicator(application, _scope(token))
@@ -153,6 +151,12 @@ def test_an_agent_that_hangs_up_while_its_call_is_judged_leaves_nothing_waiting(
     assert call.status == "cancelled"
     assert "the agent stopped waiting" in call.result
     assert not records.approvals_awaiting().exists()
+
+
+def _env_write(tool_use_id: str) -> dict[str, Any]:
+    """A write of `.env`: it waits for a person."""
+    env_write = {"file_path": "/home/alice/project/.env", "content": "API_KEY=1\n"}
+    return {**EVENT, "tool_name": "Write", "tool_input": env_write, "tool_use_id": tool_use_id}
 
 
 def _waits(tool_use_id: str) -> bool:
