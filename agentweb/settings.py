@@ -256,6 +256,14 @@ AGENTWEB_HOOK_WAIT_SECONDS = envint("AGENTWEB_HOOK_WAIT_SECONDS", 3300)
 # away.
 _HOOKS_AT_ONCE_DEFAULT = 1 if str(DATABASES["default"]["ENGINE"]).endswith("sqlite3") else 2
 AGENTWEB_HOOKS_AT_ONCE = max(1, envint("AGENTWEB_HOOKS_AT_ONCE", _HOOKS_AT_ONCE_DEFAULT))
+# On PostgreSQL an allowed hook's record (the call and its events, one statement) is
+# committed without waiting for the write-ahead log's flush: a disk that stalls a sync
+# for 50-140 ms (shared cloud disks; 2 syncs in 1,500 here) held every hook committing
+# meanwhile, and the ones queued behind it, and set 50 agents' p99 (BENCHMARKS.md §16).
+# A crash of the database server within a fraction of a second may then lose the last
+# allowed calls' records; everything a person decides, waits for or is denied stays
+# durable. 1: allowed calls wait for the flush too.
+AGENTWEB_DURABLE_ALLOWED_CALLS = envbool("AGENTWEB_DURABLE_ALLOWED_CALLS", False)
 
 # One log format for every process (up, daphne, the Celery workers and beat): text, or
 # JSON lines for a log shipper (AGENTWEB_LOG_FORMAT=json). agentweb's own loggers log at

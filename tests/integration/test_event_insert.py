@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import transaction
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from tools_app.live import events
 from tools_app.models import AgentSession, Event, Policy, ToolCall
@@ -128,3 +129,49 @@ def test_a_session_whose_unique_key_is_taken_stores_nothing_not_even_its_event(
     assert again.pk is None
     assert AgentSession.objects.count() == 1
     assert list(Event.objects.values_list("type", flat=True)) == ["a"]
+
+
+def _lazy_store(creator: User, tool_use_id: str, durable: bool) -> tuple[ToolCall, list[str]]:
+    session = AgentSession.objects.create(
+        task="t", policy=Policy.objects.get(name="default"), creator=creator
+    )
+    call = ToolCall(session=session, tool="Bash", status="running", tool_use_id=tool_use_id)
+    with CaptureQueriesContext(connection) as queries:
+        stored = events.call_store_with_events(call, [("tool_call.running", {})], durable=durable)
+    assert stored is not None and ToolCall.objects.filter(pk=call.pk).exists()
+    return call, [query["sql"] for query in queries.captured_queries]
+
+
+LAZY = "set_config('synchronous_commit', 'off', true)"
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_lazy_calls_commit_skips_the_disks_flush_for_that_statement_alone(
+    creator: User,
+) -> None:
+    """Out of a transaction, the call's one statement turns `synchronous_commit` off for
+    its own transaction: the connection (back to the pool next) keeps the server's. On
+    SQLite nothing changes (its commits are `synchronous=NORMAL`)."""
+    _, lazy = _lazy_store(creator, "toolu_lazy", durable=False)
+    if connection.vendor == "postgresql":
+        assert [sql for sql in lazy if LAZY in sql] == lazy[-1:]
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW synchronous_commit")
+            assert cursor.fetchone() == ("on",)
+    else:
+        assert not [sql for sql in lazy if "synchronous_commit" in sql]
+    _, durable = _lazy_store(creator, "toolu_durable", durable=True)
+    assert not [sql for sql in durable if LAZY in sql]
+    assert Event.objects.filter(type="tool_call.running").count() == 2
+
+
+def test_in_a_callers_transaction_the_commit_is_the_callers_and_stays_durable(
+    creator: User,
+) -> None:
+    with transaction.atomic():
+        _, queries = _lazy_store(creator, "toolu_in_transaction", durable=False)
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SHOW synchronous_commit")
+                assert cursor.fetchone() == ("on",)
+    assert not [sql for sql in queries if LAZY in sql]

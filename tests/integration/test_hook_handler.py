@@ -14,6 +14,8 @@ import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from asgiref.testing import ApplicationCommunicator
 from django.contrib.auth.models import User
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from agentweb.asgi import application
 from tools_app import services
@@ -101,6 +103,24 @@ def test_a_hook_with_the_sites_own_origin_is_judged(token: str) -> None:
         "POST", "/api/hooks/claude-code", token, EVENT, origin="http://127.0.0.1"
     )
     assert answer.json()["hookSpecificOutput"]["permissionDecision"] == "allow"
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+@pytest.mark.parametrize("durable", [False, True])
+def test_an_allowed_hooks_record_waits_for_the_disks_flush_only_when_set_to(
+    token: str, settings: Any, durable: bool
+) -> None:
+    """AGENTWEB_DURABLE_ALLOWED_CALLS (off: on PostgreSQL the record's commit does not
+    wait for the write-ahead log's flush, `live/events.py`; SQLite's commits are
+    `synchronous=NORMAL` either way)."""
+    settings.AGENTWEB_DURABLE_ALLOWED_CALLS = durable
+    with CaptureQueriesContext(connection) as queries:
+        answer = send("POST", "/api/hooks/claude-code", token, EVENT)
+    assert answer.json()["hookSpecificOutput"]["permissionDecision"] == "allow"
+    lazy = [query for query in queries.captured_queries if "synchronous_commit" in query["sql"]]
+    assert len(lazy) == (0 if durable or connection.vendor != "postgresql" else 1)
+    assert ToolCall.objects.get(tool_use_id="toolu_1").status == "running"
 
 
 # Committed rows: under ApplicationCommunicator the view's database work runs in Django's

@@ -135,14 +135,24 @@ def _append_with_seqs(session_id: int, items: Sequence[Item]) -> tuple[list[Even
     return _numbered(created, returned), int(returned[0][3])
 
 
-def call_store_with_events(call: ToolCall, items: Sequence[Item]) -> list[Event] | None:
+def call_store_with_events(
+    call: ToolCall, items: Sequence[Item], *, durable: bool = True
+) -> list[Event] | None:
     """Store the new `call`, and `items` after the session's last event, each naming the
     call (`tool_call`, its id): on PostgreSQL in one statement, which needs no transaction
     of its own (BEGIN and COMMIT were two round trips of an allowed hook's nine); on
     SQLite in one transaction. None, and nothing written, when a call already holds one
-    of `call`'s unique keys (the same tool use, sent twice). Published once stored."""
+    of `call`'s unique keys (the same tool use, sent twice). Published once stored.
+
+    Not `durable` (on PostgreSQL, out of a transaction): the statement's commit does not
+    wait for the write-ahead log to reach the disk (`synchronous_commit` off for it
+    alone). It is visible at once and never half written; a crash of the database server
+    in the next fraction of a second (three times `wal_writer_delay` at most) may lose
+    it, as SQLite's `synchronous=NORMAL` may on a power cut. Any later durable commit
+    flushes it too."""
     if connection.vendor == "postgresql":
-        stored = _call_with_seqs(call, items)
+        lazy = not durable and not connection.in_atomic_block  # else the caller's commit
+        stored = _call_with_seqs(call, items, lazy_commit=lazy)
     else:
         stored = _call_then_seqs(call, items)
     if stored is None:
@@ -152,12 +162,13 @@ def call_store_with_events(call: ToolCall, items: Sequence[Item]) -> list[Event]
     return created
 
 
-def _call_with_seqs(call: ToolCall, items: Sequence[Item]) -> tuple[list[Event], int] | None:
+def _call_with_seqs(
+    call: ToolCall, items: Sequence[Item], *, lazy_commit: bool
+) -> tuple[list[Event], int] | None:
     created = _unsaved(call.session_id, items, 1)
     call_insert, call_row = rows.unless_taken_sql(call)
-    returned = _run_append(
-        _append_text(len(created), call_insert), call_row, call.session_id, created
-    )
+    sql = _append_text(len(created), call_insert, lazy_commit=lazy_commit)
+    returned = _run_append(sql, call_row, call.session_id, created)
     if not returned:  # the call's INSERT met a unique key: nothing was stored
         return None
     rows.stored(call, returned[0][4])
@@ -198,12 +209,14 @@ def _numbered(created: list[Event], returned: list[tuple[Any, ...]]) -> list[Eve
 
 
 @functools.cache
-def _append_text(count: int, call_insert: str = "") -> str:
+def _append_text(count: int, call_insert: str = "", *, lazy_commit: bool = False) -> str:
     """`count` events' INSERT, their seqs the last `count` of the session's counter, which
     the same statement moves on; each row returns its id, seq, offset (its seq's place
     among them, from 1) and the session's project. `call_insert`: a new call's INSERT
     first (`rows.unless_taken_sql`), which the events name in their data's `tool_call`,
-    and without which nothing else is written; each row also returns the call's id."""
+    and without which nothing else is written; each row also returns the call's id.
+    `lazy_commit`: `synchronous_commit` off until the statement's own transaction ends
+    (`set_config`'s `is_local`; a SELECT in a WITH runs only when read, hence `a` joined)."""
     quote = connection.ops.quote_name
     session, last, seq = quote(AgentSession._meta.db_table), quote("last_event_seq"), quote("seq")
     project, names = quote("project_id"), rows.column_names(Event)
@@ -216,6 +229,9 @@ def _append_text(count: int, call_insert: str = "") -> str:
         only_if, sources, call_id = " AND EXISTS (SELECT FROM c)", "c, s", ", (SELECT id FROM c)"
         data = quote("data")
         picked[data] = f"jsonb_set(v.{data}, '{{tool_call}}', to_jsonb(c.id))"
+    if lazy_commit:
+        call = f"a AS (SELECT set_config('synchronous_commit', 'off', true)), {call}"
+        sources = f"a, {sources}"
     # Only quoted names from the models and the row count are interpolated.
     return (
         f"WITH {call}s AS (UPDATE {session} SET {last} = {last} + %s "  # noqa: S608

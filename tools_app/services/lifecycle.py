@@ -301,7 +301,8 @@ def _create_moved(
 ) -> ToolCall | None:
     previous = _moved_in_place(call, target, judged.fields)
     moved = events.tool_call_items(call, [*spec.passes_through, target])
-    if events.call_store_with_events(call, [*first, *moved]) is None:
+    durable = settings.AGENTWEB_DURABLE_ALLOWED_CALLS  # else their record's commit is lazy
+    if events.call_store_with_events(call, [*first, *moved], durable=durable) is None:
         return None
     notify_moved(call, judged.move, previous)
     metrics.tool_call_moved(call, judged.move)
