@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Group, User
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from tests.integration.agent_helpers import done, script, tool
-from tests.integration.gateway_helpers import Hook
+from tests.integration.gateway_helpers import CWD, Hook
 from tools_app import services
-from tools_app.models import AgentMessage, AgentSession, Policy, ToolCall
+from tools_app.models import AgentMessage, AgentSession, Policy, Project, ToolCall
 from tools_app.services import gateway
 from tools_app.services.conversations import conversation_messages
 from tools_app.sql.prepared import Stand
@@ -138,6 +138,35 @@ def test_a_sessions_first_pre_tool_use_costs_a_fixed_number_of_statements(
         (4, "tool_call.running"),
     ]  # fmt: skip
     assert session.last_event_seq == 4 and session.project.name == "default"
+
+
+@pytest.mark.postgres
+def test_a_first_pre_tool_use_in_a_project_of_its_own_policy_reads_that_policy_once(
+    creator: User, django_capture_on_commit_callbacks: Any
+) -> None:
+    """The project is read with its policy: the session's policy is not read again."""
+    team = Policy.objects.get(name="default")
+    rules = list(team.rules.all())
+    team.pk, team.name = None, "team"
+    team.save()
+    for rule in rules:
+        rule.pk, rule.policy = None, team
+        rule.save()
+    project = Project.objects.create(name="alice", repositories=[CWD], policy=team)
+    members = Group.objects.create(name="alice-team")
+    project.members.add(members)
+    creator.groups.add(members)
+    token = services.api_token_create(user=creator, scope="agent")
+    Hook(token, session_id="earlier").pre("Bash", {"command": "ls"})  # the token's first use
+    with (
+        CaptureQueriesContext(connection) as queries,
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        assert Hook(token).pre("Bash", {"command": "ls"})["permissionDecision"] == "allow"
+    policy_reads = [sql for sql in real(queries) if sql.startswith('SELECT "tools_app_policy"."')]
+    assert not policy_reads, listed(real(queries))
+    session = AgentSession.objects.get(external_id="cc-session-1")
+    assert (session.project.name, session.policy.name) == ("alice", "team")
 
 
 def lookup_plan(sql: str, params: list[Any]) -> str:

@@ -34,8 +34,8 @@ from tools_app.services.lifecycle import (
     tool_call_create_judged,
     tool_call_move,
 )
-from tools_app.services.policies import load_policy_or_denial, policy_named
-from tools_app.services.projects import project_choose, project_policy_name
+from tools_app.services.policies import load_policy_or_denial
+from tools_app.services.projects import project_choose, project_policy
 from tools_app.services.tool_calls import session_counters, verdict_fields
 from tools_app.sql.prepared import Prepared
 
@@ -98,7 +98,7 @@ def _session_get_or_create(
         project, chosen = parent.project, parent.policy
     else:
         project = project or project_choose(user=user, repo=cwd)
-        chosen = _policy_named(policy or project_policy_name(project))
+        chosen = _project_policy(project, policy)
     made = _session_create(user, external_id, cwd, parent, label, chosen, project)
     if made is None:  # made by a concurrent event of the same session
         made = _session_find(user, external_id, native_tool)
@@ -131,9 +131,9 @@ def _session_find(user: Any, external_id: str, native_tool: str) -> AgentSession
     return next(iter(found), None)
 
 
-def _policy_named(name: str) -> Policy:
+def _project_policy(project: Project, name: str) -> Policy:
     try:
-        return policy_named(name)
+        return project_policy(project, named=name)
     except ServiceError as exc:
         raise ServiceError(f"{exc} (the hook URL's `policy`)") from exc
 

@@ -32,6 +32,7 @@ from tools_app.errors import Invalid, ServiceError
 from tools_app.models import Policy, PolicyRule
 from tools_app.selectors import records
 from tools_app.services.audit import Action, Via, audit_record
+from tools_app.sql.prepared import Prepared
 
 logger = logging.getLogger(__name__)
 
@@ -95,9 +96,14 @@ def policy_changed(
         _audit_policy(policy, Action.POLICY_CHANGE, user=user, via=via, details=details)
 
 
+# Compiled once (`sql/prepared.py`): a gateway session's first hook asks it. No ORDER BY
+# (`first()` adds one): the name is unique.
+_BY_NAME = Prepared(Policy, lambda name: Policy.objects.filter(name=name).order_by()[:1], name=str)
+
+
 def policy_named(name: str) -> Policy:
     """The policy called `name`; ServiceError naming it when there is none."""
-    found = Policy.objects.filter(name=name).first()
+    found = next(iter(_BY_NAME.models(name=name)), None)
     if found is None:
         raise ServiceError(f"There is no policy named {name[:100]!r}.")
     return found

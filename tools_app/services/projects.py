@@ -17,9 +17,22 @@ from tools_app.core.projects import pattern_problem, project_for_repo
 from tools_app.errors import Forbidden, Invalid, NotFound
 from tools_app.models import Policy, Project
 from tools_app.services.audit import Action, Via, audit_record
+from tools_app.services.policies import policy_named
+from tools_app.sql.prepared import Prepared
 from tools_app.tables.projects import DEFAULT_PROJECT, default_project
 
 PROJECT_KEYS = ("name", "description", "members", "reviewers", "policy", "repositories")
+
+
+# One read for the choice and the chosen, with its policy (`project_policy`); compiled
+# once (`sql/prepared.py`): a gateway session's first hook asks it. No ORDER BY: the
+# choice sorts them itself.
+_CHOICES = Prepared(
+    Project,
+    lambda: (
+        Project.objects.select_related("policy").only("name", "repositories", "policy").order_by()
+    ),
+)
 
 
 def project_choose(*, user: Any, repo: str, name: str = "") -> Project:
@@ -29,8 +42,7 @@ def project_choose(*, user: Any, repo: str, name: str = "") -> Project:
         if named is None or not _may_start_in(user, named):
             raise NotFound(f"There is no project named {name!r} that you may start sessions in.")
         return named
-    # One read for the choice and the chosen (`policy` for project_policy_name).
-    projects = {p.name: p for p in Project.objects.only("name", "repositories", "policy")}
+    projects = {p.name: p for p in _CHOICES.models()}
     claimed = project_for_repo(repo, ((p.name, p.repositories) for p in projects.values()))
     if claimed is None:
         return projects.get(DEFAULT_PROJECT) or default_project()
@@ -43,8 +55,13 @@ def project_choose(*, user: Any, repo: str, name: str = "") -> Project:
     return project
 
 
-def project_policy_name(project: Project) -> str:
-    return project.policy.name if project.policy else "default"
+def project_policy(project: Project, *, named: str = "") -> Policy:
+    """The policy a session started in `project` runs under: the one `named`, else the
+    project's (read with it by `project_choose`), else `default`. ServiceError when the
+    one named is missing."""
+    if not named and project.policy is not None:
+        return project.policy
+    return policy_named(named or "default")
 
 
 def _may_start_in(user: Any, project: Project) -> bool:

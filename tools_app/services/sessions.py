@@ -25,8 +25,7 @@ from tools_app.services.lifecycle import (
     session_wake_agent,
     tool_call_move,
 )
-from tools_app.services.policies import policy_named
-from tools_app.services.projects import project_choose, project_policy_name
+from tools_app.services.projects import project_choose, project_policy
 from tools_app.services.providers import model_spec_resolve
 from tools_app.services.queueing import (
     EVALUATE_TOOL_CALL,
@@ -62,7 +61,7 @@ def session_start(
     except workspaces.WorkspaceError as exc:
         raise ServiceError(str(exc)) from exc
     project = project_choose(user=user, repo=repo, name=project_name)
-    policy = policy_named(policy_name or project_policy_name(project))
+    policy = project_policy(project, named=policy_name)
     if model.strip():
         model = model_spec_resolve(model)
     with transaction.atomic():
