@@ -119,18 +119,21 @@ def test_an_allowed_pre_tool_use_costs_a_fixed_number_of_statements(
     assert control == [], control
 
 
+def first_allowed_hook(creator: User, on_commit: Any) -> list[str]:
+    """The statements of an allowed PreToolUse of a new session (the token used before)."""
+    token = services.api_token_create(user=creator, scope="agent")
+    Hook(token, session_id="earlier").pre("Bash", {"command": "ls"})  # the token's first use
+    with CaptureQueriesContext(connection) as queries, on_commit(execute=True):
+        assert Hook(token).pre("Bash", {"command": "ls"})["permissionDecision"] == "allow"
+    return real(queries)
+
+
 @pytest.mark.postgres
 def test_a_sessions_first_pre_tool_use_costs_a_fixed_number_of_statements(
     creator: User, django_capture_on_commit_callbacks: Any
 ) -> None:
-    token = services.api_token_create(user=creator, scope="agent")
-    Hook(token, session_id="earlier").pre("Bash", {"command": "ls"})  # the token's first use
-    with (
-        CaptureQueriesContext(connection) as queries,
-        django_capture_on_commit_callbacks(execute=True),
-    ):
-        assert Hook(token).pre("Bash", {"command": "ls"})["permissionDecision"] == "allow"
-    assert len(real(queries)) == FIRST_HOOK_QUERIES[connection.vendor], listed(real(queries))
+    queries = first_allowed_hook(creator, django_capture_on_commit_callbacks)
+    assert len(queries) == FIRST_HOOK_QUERIES[connection.vendor], listed(queries)
     session = AgentSession.objects.get(external_id="cc-session-1")
     seqs = list(session.events.order_by("seq").values_list("seq", "type"))
     assert seqs == [
@@ -156,15 +159,9 @@ def test_a_first_pre_tool_use_in_a_project_of_its_own_policy_reads_that_policy_o
     members = Group.objects.create(name="alice-team")
     project.members.add(members)
     creator.groups.add(members)
-    token = services.api_token_create(user=creator, scope="agent")
-    Hook(token, session_id="earlier").pre("Bash", {"command": "ls"})  # the token's first use
-    with (
-        CaptureQueriesContext(connection) as queries,
-        django_capture_on_commit_callbacks(execute=True),
-    ):
-        assert Hook(token).pre("Bash", {"command": "ls"})["permissionDecision"] == "allow"
-    policy_reads = [sql for sql in real(queries) if sql.startswith('SELECT "tools_app_policy"."')]
-    assert not policy_reads, listed(real(queries))
+    queries = first_allowed_hook(creator, django_capture_on_commit_callbacks)
+    policy_reads = [sql for sql in queries if sql.startswith('SELECT "tools_app_policy"."')]
+    assert not policy_reads, listed(queries)
     session = AgentSession.objects.get(external_id="cc-session-1")
     assert (session.project.name, session.policy.name) == ("alice", "team")
 
