@@ -249,11 +249,12 @@ AGENTWEB_HOOK_WAIT_SECONDS = envint("AGENTWEB_HOOK_WAIT_SECONDS", 3300)
 # How many hook events one web process judges and stores at once (each holds a database
 # connection meanwhile); the rest queue on the event loop. On SQLite one: it has one
 # writer, so a second at once only waits for its lock. On PostgreSQL two: an allowed hook
-# now spends about half its time waiting on the database's ten round trips, where a
-# second hook can use the interpreter; more only wait for its lock (50 agents at one hook
-# a second: p99 63 ms with two against 95 with one, medians of five runs, and 203 with
-# four when a hook cost twice the CPU, BENCHMARKS.md §16). More helps a database farther
-# away.
+# spends about half its time waiting on the database's three round trips, where a second
+# hook can use the interpreter; more only share its lock, so a burst's hooks all finish
+# late (50 agents at one hook a second: p99 63 ms with two against 95 with one, medians of
+# five runs, and 203 with four when a hook cost twice the CPU; on 7 December gaps of
+# 13.9-16.2 ms with two against 19.5-19.7 with four, BENCHMARKS.md §16). More helps a
+# database farther away.
 _HOOKS_AT_ONCE_DEFAULT = 1 if str(DATABASES["default"]["ENGINE"]).endswith("sqlite3") else 2
 AGENTWEB_HOOKS_AT_ONCE = max(1, envint("AGENTWEB_HOOKS_AT_ONCE", _HOOKS_AT_ONCE_DEFAULT))
 # On PostgreSQL an allowed hook's record (the call and its events, one statement) is
