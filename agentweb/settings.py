@@ -247,23 +247,14 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = envint("AGENTWEB_MAX_BODY_BYTES", 10 * 1024 * 1024
 # How long a gateway hook (Claude Code's PreToolUse) is held for a person's decision.
 AGENTWEB_HOOK_WAIT_SECONDS = envint("AGENTWEB_HOOK_WAIT_SECONDS", 3300)
 # How many hook events one web process judges and stores at once (each holds a database
-# connection meanwhile); the rest queue on the event loop. On SQLite one: it has one
-# writer, so a second at once only waits for its lock. On PostgreSQL two: an allowed hook
-# spends about half its time waiting on the database's three round trips, where a second
-# hook can use the interpreter; more only share its lock, so a burst's hooks all finish
-# late (50 agents at one hook a second: p99 63 ms with two against 95 with one, medians of
-# five runs, and 203 with four when a hook cost twice the CPU; on 7 December gaps of
-# 13.9-16.2 ms with two against 19.5-19.7 with four, BENCHMARKS.md §16). More helps a
-# database farther away.
+# connection meanwhile); the rest queue on the event loop. SQLite: one (one writer).
+# PostgreSQL: two, one using the interpreter while the other waits on the database; more
+# share the interpreter, so a burst's hooks all finish late (BENCHMARKS.md §16).
 _HOOKS_AT_ONCE_DEFAULT = 1 if str(DATABASES["default"]["ENGINE"]).endswith("sqlite3") else 2
 AGENTWEB_HOOKS_AT_ONCE = max(1, envint("AGENTWEB_HOOKS_AT_ONCE", _HOOKS_AT_ONCE_DEFAULT))
-# On PostgreSQL an allowed hook's record (the call and its events, one statement) is
-# committed without waiting for the write-ahead log's flush: a disk that stalls a sync
-# for 50-140 ms (shared cloud disks; 2 syncs in 1,500 here) held every hook committing
-# meanwhile, and the ones queued behind it, and set 50 agents' p99 (BENCHMARKS.md §16).
-# A crash of the database server within a fraction of a second may then lose the last
-# allowed calls' records; everything a person decides, waits for or is denied stays
-# durable. 1: allowed calls wait for the flush too.
+# PostgreSQL: an allowed hook's record commits without waiting for the WAL's flush (a
+# disk stalling a sync held every hook meanwhile); a database crash may lose the last of
+# them. 1: they wait too (docs/settings.md, BENCHMARKS.md §16).
 AGENTWEB_DURABLE_ALLOWED_CALLS = envbool("AGENTWEB_DURABLE_ALLOWED_CALLS", False)
 
 # One log format for every process (up, daphne, the Celery workers and beat): text, or
