@@ -78,7 +78,7 @@ async def _answer(request: HttpRequest) -> dict[str, Any]:
         async with waiting.listening(session_id) as listener:
             await listener.answer(call_id, wait, sync_to_async(_status), until=ANSWERABLE)
     except asyncio.CancelledError:  # the agent hung up (Django cancels the view)
-        await asyncio.shield(sync_to_async(gateway.gateway_call_abandon)(call_id=call_id))
+        await _abandon(call_id)
         raise
     return await sync_to_async(_final_answer)(call_id)
 
@@ -96,8 +96,14 @@ async def _judged(request: HttpRequest) -> tuple[dict[str, Any], tuple[int, int]
         if failed is not None:
             logger.error("the hook endpoint failed", exc_info=failed)
         elif (waits := judging.result()[1]) is not None:
-            await asyncio.shield(sync_to_async(gateway.gateway_call_abandon)(call_id=waits[0]))
+            await _abandon(waits[0])
         raise
+
+
+async def _abandon(call_id: int) -> None:
+    """The call of a hook whose agent hung up while it waited for a person leaves the
+    inbox: no hook is left to run an approval. Shielded: the view is being cancelled."""
+    await asyncio.shield(sync_to_async(gateway.gateway_call_abandon)(call_id=call_id))
 
 
 # Per event loop (daphne has one; a test's async_to_sync makes its own).
