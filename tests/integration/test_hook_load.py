@@ -17,12 +17,15 @@ from typing import Any
 import httpx
 import pytest
 from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
 from django.contrib.auth.models import User
 from django.db import connection
 
 from tests.browser.server import Daphne
 from tools_app import services
-from tools_app.models import ToolCall
+from tools_app.live.events import approvals_group
+from tools_app.models import AgentSession, ToolCall
+from tools_app.tables.projects import default_project_id
 
 # serialized_rollback, as every transactional test here: a plain flush re-creates the
 # content types, which the next serialized test then inserts again.
@@ -249,3 +252,55 @@ def test_held_hooks_give_their_connections_back_round_after_round(
     assert not_allowed(outputs) == [], not_allowed(outputs)[:3]
     if connection.vendor == "postgresql":
         assert max(seen) <= POOL, seen
+
+
+def test_every_hooks_calls_reach_the_inbox_stream_in_seq_order_a_held_one_while_it_waits(
+    gated_web: Daphne, creator: User
+) -> None:
+    """A judging thread's events go out when the loop takes its answer (`live/publisher.py`
+    defers them): none is left behind, several threads' sessions each hear theirs in seq
+    order, and a call that waits for a person reaches the inbox while its hook is held."""
+    token = services.api_token_create(user=creator, scope="agent")
+    url = f"{gated_web.url}/api/hooks/claude-code"
+    inbox, sessions, rounds = approvals_group(default_project_id()), 6, 4
+    layer = get_channel_layer()
+    heard: list[dict[str, Any]] = []
+
+    async def listen(channel: str) -> None:
+        while True:
+            message = await layer.receive(channel)
+            heard.extend(message["events"] if "events" in message else [message["event"]])
+
+    async def agent(http: httpx.AsyncClient, n: int) -> None:
+        for r in range(rounds):
+            ls = event(f"live-{n}", "Bash", {"command": "ls -la"}, f"l{n}-{r}")
+            answer = (await http.post(url, json=ls)).json()["hookSpecificOutput"]
+            assert answer["permissionDecision"] == "allow", answer
+
+    async def agents() -> None:
+        channel = await layer.new_channel()
+        await layer.group_add(inbox, channel)
+        listening = asyncio.ensure_future(listen(channel))
+        headers = {"Authorization": f"Bearer {token}"}
+        async with httpx.AsyncClient(headers=headers, timeout=60) as http:
+            held = asyncio.ensure_future(http.post(url, json=write(0)))
+            await asyncio.gather(*(agent(http, n) for n in range(sessions)))
+            deadline = time.monotonic() + 30
+            while not any(e["type"] == "tool_call.awaiting_approval" for e in heard):
+                assert time.monotonic() < deadline, "the held call never reached the inbox"
+                await asyncio.sleep(0.05)
+            assert not held.done(), "the held hook was answered"
+            held.cancel()
+            await asyncio.gather(held, return_exceptions=True)
+        await asyncio.sleep(0.5)  # the last answers' events, sent just after their answers
+        listening.cancel()
+        await layer.group_discard(inbox, channel)
+
+    asyncio.run(agents())
+    for session in AgentSession.objects.filter(external_id__startswith="live-"):
+        stored = list(
+            session.events.filter(type__startswith="tool_call.").values_list("seq", "type")
+        )
+        assert len(stored) >= rounds, stored
+        assert [(e["seq"], e["type"]) for e in heard if e["session"] == session.pk] == stored
+    assert AgentSession.objects.filter(external_id__startswith="live-").count() == sessions

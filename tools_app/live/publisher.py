@@ -12,16 +12,21 @@ where a loop on a thread of its own cost every hook a third thread's wake-up and
 (BENCHMARKS.md §16). Should that loop stop (a test's), a thread of its own takes over.
 
 A thread that must not wait for Redis (a hook's judging thread holds the hook gate while
-it publishes: `ops/judging_threads.py`) hands its sends over instead (`hand_off_here`):
-they still go out in call order, a failure is reported by its callback, and when more
-than HANDED_OFF_MAX are on their way (Redis slow or gone) the thread waits again.
+it publishes: `ops/judging_threads.py`) defers its sends instead (`defer_here`): they wait
+in one line, in call order, until the loop takes that thread's result and sends them
+(`send_deferred`), so a hook wakes the loop once, for its answer, not once more mid-hook
+for its events (a tenth of a hook's CPU at an agent's pace, BENCHMARKS.md §16). A
+failure is reported by its callback; when more than HANDED_OFF_MAX are on their way
+(Redis slow or gone), the thread sends the line itself and waits for its own send.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import threading
+from collections import deque
 from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
 from typing import Any
@@ -34,34 +39,64 @@ _state: dict[str, Any] = {"pid": None, "loop": None, "thread": None, "send_lock"
 _lock = threading.Lock()
 _here = threading.local()
 _on_their_way = {"count": 0}
+Failed = Callable[[BaseException], None]
+# Deferring threads' sends, in call order, until `send_deferred`; the lock sends the line
+# from one thread at a time, so it goes out in order.
+_deferred: deque[tuple[Coroutine[Any, Any, None], Failed]] = deque()
+_deferred_lock = threading.Lock()
 
 
-def hand_off_here() -> None:
-    """From now on, this thread's `run` does not wait for its sends."""
-    _here.hand_off = True
+def defer_here() -> None:
+    """From now on, this thread's `run` neither sends nor waits: its sends join the line
+    that `send_deferred` sends. For a thread whose every piece of work ends with its
+    owner calling `send_deferred` (`ops/judging_threads.run`)."""
+    _here.defer = True
 
 
 def run(
     coroutine: Coroutine[Any, Any, None],
     timeout: float = PUBLISH_TIMEOUT,
     *,
-    failed: Callable[[BaseException], None],
+    failed: Failed,
 ) -> None:
     """Run `coroutine` on this process's publishing loop; calls from several threads run
-    one after another, in call order. `failed` hears its exception: here, after waiting
-    for it, or on the loop for a thread that hands its sends off."""
+    one after another, in call order (a deferring thread's when its line is sent).
+    `failed` hears its exception: here, after waiting for it, or on the loop for a
+    deferring thread's send or the loop's own."""
+    if getattr(_here, "defer", False):
+        if _count_on_their_way(+1) <= HANDED_OFF_MAX:
+            _deferred.append((coroutine, failed))
+            return
+        _count_on_their_way(-1)  # too many on their way: the line goes, this one waited for
+        send_deferred()
     loop = _loop()
     future = asyncio.run_coroutine_threadsafe(_serialised(coroutine), loop)
-    on_the_loop = _runs(loop)  # waiting there would wait for itself, however many
-    if on_the_loop or getattr(_here, "hand_off", False):
-        if _count_on_their_way(+1) <= HANDED_OFF_MAX or on_the_loop:
-            future.add_done_callback(lambda done: _handed_off_done(done, failed))
-            return
-        _count_on_their_way(-1)  # too many on their way: this one is waited for
+    if _runs(loop):  # waiting there would wait for itself, however many are on their way
+        _count_on_their_way(+1)
+        future.add_done_callback(functools.partial(_sent, failed=failed))
+        return
     try:
         future.result(timeout=timeout)
     except Exception as exc:
         failed(exc)
+
+
+def send_deferred() -> None:
+    """Send the deferring threads' line, in order, without waiting for it: on the
+    publishing loop itself, or from any other thread."""
+    with _deferred_lock:
+        if not _deferred:
+            return
+        loop = _loop()
+        on_the_loop = _runs(loop)
+        while _deferred:
+            coroutine, failed = _deferred.popleft()
+            sending: Future[None] | asyncio.Task[None] = (
+                loop.create_task(_serialised(coroutine))
+                if on_the_loop
+                else asyncio.run_coroutine_threadsafe(_serialised(coroutine), loop)
+            )
+            sending.add_done_callback(functools.partial(_sent, failed=failed))
 
 
 def adopt_running_loop() -> None:
@@ -89,7 +124,7 @@ def _count_on_their_way(change: int) -> int:
         return _on_their_way["count"]
 
 
-def _handed_off_done(future: Future[None], failed: Callable[[BaseException], None]) -> None:
+def _sent(future: Future[None] | asyncio.Task[None], *, failed: Failed) -> None:
     _count_on_their_way(-1)
     error = None if future.cancelled() else future.exception()
     if error is not None:

@@ -41,7 +41,10 @@ async def run(work: Callable[..., Result], *args: Any) -> Result:
     if getattr(AsyncToSync.executors, "current", None) is not None:
         return await sync_to_async(_tidied(work, keep=False))(*args)
     kept = sync_to_async(_tidied(work, keep=True), thread_sensitive=False, executor=_executor())
-    return await kept(*args)
+    try:
+        return await kept(*args)
+    finally:
+        publisher.send_deferred()  # what the work published, sent now it is done
 
 
 def _executor() -> ThreadPoolExecutor:
@@ -50,7 +53,7 @@ def _executor() -> ThreadPoolExecutor:
             _state["executor"] = ThreadPoolExecutor(
                 max_workers=settings.AGENTWEB_HOOKS_AT_ONCE,
                 thread_name_prefix="agentweb-judge",
-                initializer=publisher.hand_off_here,  # the gate is held while it publishes
+                initializer=publisher.defer_here,  # the gate is held while it publishes
             )
             _state["pid"] = os.getpid()
         executor: ThreadPoolExecutor = _state["executor"]
