@@ -37,7 +37,8 @@ _lock = threading.Lock()
 
 
 async def run(work: Callable[..., Result], *args: Any) -> Result:
-    """`work(*args)` on a kept judging thread, its connections tidied after."""
+    """`work(*args)` on a kept judging thread, its connections tidied after and what it
+    published sent as this loop takes the result (`publisher.defer_here`)."""
     if getattr(AsyncToSync.executors, "current", None) is not None:
         return await sync_to_async(_tidied(work, keep=False))(*args)
     kept = sync_to_async(_tidied(work, keep=True), thread_sensitive=False, executor=_executor())
