@@ -16,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from tests.integration.agent_helpers import done, script, tool
 from tests.integration.gateway_helpers import CWD, Hook
 from tools_app import services
-from tools_app.models import AgentMessage, AgentSession, Policy, Project, ToolCall
+from tools_app.models import AgentMessage, AgentSession, Decision, Policy, Project, ToolCall
 from tools_app.services import gateway
 from tools_app.services.conversations import conversation_messages
 from tools_app.sql.prepared import Stand
@@ -52,6 +52,12 @@ ALLOWED_HOOK_QUERIES = {"sqlite": 6, "postgresql": 4}
 # lookup; then 10, with the call stored pending and claimed.) On PostgreSQL the session's
 # INSERT and its event are one statement, with no transaction (a data-modifying WITH).
 FIRST_HOOK_QUERIES = {"sqlite": 10, "postgresql": 7}
+# The PostToolUse of an allowed call: SELECT the token and the session; the call of its
+# tool use with whether a person approved it, in one statement through the unique index of
+# tool uses; the finish UPDATE, the seq and the `tool_call.succeeded` event (on PostgreSQL
+# the seq and the event in one statement). (Before: the call read by `first()` through the
+# session's index, walking the session's calls, and its `Decision` asked on its own.)
+ALLOWED_POST_QUERIES = {"sqlite": 6, "postgresql": 5}
 # The model turn and the read_file it asks for, settled inline: the same at turn 2 and 30.
 TURN_QUERIES = {"sqlite": 25, "postgresql": 21}
 # Each count is per database: on PostgreSQL a seq reservation and the events it numbers
@@ -119,6 +125,24 @@ def test_an_allowed_pre_tool_use_costs_a_fixed_number_of_statements(
     assert control == [], control
 
 
+def test_an_allowed_calls_post_tool_use_costs_a_fixed_number_of_statements(
+    creator: User, django_capture_on_commit_callbacks: Any
+) -> None:
+    hook = Hook(services.api_token_create(user=creator, scope="agent"))
+    assert hook.pre("Bash", {"command": "ls"})["permissionDecision"] == "allow"
+    ran = {"stdout": "README.md\n", "stderr": "", "interrupted": False}
+    with (
+        CaptureQueriesContext(connection) as queries,
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        answer = hook.event("PostToolUse", "Bash", {"command": "ls"}, tool_use_id="toolu_1",
+                            tool_response=ran)  # fmt: skip
+    assert answer == {}, answer
+    call = ToolCall.objects.get(tool_use_id="toolu_1")
+    assert (call.status, call.result) == ("succeeded", "README.md")
+    assert len(real(queries)) == ALLOWED_POST_QUERIES[connection.vendor], listed(real(queries))
+
+
 def first_allowed_hook(creator: User, on_commit: Any) -> list[str]:
     """The statements of an allowed PreToolUse of a new session (the token used before)."""
     token = services.api_token_create(user=creator, scope="agent")
@@ -177,12 +201,8 @@ def lookup_plan(sql: str, params: list[Any]) -> str:
         return "\n".join(row[0] for row in cursor.fetchall())
 
 
-@pytest.mark.postgres
-def test_a_hooks_calls_lookup_reads_through_indexes_however_long_the_session(
-    creator: User,
-) -> None:
-    """A long session's earlier calls are not read on each hook: the call of the tool use
-    and the unanswered ones a retry may join each come from an index of their own."""
+def long_session(creator: User) -> tuple[AgentSession, ToolCall]:
+    """A gateway session of 3,000 answered calls, and one that waits for a person."""
     session = AgentSession.objects.create(
         task="t", policy=Policy.objects.get(name="default"), creator=creator,
         kind=AgentSession.Kind.GATEWAY,
@@ -197,15 +217,47 @@ def test_a_hooks_calls_lookup_reads_through_indexes_however_long_the_session(
         session=session, tool="run_command", native_tool="Bash", tool_use_id="toolu_w",
         status="awaiting_approval",
     )  # fmt: skip
+    return session, waiting
+
+
+def prepared_plan(prepared: Any, values: dict[str, Any]) -> str:
+    compiled = prepared._compile(connection.alias)
+    return lookup_plan(
+        compiled.sql, [values[p.name] if isinstance(p, Stand) else p for p in compiled.params]
+    )
+
+
+@pytest.mark.postgres
+def test_a_hooks_calls_lookup_reads_through_indexes_however_long_the_session(
+    creator: User,
+) -> None:
+    """A long session's earlier calls are not read on each hook: the call of the tool use
+    and the unanswered ones a retry may join each come from an index of their own."""
+    session, waiting = long_session(creator)
     values = {"session": session.pk, "native_tool": "Bash", "tool_use_id": "toolu_7"}
-    compiled = gateway._CALLS._compile(connection.alias)
-    params = [values[p.name] if isinstance(p, Stand) else p for p in compiled.params]
-    plan = lookup_plan(compiled.sql, params)
+    plan = prepared_plan(gateway._CALLS, values)
     assert "one_call_per_native_tool_use" in plan, plan
     assert "unanswered_calls_by_tool" in plan, plan
     assert "Seq Scan" not in plan and "SCAN tools_app_toolcall" not in plan, plan
     found = gateway._CALLS.models(**values)
     assert [call.tool_use_id for call in found] == [waiting.tool_use_id, "toolu_7"]
+
+
+@pytest.mark.postgres
+def test_a_post_tool_use_finds_its_call_through_the_index_of_tool_uses(creator: User) -> None:
+    """Its call, and whether a person approved it, without reading the session's other
+    calls (`first()`'s ORDER BY made SQLite walk them all, on every PostToolUse)."""
+    session, _ = long_session(creator)
+    plan = prepared_plan(gateway._USE, {"session": session.pk, "tool_use_id": "toolu_7"})
+    assert "one_call_per_native_tool_use" in plan, plan
+    assert "Seq Scan" not in plan and "SCAN tools_app_toolcall" not in plan, plan
+    assert "tools_app_toolcall_session_id" not in plan, plan
+    [found] = gateway._USE.models(session=session.pk, tool_use_id="toolu_7")
+    assert found.tool_use_id == "toolu_7" and found.approved_by_a_person is False  # type: ignore[attr-defined]
+    Decision.objects.create(tool_call=found, decision=Decision.Choice.APPROVE)
+    [found] = gateway._USE.models(session=session.pk, tool_use_id="toolu_7")
+    assert found.approved_by_a_person is True  # type: ignore[attr-defined]
+    assert gateway._USE.models(session=session.pk, tool_use_id="") == []
 
 
 @pytest.mark.postgres

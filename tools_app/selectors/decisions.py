@@ -25,9 +25,15 @@ def approved_by_person(call: ToolCall) -> bool:
     if known is not None:
         return known
     found = Decision.objects.filter(tool_call_id=call.pk, decision=Decision.Choice.APPROVE).exists()
+    approval_read(call, found)
+    return found
+
+
+def approval_read(call: ToolCall, found: bool) -> None:
+    """Whether a person approved `call`, as a query just read it (the one that read the
+    call, say), kept on the instance once no decision can come any more."""
     if call.status == ToolCall.Status.RUNNING or call.status in ToolCall.FINAL_STATUSES:
         call.__dict__[APPROVED_BY_PERSON] = found
-    return found
 
 
 def mark_judged_by_nobody(call: ToolCall) -> None:

@@ -26,7 +26,8 @@ from tools_app.core.policy.types import PolicySpec, Verdict
 from tools_app.core.tools.jsonsafe import storable_args, storable_text
 from tools_app.errors import ServiceError
 from tools_app.live import events
-from tools_app.models import AgentSession, Policy, Project, ToolCall
+from tools_app.models import AgentSession, Decision, Policy, Project, ToolCall
+from tools_app.selectors.decisions import approval_read
 from tools_app.services.lifecycle import (
     AGENT,
     POLICY,
@@ -405,7 +406,7 @@ def gateway_call_finish(
 ) -> ToolCall | None:
     """Record what the agent's tool did: the output as the result, the real patch as the
     diff, and a flag when the input that ran is not the one agentweb allowed."""
-    call = ToolCall.objects.filter(session=session, tool_use_id=tool_use_id).first()
+    call = _call_of_use(session, tool_use_id)
     if call is None:
         call = _running_with_input(session, native_tool, ran_input)
     if call is None:
@@ -424,6 +425,29 @@ def gateway_call_finish(
     if not tool_call_move(call, "finish", by=AGENT, to=status, **fields):
         call.refresh_from_db()
     return call
+
+
+def _use_wanted(session: int, tool_use_id: str) -> Any:
+    """The call of one tool use, through the unique index of tool uses (an empty id names
+    none, and the index leaves those out; `first()`'s ORDER BY could make SQLite walk the
+    session's calls instead), and whether a person approved it, in the same statement."""
+    approved = Decision.objects.filter(tool_call=OuterRef("pk"), decision=Decision.Choice.APPROVE)
+    return (
+        ToolCall.objects.filter(session_id=session, tool_use_id=tool_use_id)
+        .exclude(tool_use_id="")
+        .annotate(approved_by_a_person=Exists(approved))
+        .order_by()
+    )
+
+
+_USE = Prepared(ToolCall, _use_wanted, session=int, tool_use_id=str)
+
+
+def _call_of_use(session: AgentSession, tool_use_id: str) -> ToolCall | None:
+    found = next(iter(_USE.models(session=session.pk, tool_use_id=tool_use_id)), None)
+    if found is not None:
+        approval_read(found, found.approved_by_a_person)  # type: ignore[attr-defined]
+    return found
 
 
 def _running_with_input(session: AgentSession, native_tool: str, ran_input: Any) -> ToolCall | None:
