@@ -4,8 +4,13 @@ Starts daphne alone (an allowed hook is judged and answered in the request: no w
 once on a SQLite file of its own and once on a PostgreSQL database of its own
 (`bench_hook_load_PID` at `--postgres`, dropped after), with a Redis database number of
 its own (`--redis`, flushed before and after). From this process, with plain asyncio
-sockets (one connection per hook, as Claude Code's http hooks), Claude Code `PreToolUse`
-events of an allowed `ls -la`, each agent in a session of its own:
+sockets, Claude Code `PreToolUse` events of an allowed `ls -la`, each agent in a session of
+its own, sent as Claude Code's http hooks send them (`--client kept+ran`, the default):
+each agent keeps its connection open from one hook to the next (the pinned Claude Code
+sends all of a session's hooks over one, HTTP/1.1 keep-alive), and each allowed
+`PreToolUse` is followed by its `PostToolUse` (not timed). `--client per-hook` opens a
+connection per hook, as this benchmark did until 7 December; `kept` and `per-hook` alone
+leave the `PostToolUse` out.
 
 (a) one at a time: one agent, each hook sent when the last is answered;
 (a') 5 agents at an agent's pace (as (c)): hooks that find the server idle, each on its
@@ -15,8 +20,9 @@ events of an allowed `ls -la`, each agent in a session of its own:
 (c) 50 agents at an agent's pace: each sends one hook a second (open loop, each interval
     jittered ±50%), whether or not its last was answered.
 
-For each: p50/p99 of the answer time, answers/s, how many were not `allow`, daphne's CPU
-per answered hook, and the most database connections daphne held (sampled every 50 ms:
+For each: p50/p99 of the `PreToolUse` answer time, answers/s, how many were not `allow`,
+daphne's CPU per answered `PreToolUse` (its `PostToolUse`'s included, with `+ran`), and the
+most database connections daphne held (sampled every 50 ms:
 PostgreSQL's pg_stat_activity; for SQLite, daphne's open descriptors of the database file).
 
 `--root DIR` runs another checkout (a clean clone of an earlier commit) with this
@@ -34,7 +40,8 @@ lock; `PY_SPY_RATE` samples a second, 50 by default) from (a) into (b), as colla
 stacks in PATH-sqlite.raw and PATH-postgres.raw.
 
 Run: .venv/bin/python benchmarks/bench_hook_load.py [--quick] [--seconds 15]
-[--databases sqlite,postgres] [--root DIR] [--at-once N] [--webs N]
+[--databases sqlite,postgres] [--client kept+ran|kept|per-hook+ran|per-hook]
+[--root DIR] [--at-once N] [--webs N]
 [--proxy nginx|python|reuseport|none] [--profile PATH]
 """
 
@@ -73,6 +80,7 @@ AGENTS = 50
 IDLE_AGENTS = 5  # (a'): hooks that find the server idle, as one agent's do
 PACE_SECONDS = 1.0  # an agent's pace in (a') and (c): one tool use a second
 SAMPLE_SECONDS = 0.05
+CLIENTS = ("kept+ran", "kept", "per-hook+ran", "per-hook")
 
 
 class SqliteDatabase:
@@ -138,21 +146,103 @@ def ls_event(phase: str, agent: int, index: int) -> dict[str, Any]:
     }
 
 
-class Phase:
-    """One load shape's answers: times, verdicts, and the connections seen meanwhile."""
+def ls_ran(phase: str, agent: int, index: int) -> dict[str, Any]:
+    """The PostToolUse Claude Code sends once the allowed `ls -la` ran."""
+    ran = ls_event(phase, agent, index) | {"hook_event_name": "PostToolUse"}
+    return ran | {"tool_response": {"stdout": "total 0\n", "stderr": "", "interrupted": False}}
 
-    def __init__(self, port: int, token: str, name: str) -> None:
+
+class KeptConnections:
+    """Each agent's connections, kept open from one hook to the next as Claude Code keeps
+    its hooks' (one for all of a session's hooks, checked with the pinned Claude Code;
+    another only while the first still waits for an answer)."""
+
+    def __init__(self, port: int, token: str) -> None:
+        self.port, self.token = port, token
+        self.idle: dict[int, list[tuple[asyncio.StreamReader, asyncio.StreamWriter]]] = {}
+
+    async def post(self, agent: int, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        idle = self.idle.setdefault(agent, [])
+        reader, writer = (
+            idle.pop()
+            if idle
+            else await asyncio.open_connection("127.0.0.1", self.port, limit=1 << 20)
+        )
+        try:
+            answer = await _exchange(reader, writer, self.port, self.token, body)
+        except BaseException:
+            writer.close()
+            raise
+        idle.append((reader, writer))
+        return answer
+
+    def close(self) -> None:
+        for idle in self.idle.values():
+            for _, writer in idle:
+                writer.close()
+
+
+async def _exchange(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    port: int,
+    token: str,
+    body: dict[str, Any],
+) -> tuple[int, dict[str, Any]]:
+    """One hook over a kept connection (HTTP/1.1 keep-alive); (HTTP status, JSON answer)."""
+    data = json.dumps(body).encode()
+    writer.write(
+        f"POST /api/hooks/claude-code HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+        f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(data)}\r\n\r\n".encode()
+        + data
+    )
+    await writer.drain()
+    head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").lower()
+    status = int(head.split(" ", 2)[1])
+    if "transfer-encoding: chunked" in head:
+        payload = b""
+        while size := int((await reader.readuntil(b"\r\n")).split(b";")[0], 16):
+            payload += (await reader.readexactly(size + 2))[:-2]
+        await reader.readuntil(b"\r\n")  # the last chunk's end
+    else:
+        length = int(head.split("content-length:", 1)[1].split("\r\n", 1)[0])
+        payload = await reader.readexactly(length)
+    return status, json.loads(payload or b"{}")
+
+
+class Phase:
+    """One load shape's answers: times, verdicts, and the connections seen meanwhile. The
+    time is the PreToolUse's; with `ran`, each allowed one is followed (untimed) by its
+    PostToolUse, on the same connection, as Claude Code sends it."""
+
+    def __init__(self, port: int, token: str, name: str, client: str = "kept+ran") -> None:
         self.port, self.token, self.name = port, token, name
+        self.kept = KeptConnections(port, token) if client.startswith("kept") else None
+        self.ran = client.endswith("+ran")
         self.ms: list[float] = []
         self.not_allowed: list[str] = []
 
+    async def send(self, agent: int, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if self.kept is None:
+            return await post(self.port, self.token, body)  # a connection of its own
+        return await self.kept.post(agent, body)
+
     async def hook(self, agent: int, index: int) -> None:
         start = time.perf_counter()
-        status, answer = await post(self.port, self.token, ls_event(self.name, agent, index))
+        status, answer = await self.send(agent, ls_event(self.name, agent, index))
         self.ms.append((time.perf_counter() - start) * 1000)
         decision, reason = verdict(answer)
         if status != 200 or decision != "allow":
             self.not_allowed.append(f"{status} {decision}: {reason[:160]}")
+        elif self.ran:
+            status, answer = await self.send(agent, ls_ran(self.name, agent, index))
+            if status != 200 or answer != {}:
+                self.not_allowed.append(f"PostToolUse {status}: {str(answer)[:160]}")
+
+    def close(self) -> None:
+        if self.kept is not None:
+            self.kept.close()
 
 
 async def closed_loop(phase: Phase, agents: int, seconds: float) -> None:
@@ -266,11 +356,11 @@ def _reuseport_listeners(count: int) -> list[socket.socket]:
     return listeners
 
 
-def run_phase(webs: Webs, db: Any, token: str, name: str, load: Any) -> dict[str, Any]:
-    phase = Phase(webs.port, token, name)
+def run_phase(webs: Webs, db: Any, token: str, name: str, load: Any, client: str) -> dict[str, Any]:
+    phase = Phase(webs.port, token, name, client)
     cpu, start = webs.cpu_seconds(), time.monotonic()
     with Sampler(db) as sampler:
-        asyncio.run(load(phase))
+        asyncio.run(_closing(phase, load))
     elapsed, cpu_used = time.monotonic() - start, webs.cpu_seconds() - cpu
     return {
         "ms": summary(phase.ms),
@@ -297,7 +387,8 @@ def measure_one(kind: str, root: Path, tmp: Path, options: Any) -> dict[str, Any
         web.start()
         token, seconds = tokens["agent"], options.seconds
         single = 30 if options.quick else 200
-        warm = run_phase(web, db, token, "warm", lambda p: closed_loop(p, AGENTS, 2))
+        warm = run_phase(web, db, token, "warm", lambda p: closed_loop(p, AGENTS, 2),
+                         options.client)  # fmt: skip
         shapes = {
             "one_at_a_time": ("one", lambda p: _count(p, single)),
             "idle_pace": ("idle", lambda p: open_loop(p, IDLE_AGENTS, seconds)),
@@ -309,7 +400,7 @@ def measure_one(kind: str, root: Path, tmp: Path, options: Any) -> dict[str, Any
             out = options.profile.with_name(f"{options.profile.stem}-{kind}.raw")
             recording = py_spy(pid, seconds, out)
         results: dict[str, Any] = {
-            key: run_phase(web, db, token, *shape) for key, shape in shapes.items()
+            key: run_phase(web, db, token, *shape, options.client) for key, shape in shapes.items()
         }
         if options.profile:
             recording.wait()
@@ -322,6 +413,13 @@ def measure_one(kind: str, root: Path, tmp: Path, options: Any) -> dict[str, Any
         web.stop()
         db.drop()
     return results
+
+
+async def _closing(phase: Phase, load: Any) -> None:
+    try:
+        await load(phase)
+    finally:
+        phase.close()
 
 
 async def _count(phase: Phase, count: int) -> None:
@@ -338,6 +436,10 @@ def main() -> None:
     options.add_argument("--proxy", choices=("nginx", "python", "reuseport", "none"),
                          help="in front of the web processes (default: none for one, "
                          "nginx for more; reuseport: none, one port)")  # fmt: skip
+    options.add_argument("--client", choices=CLIENTS, default="kept+ran",
+                         help="kept: each agent keeps its connection, as Claude Code "
+                         "(per-hook: one a hook); +ran: each allowed PreToolUse followed "
+                         "by its PostToolUse, as Claude Code sends it")  # fmt: skip
     options.add_argument("--root", type=Path, default=ROOT, help="the checkout to run")
     options.add_argument("--profile", type=Path, help="py-spy raw stacks of (b) to PATH-db.raw")
     options.add_argument("--postgres", default="postgres://postgres@127.0.0.1:5432")
@@ -353,6 +455,7 @@ def main() -> None:
     root = args.root.resolve()
     webs = f"{args.webs} web" + ("s" if args.webs > 1 else "")
     webs += {"none": "", "reuseport": ", SO_REUSEPORT"}.get(args.proxy, f" behind {args.proxy}")
+    webs += f", {args.client}"
     results: dict[str, Any] = {"root": str(root), "commit": _commit(root), "webs": webs}
     try:
         for kind in args.databases.split(","):
