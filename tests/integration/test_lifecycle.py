@@ -83,6 +83,28 @@ def test_each_tool_call_move_starts_only_from_its_sources(move: str) -> None:
             assert not moved and call.status == status and after == before
 
 
+def test_a_move_that_finds_its_call_moved_on_writes_nothing_and_leaves_the_call_as_read() -> None:
+    """The call read as running was finished meanwhile (another process). On PostgreSQL
+    such a move is one statement with its events (`_moved_in_one_statement`): its claim
+    finds nothing, so neither the events nor the session's counter are written."""
+    session = a_session()
+    stale = a_call(session, ToolCall.Status.RUNNING)
+    ToolCall.objects.filter(pk=stale.pk).update(status=ToolCall.Status.FAILED)
+    counter = AgentSession.objects.get(pk=session.pk).last_event_seq
+    stored = Event.objects.count()
+    done = {"to": ToolCall.Status.SUCCEEDED, "result": "done"}
+    assert not tool_call_move(stale, "finish", by=AGENT, **done)
+    assert (stale.status, stale.result) == (ToolCall.Status.RUNNING, "")
+    assert AgentSession.objects.get(pk=session.pk).last_event_seq == counter
+    assert Event.objects.count() == stored
+    running = a_call(session, ToolCall.Status.RUNNING)
+    assert tool_call_move(running, "finish", by=AGENT, **done)
+    event = Event.objects.get(data__tool_call=running.pk, type="tool_call.succeeded")
+    assert (event.seq, event.data["status"]) == (counter + 1, "succeeded")
+    running.refresh_from_db()
+    assert (running.status, running.result) == (ToolCall.Status.SUCCEEDED, "done")
+
+
 @pytest.mark.parametrize("move", sorted(SESSION_MOVES))
 def test_each_session_move_starts_only_from_its_sources(move: str) -> None:
     spec = SESSION_MOVES[move]

@@ -177,6 +177,26 @@ def _call_with_seqs(
     return _numbered(created, returned), int(returned[0][3])
 
 
+def call_moved_with_events(
+    call: ToolCall, claim: tuple[str, list[Any]], items: Sequence[Item]
+) -> list[Event] | None:
+    """On PostgreSQL: `claim`, the call's conditional UPDATE (`rows.update_if_sql`), and
+    `items` after the session's last event, in one statement that needs no transaction of
+    its own (a BEGIN, a COMMIT and a round trip for the claim fewer). None, and nothing
+    written, when the claim finds the call moved on. Published once committed."""
+    created = _unsaved(call.session_id, items, 1)
+    update, params = claim
+    returning = f" RETURNING {connection.ops.quote_name(ToolCall._meta.pk.column)}"
+    sql = _append_text(len(created), update + returning)
+    returned = _run_append(sql, params, call.session_id, created)
+    if not returned:
+        return None
+    created = _numbered(created, returned)
+    project_of = {call.session_id: int(returned[0][3])}
+    transaction.on_commit(lambda: publish_all(created, project_of=project_of))
+    return created
+
+
 def _call_then_seqs(call: ToolCall, items: Sequence[Item]) -> tuple[list[Event], int] | None:
     with transaction.atomic(savepoint=False):
         if not rows.insert_unless_taken(call):
@@ -209,12 +229,13 @@ def _numbered(created: list[Event], returned: list[tuple[Any, ...]]) -> list[Eve
 
 
 @functools.cache
-def _append_text(count: int, call_insert: str = "", *, lazy_commit: bool = False) -> str:
+def _append_text(count: int, call_write: str = "", *, lazy_commit: bool = False) -> str:
     """`count` events' INSERT, their seqs the last `count` of the session's counter, which
     the same statement moves on; each row returns its id, seq, offset (its seq's place
-    among them, from 1) and the session's project. `call_insert`: a new call's INSERT
-    first (`rows.unless_taken_sql`), which the events name in their data's `tool_call`,
-    and without which nothing else is written; each row also returns the call's id.
+    among them, from 1) and the session's project. `call_write`: a statement on one call
+    first, returning its id (a new call's INSERT, `rows.unless_taken_sql`, or a move's
+    conditional UPDATE), which the events name in their data's `tool_call`, and without
+    whose row nothing else is written; each row also returns the call's id.
     `lazy_commit`: `synchronous_commit` off until the statement's own transaction ends
     (`set_config`'s `is_local`; a SELECT in a WITH runs only when read, hence `a` joined)."""
     quote = connection.ops.quote_name
@@ -224,8 +245,8 @@ def _append_text(count: int, call_insert: str = "", *, lazy_commit: bool = False
     first_before = f"s.{last} - {count}"  # the seq before the first reserved
     picked = {n: f"v.{n}" for n in names} | {seq: f"{first_before} + v.{seq}"}
     call, only_if, sources, call_id = "", "", "s", ""
-    if call_insert:
-        call = f"c AS ({call_insert}), "
+    if call_write:
+        call = f"c AS ({call_write}), "
         only_if, sources, call_id = " AND EXISTS (SELECT FROM c)", "c, s", ", (SELECT id FROM c)"
         data = quote("data")
         picked[data] = f"jsonb_set(v.{data}, '{{tool_call}}', to_jsonb(c.id))"

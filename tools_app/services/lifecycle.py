@@ -15,6 +15,7 @@ waking its agent — and a held effect nobody will apply is dropped on every way
 from __future__ import annotations
 
 import contextlib
+import copy
 from collections.abc import Callable, Iterable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 
 from tools_app.core.tools.catalogue import EFFECT_TOOL
@@ -181,6 +182,15 @@ def tool_call_move(
     in place."""
     spec, target = _target(TOOL_CALL_MOVES, move, to, by)
     sources = spec.sources if source is None else spec.sources & {source}
+    if (
+        source is None
+        and where is None
+        and then is None
+        and _only_events_follow_move(call, spec, target)
+    ):
+        moved = _moved_in_one_statement(call, move, spec, target, first, fields)
+        if moved is not None:
+            return moved
     with transaction.atomic(savepoint=False):  # inside a caller's transaction: part of it
         if not _claim(call.pk, sources, where, {**fields, "status": target}):
             return False
@@ -193,6 +203,38 @@ def tool_call_move(
         metrics.tool_call_moved(call, move)
     if spec.drops_held_effect and (source or previous) == Status.AWAITING_APPROVAL:
         effect_discard(call=call)
+    return True
+
+
+def _only_events_follow_move(call: ToolCall, spec: Move, target: str) -> bool:
+    """On PostgreSQL, nothing follows the move but its events: the call neither waits nor
+    waited (no channel to tell, no held effect to drop), no session to refresh and no
+    agent to wake (an allowed call's run ending, as a gateway's PostToolUse reports it)."""
+    if connection.vendor != "postgresql" or Status.AWAITING_APPROVAL in {call.status, target}:
+        return False
+    if spec.after == AFTER_RUN:  # a person's approval refreshes the session, else WAKE
+        return not call.agent_key and not approved_by_person(call)
+    return spec.after == NOTHING
+
+
+def _moved_in_one_statement(
+    call: ToolCall, move: str, spec: Move, target: str, first: Sequence[events.Item],
+    fields: dict[str, Any],
+) -> bool | None:  # fmt: skip
+    """The claim and its events in one statement (no transaction of its own); whether the
+    call moved, or None when a value needs the ORM (an expression)."""
+    claim = rows.update_if_sql(
+        ToolCall, call.pk, {**fields, "status": target}, column="status", among=spec.sources
+    )
+    if claim is None:
+        return None
+    after = copy.copy(call)  # the events say the call as the move leaves it
+    _moved_in_place(after, target, fields)
+    items = [*first, *events.tool_call_items(after, [*spec.passes_through, target])]
+    if events.call_moved_with_events(call, claim, items) is None:
+        return False
+    _moved_in_place(call, target, fields)
+    metrics.tool_call_moved(call, move)
     return True
 
 

@@ -131,16 +131,28 @@ def update_if(
 ) -> int | None:
     """`UPDATE … SET values WHERE pk = pk AND column IN among`: the rows claimed (0 or 1).
     None when a value is an expression or a model instance, which the ORM must write."""
+    allowed = sorted(among)
+    if not allowed:
+        return 0
+    update = update_if_sql(model, pk, values, column=column, among=allowed)
+    if update is None:
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute(*update)
+        return int(cursor.rowcount)
+
+
+def update_if_sql(
+    model: type[Model], pk: Any, values: Mapping[str, Any], *, column: str, among: Iterable[Any]
+) -> tuple[str, list[Any]] | None:
+    """`update_if`'s statement and values, for a caller's statement that holds it (a
+    data-modifying `WITH`); None as there. `among` must not be empty."""
     if any(hasattr(v, "resolve_expression") or isinstance(v, Model) for v in values.values()):
         return None
     allowed = sorted(among)  # the same text for the same set
-    if not allowed:
-        return 0
     sql, columns = _update_text(model, tuple(values), column, len(allowed), connection.vendor)
     params = [_prepared(each, value) for each, value in zip(columns, values.values(), strict=True)]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, pk, *allowed])
-        return int(cursor.rowcount)
+    return sql, [*params, pk, *allowed]
 
 
 @cache
