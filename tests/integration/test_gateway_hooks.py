@@ -182,6 +182,29 @@ def test_a_sub_agent_works_in_a_child_session(claude: Hook) -> None:
     assert child.tool_calls.get().args == {"command": "pwd"}
 
 
+def test_a_post_tool_use_finishes_its_own_call_only_a_sub_agents_in_its_child_session(
+    claude: Hook,
+) -> None:
+    """A PostToolUse finds its call with its session in one read (`gateway_call_reported`):
+    the sub-agent's in its child session, and never another user's call of the same
+    session and tool-use ids."""
+    ran = {"tool_response": {"stdout": "done\n", "stderr": "", "interrupted": False}}
+    claude.pre("Bash", {"command": "ls"}, tool_use_id="toolu_a")
+    claude.pre("Bash", {"command": "pwd"}, agent_id="agent-7", tool_use_id="toolu_b")
+    bob = Hook(services.api_token_create(user=User.objects.create_user("bob"), scope="agent"))
+    assert bob.event("PostToolUse", "Bash", {"command": "ls"}, tool_use_id="toolu_a", **ran) == {}
+    assert ToolCall.objects.get(tool_use_id="toolu_a").status == "running"  # not Bob's
+    claude.event("PostToolUse", "Bash", {"command": "pwd"}, agent_id="agent-7",
+                 tool_use_id="toolu_b", **ran)  # fmt: skip
+    claude.event("PostToolUse", "Bash", {"command": "ls"}, tool_use_id="toolu_a", **ran)
+    done = {c.tool_use_id: (c.status, c.result, c.session.external_id) for c in
+            ToolCall.objects.filter(session__creator__username="alice")}  # fmt: skip
+    assert done == {
+        "toolu_a": ("succeeded", "done", "cc-session-1"),
+        "toolu_b": ("succeeded", "done", "cc-session-1/agent-7"),
+    }
+
+
 def test_a_session_started_by_two_events_at_once_is_one_session(
     claude: Hook, monkeypatch: pytest.MonkeyPatch
 ) -> None:

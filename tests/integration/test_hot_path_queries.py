@@ -54,12 +54,13 @@ ALLOWED_HOOK_QUERIES = {"sqlite": 6, "postgresql": 4}
 # lookup; then 10, with the call stored pending and claimed.) On PostgreSQL the session's
 # INSERT and its event are one statement, with no transaction (a data-modifying WITH).
 FIRST_HOOK_QUERIES = {"sqlite": 10, "postgresql": 7}
-# The PostToolUse of an allowed call: SELECT the token and the session; the call of its
-# tool use with whether a person approved it, in one statement through the unique index of
-# tool uses; the finish UPDATE, the seq and the `tool_call.succeeded` event (on PostgreSQL
-# one statement, with no transaction). (Before: the call read by `first()` through the
+# The PostToolUse of an allowed call: SELECT the token; the call of its tool use, through
+# its session's unique key and the unique index of tool uses, with whether a person
+# approved it, in one statement (the session is not read on its own); the finish UPDATE,
+# the seq and the `tool_call.succeeded` event (on PostgreSQL one statement, with no
+# transaction). (Before: the session read, then the call by `first()` through the
 # session's index, walking the session's calls, and its `Decision` asked on its own.)
-ALLOWED_POST_QUERIES = {"sqlite": 6, "postgresql": 4}
+ALLOWED_POST_QUERIES = {"sqlite": 5, "postgresql": 3}
 # The model turn and the read_file it asks for, settled inline: the same at turn 2 and 30
 # (on PostgreSQL the judge-and-claim with its events is one statement; the finish is not:
 # an agent's call wakes its agent after).
@@ -209,7 +210,7 @@ def long_session(creator: User) -> tuple[AgentSession, ToolCall]:
     """A gateway session of 3,000 answered calls, and one that waits for a person."""
     session = AgentSession.objects.create(
         task="t", policy=Policy.objects.get(name="default"), creator=creator,
-        kind=AgentSession.Kind.GATEWAY,
+        kind=AgentSession.Kind.GATEWAY, external_id="gw-long",
     )  # fmt: skip
     answered = dict(status="running", hook_answered_at="2026-12-01T00:00:00Z")
     ToolCall.objects.bulk_create(
@@ -262,6 +263,13 @@ def test_a_post_tool_use_finds_its_call_through_the_index_of_tool_uses(creator: 
     [found] = gateway._USE.models(session=session.pk, tool_use_id="toolu_7")
     assert found.approved_by_a_person is True  # type: ignore[attr-defined]
     assert gateway._USE.models(session=session.pk, tool_use_id="") == []
+    reported = {"creator": creator.pk, "external_id": "gw-long", "tool_use_id": "toolu_7"}
+    plan = prepared_plan(gateway._REPORTED, reported)
+    assert "one_call_per_native_tool_use" in plan, plan
+    assert "Seq Scan on tools_app_toolcall" not in plan, plan
+    assert "SCAN tools_app_toolcall" not in plan, plan
+    assert [c.pk for c in gateway._REPORTED.models(**reported)] == [found.pk]
+    assert gateway._REPORTED.models(**reported | {"external_id": "another"}) == []
 
 
 @pytest.mark.postgres

@@ -76,9 +76,14 @@ def gateway_session_for(
     )
     if not agent_id:
         return session
-    child = f"{external_id}/{agent_id}"
+    child = _external_id(external_id, agent_id)
     label = agent_type or "sub-agent"
     return _session_get_or_create(user, child, cwd, native_tool, parent=session, label=label)
+
+
+def _external_id(external_id: str, agent_id: str) -> str:
+    """The id of the session an agent session's event goes to: a sub-agent's is a child."""
+    return f"{external_id}/{agent_id}" if agent_id else external_id
 
 
 def _session_get_or_create(
@@ -404,13 +409,34 @@ def gateway_call_finish(
     response: Any,
     native_tool: str = "",
 ) -> ToolCall | None:
-    """Record what the agent's tool did: the output as the result, the real patch as the
-    diff, and a flag when the input that ran is not the one agentweb allowed."""
+    """Record what the agent's tool did (`gateway_call_ran`) on the call of `tool_use_id`,
+    else the running call of that input (an after-event without an id); None: no call."""
     call = _call_of_use(session, tool_use_id)
     if call is None:
         call = _running_with_input(session, native_tool, ran_input)
     if call is None:
         return None
+    return gateway_call_ran(call, succeeded=succeeded, ran_input=ran_input, response=response)
+
+
+def gateway_call_reported(
+    *, user: Any, external_id: str, agent_id: str, tool_use_id: str
+) -> ToolCall | None:
+    """The call an after-event reports on, with whether a person approved it, in one
+    statement without reading its session on its own: a PostToolUse follows the
+    PreToolUse that stored its call. None when it is not there (`gateway_call_finish`)."""
+    found = _REPORTED.models(
+        creator=user.pk, external_id=_external_id(external_id, agent_id), tool_use_id=tool_use_id
+    )
+    call = next(iter(found), None)
+    if call is not None:
+        approval_read(call, call.approved_by_a_person)  # type: ignore[attr-defined]
+    return call
+
+
+def gateway_call_ran(call: ToolCall, *, succeeded: bool, ran_input: Any, response: Any) -> ToolCall:
+    """Record what the agent's tool did: the output as the result, the real patch as the
+    diff, and a flag when the input that ran is not the one agentweb allowed."""
     if call.status == Status.APPROVED:  # the answer and this event crossed
         tool_call_move(
             call, "claim_run", by=AGENT, started_at=timezone.now(), runner=GATEWAY_RUNNER
@@ -427,20 +453,43 @@ def gateway_call_finish(
     return call
 
 
+def _approved_by_a_person() -> Exists:
+    """Whether a person approved the call of the row (`approved_by_person`), as a column."""
+    return Exists(
+        Decision.objects.filter(tool_call=OuterRef("pk"), decision=Decision.Choice.APPROVE)
+    )
+
+
 def _use_wanted(session: int, tool_use_id: str) -> Any:
     """The call of one tool use, through the unique index of tool uses (an empty id names
     none, and the index leaves those out; `first()`'s ORDER BY could make SQLite walk the
     session's calls instead), and whether a person approved it, in the same statement."""
-    approved = Decision.objects.filter(tool_call=OuterRef("pk"), decision=Decision.Choice.APPROVE)
     return (
         ToolCall.objects.filter(session_id=session, tool_use_id=tool_use_id)
         .exclude(tool_use_id="")
-        .annotate(approved_by_a_person=Exists(approved))
+        .annotate(approved_by_a_person=_approved_by_a_person())
         .order_by()
     )
 
 
 _USE = Prepared(ToolCall, _use_wanted, session=int, tool_use_id=str)
+
+
+def _reported_wanted(creator: int, external_id: str, tool_use_id: str) -> Any:
+    """`_use_wanted`, its session named as `_sessions_wanted` names it: through the
+    session's unique key, then the unique index of tool uses."""
+    return (
+        ToolCall.objects.filter(
+            session__creator_id=creator, session__external_id=external_id,
+            session__kind=Kind.GATEWAY, tool_use_id=tool_use_id,
+        )
+        .exclude(tool_use_id="")
+        .annotate(approved_by_a_person=_approved_by_a_person())
+        .order_by()
+    )  # fmt: skip
+
+
+_REPORTED = Prepared(ToolCall, _reported_wanted, creator=int, external_id=str, tool_use_id=str)
 
 
 def _call_of_use(session: AgentSession, tool_use_id: str) -> ToolCall | None:
