@@ -17,7 +17,7 @@ from tests.integration.agent_helpers import done, script, tool
 from tests.integration.gateway_helpers import CWD, Hook
 from tools_app import services
 from tools_app.models import AgentMessage, AgentSession, Decision, Policy, Project, ToolCall
-from tools_app.services import gateway
+from tools_app.services import gateway, gateway_ran
 from tools_app.services.conversations import conversation_messages
 from tools_app.sql.prepared import Stand
 
@@ -253,23 +253,23 @@ def test_a_post_tool_use_finds_its_call_through_the_index_of_tool_uses(creator: 
     """Its call, and whether a person approved it, without reading the session's other
     calls (`first()`'s ORDER BY made SQLite walk them all, on every PostToolUse)."""
     session, _ = long_session(creator)
-    plan = prepared_plan(gateway._USE, {"session": session.pk, "tool_use_id": "toolu_7"})
+    plan = prepared_plan(gateway_ran._USE, {"session": session.pk, "tool_use_id": "toolu_7"})
     assert "one_call_per_native_tool_use" in plan, plan
     assert "Seq Scan" not in plan and "SCAN tools_app_toolcall" not in plan, plan
     assert "tools_app_toolcall_session_id" not in plan, plan
-    [found] = gateway._USE.models(session=session.pk, tool_use_id="toolu_7")
+    [found] = gateway_ran._USE.models(session=session.pk, tool_use_id="toolu_7")
     assert found.tool_use_id == "toolu_7" and found.approved_by_a_person is False  # type: ignore[attr-defined]
     Decision.objects.create(tool_call=found, decision=Decision.Choice.APPROVE)
-    [found] = gateway._USE.models(session=session.pk, tool_use_id="toolu_7")
+    [found] = gateway_ran._USE.models(session=session.pk, tool_use_id="toolu_7")
     assert found.approved_by_a_person is True  # type: ignore[attr-defined]
-    assert gateway._USE.models(session=session.pk, tool_use_id="") == []
+    assert gateway_ran._USE.models(session=session.pk, tool_use_id="") == []
     reported = {"creator": creator.pk, "external_id": "gw-long", "tool_use_id": "toolu_7"}
-    plan = prepared_plan(gateway._REPORTED, reported)
+    plan = prepared_plan(gateway_ran._REPORTED, reported)
     assert "one_call_per_native_tool_use" in plan, plan
     assert "Seq Scan on tools_app_toolcall" not in plan, plan
     assert "SCAN tools_app_toolcall" not in plan, plan
-    assert [c.pk for c in gateway._REPORTED.models(**reported)] == [found.pk]
-    assert gateway._REPORTED.models(**reported | {"external_id": "another"}) == []
+    assert [c.pk for c in gateway_ran._REPORTED.models(**reported)] == [found.pk]
+    assert gateway_ran._REPORTED.models(**reported | {"external_id": "another"}) == []
 
 
 @pytest.mark.postgres

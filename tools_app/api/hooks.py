@@ -41,7 +41,7 @@ from tools_app.models import ApiToken, Project, ToolCall
 from tools_app.ops import judging_threads, metrics
 from tools_app.selectors import records
 from tools_app.selectors.decisions import approved_by_person
-from tools_app.services import connection_check, gateway, tokens
+from tools_app.services import connection_check, gateway, gateway_ran, tokens
 
 logger = logging.getLogger(__name__)
 
@@ -300,18 +300,18 @@ def _post_tool_use(token: ApiToken, event: dict[str, Any], starts: Starts) -> di
     response = event.get("error") if failed else event.get("tool_response")
     ran = {"succeeded": not failed, "ran_input": event["tool_input"], "response": response}
     agent_id = event.get("agent_id") or ""
-    call = gateway.gateway_call_reported(
+    call = gateway_ran.gateway_call_reported(
         user=token.user, external_id=event["session_id"], agent_id=agent_id,
         tool_use_id=event["tool_use_id"],
     )  # fmt: skip
     if call is not None:
-        gateway.gateway_call_ran(call, **ran)
+        gateway_ran.gateway_call_ran(call, **ran)
         return {}
     session = gateway.gateway_session_for(
         user=token.user, external_id=event["session_id"], cwd=event["cwd"], agent_id=agent_id,
         policy=starts.policy, project=starts.project,
     )  # fmt: skip
-    gateway.gateway_call_finish(
+    gateway_ran.gateway_call_finish(
         session=session, tool_use_id=event["tool_use_id"], native_tool=event["tool_name"], **ran
     )
     return {}

@@ -3,7 +3,7 @@
 Its BeforeTool and AfterTool events reach agentweb through `agentweb-hook gemini`, which
 translates them into Claude Code's event shape and the answer back (`FORMATS` there,
 standard library only); an AfterTool event carries no tool-use id, so its call is found
-by its input (`services/gateway.py`). No Django here.
+by its input (`services/gateway_ran.py`). No Django here.
 """
 
 from __future__ import annotations
