@@ -185,7 +185,7 @@ def test_a_sub_agent_works_in_a_child_session(claude: Hook) -> None:
 def test_a_post_tool_use_finishes_its_own_call_only_a_sub_agents_in_its_child_session(
     claude: Hook,
 ) -> None:
-    """A PostToolUse finds its call with its session in one read (`gateway_call_reported`):
+    """A PostToolUse finds its call with its session in one read (`gateway_call_report`):
     the sub-agent's in its child session, and never another user's call of the same
     session and tool-use ids."""
     ran = {"tool_response": {"stdout": "done\n", "stderr": "", "interrupted": False}}

@@ -252,24 +252,21 @@ def test_a_hooks_calls_lookup_reads_through_indexes_however_long_the_session(
 def test_a_post_tool_use_finds_its_call_through_the_index_of_tool_uses(creator: User) -> None:
     """Its call, and whether a person approved it, without reading the session's other
     calls (`first()`'s ORDER BY made SQLite walk them all, on every PostToolUse)."""
-    session, _ = long_session(creator)
-    plan = prepared_plan(gateway_ran._USE, {"session": session.pk, "tool_use_id": "toolu_7"})
-    assert "one_call_per_native_tool_use" in plan, plan
-    assert "Seq Scan" not in plan and "SCAN tools_app_toolcall" not in plan, plan
-    assert "tools_app_toolcall_session_id" not in plan, plan
-    [found] = gateway_ran._USE.models(session=session.pk, tool_use_id="toolu_7")
-    assert found.tool_use_id == "toolu_7" and found.approved_by_a_person is False  # type: ignore[attr-defined]
-    Decision.objects.create(tool_call=found, decision=Decision.Choice.APPROVE)
-    [found] = gateway_ran._USE.models(session=session.pk, tool_use_id="toolu_7")
-    assert found.approved_by_a_person is True  # type: ignore[attr-defined]
-    assert gateway_ran._USE.models(session=session.pk, tool_use_id="") == []
+    long_session(creator)
     reported = {"creator": creator.pk, "external_id": "gw-long", "tool_use_id": "toolu_7"}
     plan = prepared_plan(gateway_ran._REPORTED, reported)
     assert "one_call_per_native_tool_use" in plan, plan
     assert "Seq Scan on tools_app_toolcall" not in plan, plan
     assert "SCAN tools_app_toolcall" not in plan, plan
-    assert [c.pk for c in gateway_ran._REPORTED.models(**reported)] == [found.pk]
+    assert "tools_app_toolcall_session_id" not in plan, plan
+    [found] = gateway_ran._REPORTED.models(**reported)
+    assert found.tool_use_id == "toolu_7" and found.approved_by_a_person is False  # type: ignore[attr-defined]
+    Decision.objects.create(tool_call=found, decision=Decision.Choice.APPROVE)
+    [found] = gateway_ran._REPORTED.models(**reported)
+    assert found.approved_by_a_person is True  # type: ignore[attr-defined]
+    assert gateway_ran._REPORTED.models(**reported | {"tool_use_id": ""}) == []
     assert gateway_ran._REPORTED.models(**reported | {"external_id": "another"}) == []
+    assert gateway_ran._REPORTED.models(**reported | {"creator": creator.pk + 1}) == []
 
 
 @pytest.mark.postgres

@@ -294,24 +294,12 @@ def _refusal(call: ToolCall, *, expired: bool = False) -> str:
 
 
 def _post_tool_use(token: ApiToken, event: dict[str, Any], starts: Starts) -> dict[str, Any]:
-    """What the tool did, recorded on its call: found in one read when its PreToolUse
-    stored it, as it mostly did; else through its session (made if it is new)."""
     failed = event["hook_event_name"] == POST_FAILURE
-    response = event.get("error") if failed else event.get("tool_response")
-    ran = {"succeeded": not failed, "ran_input": event["tool_input"], "response": response}
-    agent_id = event.get("agent_id") or ""
-    call = gateway_ran.gateway_call_reported(
-        user=token.user, external_id=event["session_id"], agent_id=agent_id,
-        tool_use_id=event["tool_use_id"],
+    gateway_ran.gateway_call_report(
+        user=token.user, external_id=event["session_id"], agent_id=event.get("agent_id") or "",
+        cwd=event["cwd"], policy=starts.policy, project=starts.project,
+        tool_use_id=event["tool_use_id"], native_tool=event["tool_name"], succeeded=not failed,
+        ran_input=event["tool_input"],
+        response=event.get("error") if failed else event.get("tool_response"),
     )  # fmt: skip
-    if call is not None:
-        gateway_ran.gateway_call_ran(call, **ran)
-        return {}
-    session = gateway.gateway_session_for(
-        user=token.user, external_id=event["session_id"], cwd=event["cwd"], agent_id=agent_id,
-        policy=starts.policy, project=starts.project,
-    )  # fmt: skip
-    gateway_ran.gateway_call_finish(
-        session=session, tool_use_id=event["tool_use_id"], native_tool=event["tool_name"], **ran
-    )
     return {}

@@ -165,36 +165,47 @@ def call_store_with_events(
 def _call_with_seqs(
     call: ToolCall, items: Sequence[Item], *, lazy_commit: bool
 ) -> tuple[list[Event], int] | None:
-    created = _unsaved(call.session_id, items, 1)
-    call_insert, call_row = rows.unless_taken_sql(call)
-    sql = _append_text(len(created), call_insert, lazy_commit=lazy_commit)
-    returned = _run_append(sql, call_row, call.session_id, created)
-    if not returned:  # the call's INSERT met a unique key: nothing was stored
+    insert = rows.unless_taken_sql(call)
+    written = _call_write_with_events(call.session_id, insert, items, lazy_commit=lazy_commit)
+    if written is None:  # the call's INSERT met a unique key: nothing was stored
         return None
+    created, returned = written
     rows.stored(call, returned[0][4])
     for event in created:
         event.data["tool_call"] = call.pk
-    return _numbered(created, returned), int(returned[0][3])
+    return created, int(returned[0][3])
 
 
 def call_moved_with_events(
     call: ToolCall, claim: tuple[str, list[Any]], items: Sequence[Item]
 ) -> list[Event] | None:
-    """On PostgreSQL: `claim`, the call's conditional UPDATE (`rows.update_if_sql`), and
-    `items` after the session's last event, in one statement that needs no transaction of
-    its own (a BEGIN, a COMMIT and a round trip for the claim fewer). None, and nothing
-    written, when the claim finds the call moved on. Published once committed."""
-    created = _unsaved(call.session_id, items, 1)
-    update, params = claim
-    returning = f" RETURNING {connection.ops.quote_name(ToolCall._meta.pk.column)}"
-    sql = _append_text(len(created), update + returning)
-    returned = _run_append(sql, params, call.session_id, created)
-    if not returned:
+    """On PostgreSQL: `claim`, the call's conditional UPDATE returning its id
+    (`rows.update_if_sql`), and `items` after the session's last event, in one statement
+    that needs no transaction of its own (a BEGIN, a COMMIT and a round trip for the claim
+    fewer). None, and nothing written, when the claim finds the call moved on. Published
+    once committed."""
+    written = _call_write_with_events(call.session_id, claim, items)
+    if written is None:
         return None
-    created = _numbered(created, returned)
+    created, returned = written
     project_of = {call.session_id: int(returned[0][3])}
     transaction.on_commit(lambda: publish_all(created, project_of=project_of))
     return created
+
+
+def _call_write_with_events(
+    session_id: int, write: tuple[str, list[Any]], items: Sequence[Item], *,
+    lazy_commit: bool = False,
+) -> tuple[list[Event], list[tuple[Any, ...]]] | None:  # fmt: skip
+    """`write`, a statement on one call returning its id, then `items` after the session's
+    last event, as one statement (`_append_text`): the events numbered and the rows it
+    returned; None when `write` wrote no row, and then nothing was written."""
+    created = _unsaved(session_id, items, 1)
+    sql = _append_text(len(created), write[0], lazy_commit=lazy_commit)
+    returned = _run_append(sql, write[1], session_id, created)
+    if not returned:
+        return None
+    return _numbered(created, returned), returned
 
 
 def _call_then_seqs(call: ToolCall, items: Sequence[Item]) -> tuple[list[Event], int] | None:

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import Exists, OuterRef, QuerySet
+
 from tools_app.core.engine import preview_hash
 from tools_app.models import Decision, ToolCall
 
 APPROVED_BY_PERSON = "_approved_by_person"  # where the answer is kept on the instance
+APPROVED_COLUMN = "approved_by_a_person"  # the column `with_approval` reads it into
 
 
 def approved_by_person(call: ToolCall) -> bool:
@@ -24,14 +27,30 @@ def approved_by_person(call: ToolCall) -> bool:
     known: bool | None = call.__dict__.get(APPROVED_BY_PERSON)
     if known is not None:
         return known
-    found = Decision.objects.filter(tool_call_id=call.pk, decision=Decision.Choice.APPROVE).exists()
-    approval_read(call, found)
+    found = _approvals().filter(tool_call_id=call.pk).exists()
+    _keep(call, found)
     return found
 
 
-def approval_read(call: ToolCall, found: bool) -> None:
-    """Whether a person approved `call`, as a query just read it (the one that read the
-    call, say), kept on the instance once no decision can come any more."""
+def with_approval(calls: QuerySet[ToolCall]) -> QuerySet[ToolCall]:
+    """`calls`, each read with whether a person approved it, in the same statement (an
+    EXISTS); `approval_kept` keeps that on the call as `approved_by_person` would."""
+    approved = Exists(_approvals().filter(tool_call=OuterRef("pk")))
+    return calls.annotate(**{APPROVED_COLUMN: approved})
+
+
+def approval_kept(call: ToolCall) -> ToolCall:
+    """A call read `with_approval`, its answer kept for `approved_by_person`."""
+    _keep(call, bool(getattr(call, APPROVED_COLUMN)))
+    return call
+
+
+def _approvals() -> QuerySet[Decision]:
+    return Decision.objects.filter(decision=Decision.Choice.APPROVE)
+
+
+def _keep(call: ToolCall, found: bool) -> None:
+    """Kept on the instance once no decision can come any more."""
     if call.status == ToolCall.Status.RUNNING or call.status in ToolCall.FINAL_STATUSES:
         call.__dict__[APPROVED_BY_PERSON] = found
 

@@ -6,14 +6,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from tools_app.core.gateway import claude_code
 from tools_app.core.tools.jsonsafe import storable_args
-from tools_app.models import AgentSession, Decision, ToolCall
-from tools_app.selectors.decisions import approval_read
-from tools_app.services.gateway import GATEWAY_RUNNER, canonical, session_external_id
+from tools_app.models import AgentSession, Project, ToolCall
+from tools_app.selectors.decisions import approval_kept, with_approval
+from tools_app.services.gateway import (
+    GATEWAY_RUNNER,
+    canonical,
+    gateway_session_for,
+    session_external_id,
+)
 from tools_app.services.lifecycle import AGENT, tool_call_move
 from tools_app.sql.prepared import Prepared
 
@@ -21,43 +25,33 @@ Status = ToolCall.Status
 Kind = AgentSession.Kind
 
 
-def gateway_call_finish(
-    *,
-    session: AgentSession,
-    tool_use_id: str,
-    succeeded: bool,
-    ran_input: Any,
-    response: Any,
-    native_tool: str = "",
-) -> ToolCall | None:
-    """Record what the agent's tool did (`gateway_call_ran`) on the call of `tool_use_id`,
-    else the running call of that input (an after-event without an id); None: no call."""
-    call = _call_of_use(session, tool_use_id)
-    if call is None:
-        call = _running_with_input(session, native_tool, ran_input)
-    if call is None:
-        return None
-    return gateway_call_ran(call, succeeded=succeeded, ran_input=ran_input, response=response)
-
-
-def gateway_call_reported(
-    *, user: Any, external_id: str, agent_id: str, tool_use_id: str
-) -> ToolCall | None:
-    """The call an after-event reports on, with whether a person approved it, in one
-    statement without reading its session on its own: a PostToolUse follows the
-    PreToolUse that stored its call. None when it is not there (`gateway_call_finish`)."""
+def gateway_call_report(
+    *, user: Any, external_id: str, agent_id: str, cwd: str, policy: str,
+    project: Project | None, tool_use_id: str, native_tool: str, succeeded: bool,
+    ran_input: Any, response: Any,
+) -> ToolCall | None:  # fmt: skip
+    """Record what an agent's tool did on its call: the call of the tool use, read with its
+    session in one statement (a PostToolUse follows the PreToolUse that stored it); else,
+    through the session (made if it is new), the running call of that input (an
+    after-event without the before-event's id: Gemini CLI's). None: no call."""
     found = _REPORTED.models(
         creator=user.pk,
         external_id=session_external_id(external_id, agent_id),
         tool_use_id=tool_use_id,
     )
-    call = next(iter(found), None)
-    if call is not None:
-        approval_read(call, call.approved_by_a_person)  # type: ignore[attr-defined]
-    return call
+    call = next((approval_kept(each) for each in found), None)
+    if call is None:
+        session = gateway_session_for(
+            user=user, external_id=external_id, cwd=cwd, agent_id=agent_id, policy=policy,
+            project=project,
+        )  # fmt: skip
+        call = _running_with_input(session, native_tool, ran_input)
+    if call is None:
+        return None
+    return _record_ran(call, succeeded=succeeded, ran_input=ran_input, response=response)
 
 
-def gateway_call_ran(call: ToolCall, *, succeeded: bool, ran_input: Any, response: Any) -> ToolCall:
+def _record_ran(call: ToolCall, *, succeeded: bool, ran_input: Any, response: Any) -> ToolCall:
     """Record what the agent's tool did: the output as the result, the real patch as the
     diff, and a flag when the input that ran is not the one agentweb allowed."""
     if call.status == Status.APPROVED:  # the answer and this event crossed
@@ -76,50 +70,19 @@ def gateway_call_ran(call: ToolCall, *, succeeded: bool, ran_input: Any, respons
     return call
 
 
-def _approved_by_a_person() -> Exists:
-    """Whether a person approved the call of the row (`approved_by_person`), as a column."""
-    return Exists(
-        Decision.objects.filter(tool_call=OuterRef("pk"), decision=Decision.Choice.APPROVE)
-    )
-
-
-def _use_wanted(session: int, tool_use_id: str) -> Any:
-    """The call of one tool use, through the unique index of tool uses (an empty id names
-    none, and the index leaves those out; `first()`'s ORDER BY could make SQLite walk the
-    session's calls instead), and whether a person approved it, in the same statement."""
-    return (
-        ToolCall.objects.filter(session_id=session, tool_use_id=tool_use_id)
-        .exclude(tool_use_id="")
-        .annotate(approved_by_a_person=_approved_by_a_person())
-        .order_by()
-    )
-
-
-_USE = Prepared(ToolCall, _use_wanted, session=int, tool_use_id=str)
-
-
 def _reported_wanted(creator: int, external_id: str, tool_use_id: str) -> Any:
-    """`_use_wanted`, its session named as `_sessions_wanted` names it: through the
-    session's unique key, then the unique index of tool uses."""
-    return (
-        ToolCall.objects.filter(
-            session__creator_id=creator, session__external_id=external_id,
-            session__kind=Kind.GATEWAY, tool_use_id=tool_use_id,
-        )
-        .exclude(tool_use_id="")
-        .annotate(approved_by_a_person=_approved_by_a_person())
-        .order_by()
+    """The call of one tool use, its session named as `_sessions_wanted` names it: through
+    the session's unique key, then the unique index of tool uses (an empty id names none,
+    and the index leaves those out; `first()`'s ORDER BY made SQLite walk the session's
+    calls instead), and whether a person approved it, in the same statement."""
+    calls = ToolCall.objects.filter(
+        session__creator_id=creator, session__external_id=external_id,
+        session__kind=Kind.GATEWAY, tool_use_id=tool_use_id,
     )  # fmt: skip
+    return with_approval(calls.exclude(tool_use_id="").order_by())
 
 
 _REPORTED = Prepared(ToolCall, _reported_wanted, creator=int, external_id=str, tool_use_id=str)
-
-
-def _call_of_use(session: AgentSession, tool_use_id: str) -> ToolCall | None:
-    found = next(iter(_USE.models(session=session.pk, tool_use_id=tool_use_id)), None)
-    if found is not None:
-        approval_read(found, found.approved_by_a_person)  # type: ignore[attr-defined]
-    return found
 
 
 def _running_with_input(session: AgentSession, native_tool: str, ran_input: Any) -> ToolCall | None:

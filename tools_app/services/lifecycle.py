@@ -223,8 +223,9 @@ def _moved_in_one_statement(
 ) -> bool | None:  # fmt: skip
     """The claim and its events in one statement (no transaction of its own); whether the
     call moved, or None when a value needs the ORM (an expression)."""
+    values = {**fields, "status": target}
     claim = rows.update_if_sql(
-        ToolCall, call.pk, {**fields, "status": target}, column="status", among=spec.sources
+        ToolCall, call.pk, values, column="status", among=spec.sources, returning=True
     )
     if claim is None:
         return None

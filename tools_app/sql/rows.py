@@ -143,14 +143,18 @@ def update_if(
 
 
 def update_if_sql(
-    model: type[Model], pk: Any, values: Mapping[str, Any], *, column: str, among: Iterable[Any]
-) -> tuple[str, list[Any]] | None:
+    model: type[Model], pk: Any, values: Mapping[str, Any], *, column: str,
+    among: Iterable[Any], returning: bool = False,
+) -> tuple[str, list[Any]] | None:  # fmt: skip
     """`update_if`'s statement and values, for a caller's statement that holds it (a
-    data-modifying `WITH`); None as there. `among` must not be empty."""
+    data-modifying `WITH`: `returning` the pk of the row it claims); None as there.
+    `among` must not be empty."""
     if any(hasattr(v, "resolve_expression") or isinstance(v, Model) for v in values.values()):
         return None
     allowed = sorted(among)  # the same text for the same set
     sql, columns = _update_text(model, tuple(values), column, len(allowed), connection.vendor)
+    if returning:
+        sql += f" RETURNING {connection.ops.quote_name(_pk_column(model))}"
     params = [_prepared(each, value) for each, value in zip(columns, values.values(), strict=True)]
     return sql, [*params, pk, *allowed]
 
