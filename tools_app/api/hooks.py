@@ -12,13 +12,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, JsonResponse, RawPostDataException
+from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
@@ -32,14 +33,12 @@ from tools_app.core.gateway.claude_code import (
     allow,
     check_event,
     deny,
-    is_report,
 )
 from tools_app.core.tools.jsonsafe import UnsafeJSON, loads
 from tools_app.errors import ServiceError
 from tools_app.live import waiting
 from tools_app.models import ApiToken, Project, ToolCall
 from tools_app.ops import judging_threads, metrics
-from tools_app.ops.hook_gate import hook_gate
 from tools_app.selectors import records
 from tools_app.selectors.decisions import approved_by_person
 from tools_app.services import connection_check, gateway, gateway_ran, tokens
@@ -69,8 +68,7 @@ async def claude_code_hook(request: HttpRequest) -> JsonResponse:
 
 
 async def _answer(request: HttpRequest) -> dict[str, Any]:
-    gate = hook_gate(settings.AGENTWEB_HOOKS_AT_ONCE)
-    async with gate.turn(report=_is_report(request)):
+    async with _at_once():
         answer, waits = await _judged(request)
     if waits is None:
         return answer
@@ -106,6 +104,25 @@ async def _abandon(call_id: int) -> None:
     """The call of a hook whose agent hung up while it waited for a person leaves the
     inbox: no hook is left to run an approval. Shielded: the view is being cancelled."""
     await asyncio.shield(sync_to_async(gateway.gateway_call_abandon)(call_id=call_id))
+
+
+# Per event loop (daphne has one; a test's async_to_sync makes its own).
+_GATES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _at_once() -> asyncio.Semaphore:
+    """At most AGENTWEB_HOOKS_AT_ONCE hooks of this process judge and store at once; the
+    others wait their turn on the event loop, holding no thread and no connection. So the
+    process holds a bounded number of database connections however many agents send at
+    once (one per hook at work, on SQLite too, where there is no pool), and a burst queues
+    here in order instead of in SQLite's busy loop or the pool's queue."""
+    loop = asyncio.get_running_loop()
+    gate = _GATES.get(loop)
+    if gate is None:
+        gate = _GATES[loop] = asyncio.Semaphore(settings.AGENTWEB_HOOKS_AT_ONCE)
+    return gate
 
 
 def _answer_now(request: HttpRequest) -> tuple[dict[str, Any], tuple[int, int] | None]:
@@ -179,14 +196,6 @@ def _token(header: str) -> ApiToken | str:
     if found.scope != ApiToken.Scope.AGENT:
         return "agentweb refused the hook: use an `agent` token, not a review token"
     return found
-
-
-def _is_report(request: HttpRequest) -> bool:
-    """Whether the hook reports what a tool did (it waits behind the hooks that decide)."""
-    try:
-        return is_report(request.body)  # read into memory before the view ran
-    except (RequestDataTooBig, RawPostDataException):
-        return False  # refused as it is when judged
 
 
 def _event(request: HttpRequest) -> dict[str, Any]:

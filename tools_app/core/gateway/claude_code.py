@@ -9,7 +9,6 @@ it and every answer back (its own `FORMATS`, standard library only). No Django h
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -131,20 +130,6 @@ IGNORED_EVENTS = frozenset(
     | {"FileChanged", "WorktreeCreate", "WorktreeRemove", "InstructionsLoaded", "Elicitation"}
     | {"ElicitationResult", "PostToolBatch", "StopFailure", "UserPromptExpansion"}
 )
-# Where Claude Code puts `hook_event_name`: after the session's id, paths and mode.
-_NAME_WITHIN_BYTES = 16_384
-_EVENT_NAME = re.compile(rb'"hook_event_name"\s*:\s*"(\w+)"')
-
-
-def is_report(body: bytes) -> bool:
-    """Whether a hook's body names, in its first bytes, a report of what a tool did
-    (`PostToolUse`, `PostToolUseFailure`). Read without parsing the body, to order work
-    (`ops/hook_gate.py`): nothing is judged by it, and an event it misreads is only
-    served in the other order."""
-    found = _EVENT_NAME.search(body, 0, _NAME_WITHIN_BYTES)
-    return found is not None and found[1] in (POST.encode(), POST_FAILURE.encode())
-
-
 MAX_ID_CHARS = 200
 MAX_RESULT_CHARS = 20_000
 
