@@ -20,7 +20,8 @@ leave the `PostToolUse` out.
 (c) 50 agents at an agent's pace: each sends one hook a second (open loop, each interval
     jittered ±50%), whether or not its last was answered.
 
-For each: p50/p99 of the `PreToolUse` answer time, answers/s, how many were not `allow`,
+For each: p50/p99 of the `PreToolUse` answer time (and, with `+ran`, of the
+`PostToolUse`'s: the agent waits for both), answers/s, how many were not `allow`,
 daphne's CPU per answered `PreToolUse` (its `PostToolUse`'s included, with `+ran`), and the
 most database connections daphne held (sampled every 50 ms:
 PostgreSQL's pg_stat_activity; for SQLite, daphne's open descriptors of the database file).
@@ -221,6 +222,7 @@ class Phase:
         self.kept = KeptConnections(port, token) if client.startswith("kept") else None
         self.ran = client.endswith("+ran")
         self.ms: list[float] = []
+        self.ran_ms: list[float] = []  # each PostToolUse's answer time
         self.not_allowed: list[str] = []
 
     async def send(self, agent: int, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -236,7 +238,9 @@ class Phase:
         if status != 200 or decision != "allow":
             self.not_allowed.append(f"{status} {decision}: {reason[:160]}")
         elif self.ran:
+            start = time.perf_counter()
             status, answer = await self.send(agent, ls_ran(self.name, agent, index))
+            self.ran_ms.append((time.perf_counter() - start) * 1000)
             if status != 200 or answer != {}:
                 self.not_allowed.append(f"PostToolUse {status}: {str(answer)[:160]}")
 
@@ -364,6 +368,7 @@ def run_phase(webs: Webs, db: Any, token: str, name: str, load: Any, client: str
     elapsed, cpu_used = time.monotonic() - start, webs.cpu_seconds() - cpu
     return {
         "ms": summary(phase.ms),
+        "ran_ms": summary(phase.ran_ms) if phase.ran_ms else None,
         "answers_per_s": len(phase.ms) / elapsed,
         "cpu_ms_per_hook": cpu_used * 1000 / max(1, len(phase.ms)),
         "not_allowed": len(phase.not_allowed),
@@ -489,13 +494,16 @@ def tables(results: dict[str, Any]) -> list[str]:
             continue
         for key, label in PHASES:
             r = results[kind][key]
+            ran = r.get("ran_ms")
             rows.append([
                 f"{kind} {results['commit']}, {results['webs']}", label, r["ms"]["n"],
                 r["ms"]["median"],
-                r["ms"]["p99"], r["answers_per_s"], r["cpu_ms_per_hook"], r["not_allowed"],
+                r["ms"]["p99"], f"{ran['median']:.3g} / {ran['p99']:.3g}" if ran else "-",
+                r["answers_per_s"], r["cpu_ms_per_hook"], r["not_allowed"],
                 r["connections_most"], r["load"],
             ])  # fmt: skip
-    headers = ["database, commit", "load shape", "hooks", "p50 ms", "p99 ms", "answers/s",
+    headers = ["database, commit", "load shape", "hooks", "p50 ms", "p99 ms",
+               "PostToolUse p50 / p99 ms", "answers/s",
                "daphne CPU ms/hook", "not allowed", "DB connections (most)",
                "load avg"]  # fmt: skip
     return [markdown_table(headers, rows)]
