@@ -75,6 +75,35 @@ def test_the_backend_s_pool_replaces_a_connection_cut_while_idle(
         base.DatabaseWrapper._connection_pools.pop("pool_test", None)  # type: ignore[attr-defined]
 
 
+def test_a_connection_given_back_is_in_the_pool_at_once_and_marked_fresh(
+    admin: psycopg.Connection,
+) -> None:
+    """Returned on the caller's thread, not handed to the pool's worker (as a `reset`
+    callback made psycopg's pool do), what was left open rolled back as before."""
+    database: dict[str, Any] = settings._postgresql(URL) | {"NAME": "test", "TIME_ZONE": None}
+    database["OPTIONS"]["pool"] |= {"min_size": 1, "max_size": 1}
+    wrapper = base.DatabaseWrapper(database, alias="pool_test")
+    pool = wrapper.pool
+    assert pool is not None
+    try:
+        pool.open(wait=True)
+        for _ in range(20):  # a worker thread would lose some of these races
+            used = pool.getconn()
+            used.autocommit = False
+            used.execute("SELECT 1")  # a transaction left open
+            pool.putconn(used)
+            assert pool.get_stats()["pool_available"] == 1
+            assert base._given_back.get(used, 0.0) > time.monotonic() - 1
+            again = pool.getconn(timeout=0.5)
+            assert again is used
+            assert again.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+            again.autocommit = True
+            pool.putconn(again)
+    finally:
+        pool.close()
+        base.DatabaseWrapper._connection_pools.pop("pool_test", None)  # type: ignore[attr-defined]
+
+
 def test_a_postgresql_url_is_served_by_this_backend_with_its_pool() -> None:
     database = settings._postgresql("postgres://agentweb@db.internal:5432/agentweb")
     assert database["ENGINE"] == "tools_app.sql.postgresql"

@@ -11,8 +11,14 @@ timeout), so it is pinged and, if dead, replaced before anyone uses it, as befor
 connection cut within those seconds of its last use fails its next statement: that one
 request fails (a hook denies, saying why) and the pool drops the connection.
 
-Django's `pool` property takes no other check, so it is Django 5.2's, with `check` and
-`reset` set here. `ENGINE` names this package (agentweb/settings.py).
+The time a connection comes back is marked by the pool's `putconn` itself, not by a
+`reset` callback: psycopg's pool hands a connection with a `reset` to its worker thread to
+be returned, a thread woken and the interpreter lock passed to it for every hook (and the
+connection back in the pool only once that thread ran). Without one, `putconn` returns it
+at once on the caller's thread, rolling back what was left open as before.
+
+Django's `pool` property takes no other check, so it is Django 5.2's, with `check` set
+and the pool's class made here. `ENGINE` names this package (agentweb/settings.py).
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ _given_back: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
 
 
 def given_back(connection: Any) -> None:
-    """The pool's `reset`: a connection returned to the pool, idle and working."""
+    """Mark a connection given back to the pool now."""
     _given_back[connection] = time.monotonic()
 
 
@@ -43,6 +49,14 @@ def checked(connection: Any) -> None:
     if returned is not None and time.monotonic() - returned < FRESH_SECONDS:
         return
     ConnectionPool.check_connection(connection)
+
+
+class _Pool(ConnectionPool):
+    """psycopg's pool, marking when each connection comes back (`checked` reads it)."""
+
+    def putconn(self, conn: Any) -> None:
+        given_back(conn)
+        super().putconn(conn)
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
@@ -58,12 +72,11 @@ class DatabaseWrapper(base.DatabaseWrapper):
             connect_kwargs = self.get_connection_params()
             connect_kwargs["autocommit"] = True  # Django sets it per use, as in its own
             checks = self.settings_dict["CONN_HEALTH_CHECKS"]
-            pool = ConnectionPool(
+            pool = (_Pool if checks else ConnectionPool)(
                 kwargs=connect_kwargs,
                 open=False,  # opened on first use, not at startup
                 configure=self._configure_connection,  # type: ignore[attr-defined]
                 check=checked if checks else None,
-                reset=given_back if checks else None,
                 **({} if options is True else options),
             )
             pools.setdefault(self.alias, pool)  # the first of several threads wins
