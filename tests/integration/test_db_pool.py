@@ -12,6 +12,7 @@ from typing import Any
 import psycopg
 import pytest
 from django.db import connection, connections
+from psycopg_pool import ConnectionPool
 
 from agentweb import settings
 from tools_app.sql.postgresql import base
@@ -51,9 +52,9 @@ def test_a_connection_given_back_just_now_is_not_pinged(
             base.checked(used)  # idle longer: pinged, found dead
 
 
-def test_the_backend_s_pool_replaces_a_connection_cut_while_idle(
-    admin: psycopg.Connection, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def pool(admin: psycopg.Connection) -> Iterator[ConnectionPool]:
+    """The backend's own pool on the test database, of one connection, opened."""
     database: dict[str, Any] = settings._postgresql(URL) | {"NAME": "test", "TIME_ZONE": None}
     database["OPTIONS"]["pool"] |= {"min_size": 1, "max_size": 1}
     wrapper = base.DatabaseWrapper(database, alias="pool_test")
@@ -61,47 +62,43 @@ def test_the_backend_s_pool_replaces_a_connection_cut_while_idle(
     assert pool is not None
     try:
         pool.open(wait=True)
-        with pool.connection() as first:
-            pid = first.info.backend_pid
-        with pool.connection() as again:  # given back just now: not pinged
-            assert again.info.backend_pid == pid
-        cut(admin, pid)
-        monkeypatch.setattr(base, "FRESH_SECONDS", 0.0)  # as after two idle seconds
-        with pool.connection() as second:
-            assert second.execute("SELECT 1").fetchone() == (1,)
-            assert second.info.backend_pid != pid
+        yield pool
     finally:
         pool.close()
         base.DatabaseWrapper._connection_pools.pop("pool_test", None)  # type: ignore[attr-defined]
+
+
+def test_the_backend_s_pool_replaces_a_connection_cut_while_idle(
+    pool: ConnectionPool, admin: psycopg.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pool.connection() as first:
+        pid = first.info.backend_pid
+    with pool.connection() as again:  # given back just now: not pinged
+        assert again.info.backend_pid == pid
+    cut(admin, pid)
+    monkeypatch.setattr(base, "FRESH_SECONDS", 0.0)  # as after two idle seconds
+    with pool.connection() as second:
+        assert second.execute("SELECT 1").fetchone() == (1,)
+        assert second.info.backend_pid != pid
 
 
 def test_a_connection_given_back_is_in_the_pool_at_once_and_marked_fresh(
-    admin: psycopg.Connection,
+    pool: ConnectionPool,
 ) -> None:
     """Returned on the caller's thread, not handed to the pool's worker (as a `reset`
     callback made psycopg's pool do), what was left open rolled back as before."""
-    database: dict[str, Any] = settings._postgresql(URL) | {"NAME": "test", "TIME_ZONE": None}
-    database["OPTIONS"]["pool"] |= {"min_size": 1, "max_size": 1}
-    wrapper = base.DatabaseWrapper(database, alias="pool_test")
-    pool = wrapper.pool
-    assert pool is not None
-    try:
-        pool.open(wait=True)
-        for _ in range(20):  # a worker thread would lose some of these races
-            used = pool.getconn()
-            used.autocommit = False
-            used.execute("SELECT 1")  # a transaction left open
-            pool.putconn(used)
-            assert pool.get_stats()["pool_available"] == 1
-            assert base._given_back.get(used, 0.0) > time.monotonic() - 1
-            again = pool.getconn(timeout=0.5)
-            assert again is used
-            assert again.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-            again.autocommit = True
-            pool.putconn(again)
-    finally:
-        pool.close()
-        base.DatabaseWrapper._connection_pools.pop("pool_test", None)  # type: ignore[attr-defined]
+    for _ in range(20):  # a worker thread would lose some of these races
+        used = pool.getconn()
+        used.autocommit = False
+        used.execute("SELECT 1")  # a transaction left open
+        pool.putconn(used)
+        assert pool.get_stats()["pool_available"] == 1
+        assert base._given_back.get(used, 0.0) > time.monotonic() - 1
+        again = pool.getconn(timeout=0.5)
+        assert again is used
+        assert again.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        again.autocommit = True
+        pool.putconn(again)
 
 
 def test_a_postgresql_url_is_served_by_this_backend_with_its_pool() -> None:

@@ -4,8 +4,8 @@ A gateway session is one per (token user, the agent's session id), with no clone
 agent loop: the agent's machine runs the tools and asks first through a hook. Each tool
 use is one ToolCall, found again by its `tool_use_id`; the policy judges it from its
 input (`core.gateway.judging.prepare_native`). An allowed call is `approved` until the hook
-answers (then `running`: the agent runs it) and its PostToolUse makes it `succeeded`
-or `failed`. Nothing here runs a tool.
+answers (then `running`: the agent runs it) and its PostToolUse makes it `succeeded` or
+`failed` (`gateway_ran.py`). Nothing here runs a tool.
 """
 
 from __future__ import annotations
@@ -394,6 +394,3 @@ def gateway_call_answered(*, call: ToolCall) -> ToolCall:
         ToolCall.objects.filter(pk=call.pk, hook_answered_at=None).update(hook_answered_at=now)
         call.refresh_from_db()
     return call
-
-
-# --- PostToolUse, PostToolUseFailure ---------------------------------------------------
