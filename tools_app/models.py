@@ -474,6 +474,7 @@ from tools_app.tables.channels import SlackUser as SlackUser  # noqa: E402
 from tools_app.tables.credentials import EgressCredential as EgressCredential  # noqa: E402
 from tools_app.tables.decisions import Approval as Approval  # noqa: E402
 from tools_app.tables.decisions import Decision as Decision  # noqa: E402
+from tools_app.tables.mcp_connections import McpConnection as McpConnection  # noqa: E402
 from tools_app.tables.projects import Project as Project  # noqa: E402
 from tools_app.tables.pull_requests import PullRequest as PullRequest  # noqa: E402
 from tools_app.tables.tokens import ApiToken as ApiToken  # noqa: E402

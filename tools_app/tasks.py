@@ -48,8 +48,9 @@ def deliver_notification(delivery_id: int) -> None:
 @shared_task(name="tools_app.tasks.sweep")
 def sweep() -> None:
     """Every few seconds: expire overdue approvals, resend lost work, recover crashed runs,
-    prune the audit trail past its retention. One sweep at a time in the cluster: a sweep
-    sent while another runs (a second clock, a slow database) does nothing."""
+    prune the audit trail past its retention and the MCP connections unused for a week.
+    One sweep at a time in the cluster: a sweep sent while another runs (a second clock, a
+    slow database) does nothing."""
     with clock.sweep_turn() as mine:
         if mine:
             _sweep()
@@ -62,6 +63,7 @@ def _sweep() -> None:
     services.session_requeue_unprepared()
     services.agent_requeue_stalled()
     services.audit_prune()
+    services.mcp_connection_prune()
     notifications.notify_sweep()
 
 

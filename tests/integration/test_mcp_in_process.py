@@ -18,7 +18,8 @@ from mcp import Client
 
 from tests.integration.test_card_facts_pages import assert_agentweb_sandbox_facts, card
 from tools_app import services
-from tools_app.api.mcp_server import FACTS_KEY, Principal, build_server
+from tools_app.api.mcp_callers import Principal
+from tools_app.api.mcp_server import FACTS_KEY, build_server
 from tools_app.models import AgentSession, ToolCall
 from tools_app.services import skills as skill_services
 

@@ -37,7 +37,8 @@ from mcp import Client
 from tests.helpers import ROOT
 from tests.integration.test_card_facts_pages import card
 from tools_app import services
-from tools_app.api.mcp_server import FACTS_KEY, Principal, build_server
+from tools_app.api.mcp_callers import Principal
+from tools_app.api.mcp_server import FACTS_KEY, build_server
 from tools_app.core.tools import sandbox_user
 from tools_app.core.upstreams.pinned import pinned_client
 from tools_app.core.upstreams.pool import Endpoint

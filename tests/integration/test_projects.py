@@ -27,7 +27,8 @@ from tests.integration.test_audit import body_of
 from tests.integration.test_notify_slack import SIGNING, click
 from tests.integration.test_websockets import connect, cookie_for
 from tools_app import services
-from tools_app.api.mcp_server import Principal, build_server
+from tools_app.api.mcp_callers import Principal
+from tools_app.api.mcp_server import build_server
 from tools_app.models import (
     AgentSession,
     Approval,

@@ -24,6 +24,7 @@ import pytest
 
 from tests.conftest import PROCESS_SLOT
 from tests.helpers import git, processes_running, wait_gone
+from tests.integration.test_mcp_web_processes import mcp_close, mcp_open, mcp_tools_status
 from tests.integration.test_up import descendants, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -323,6 +324,17 @@ def test_a_hook_retried_on_the_other_web_process_joins_its_call_and_gets_the_dec
     restarted = cluster.role("web0", "web", "--port", str(cluster.ports[0]))
     wait_for(partial(cluster.serving, 0), "web 0 again", 60)
     assert restarted.process is not None
+
+
+def test_an_mcp_session_opened_on_one_web_process_is_served_and_closed_by_the_other(
+    cluster: Cluster,
+) -> None:
+    urls = [cluster.web(index) + "/mcp" for index in (0, 1)]
+    key = mcp_open(urls[0], cluster.agent)
+    assert [mcp_tools_status(url, cluster.agent, key) for url in urls * 2] == [200] * 4
+    assert sql("SELECT count(*) FROM tools_app_mcpconnection WHERE session_key = %s", key) == [(1,)]
+    assert mcp_close(urls[1], cluster.agent, key) == 200
+    assert [mcp_tools_status(url, cluster.agent, key) for url in urls] == [404, 404]
 
 
 def test_a_second_clock_stands_by_and_no_sweep_runs_twice(cluster: Cluster) -> None:

@@ -5,9 +5,10 @@ Django's middleware does not run here, so `/mcp` checks what it would (`entry_ch
 site's a 403, as the MCP specification asks of a server (DNS rebinding). Then every
 request needs `Authorization: Bearer TOKEN` (an API token, as for the REST API); without
 one, or with a bad one, the answer is 401 before any MCP is spoken. The SDK's
-session manager keeps each MCP session (its `Mcp-Session-Id`) bound to the token user
-that opened it, and this module's `Principal` names that session as the connection
-whose last `start_session` is the default session. A 2026-07-28 request (its
+session manager keeps each MCP session (its `Mcp-Session-Id`) bound to the token that
+opened it, stored so that every web process serves it (`mcp_sessions`), and this
+module's `Principal` names that session as the connection whose last `start_session` is
+the default session. A 2026-07-28 request (its
 `MCP-Protocol-Version` header says so) is served by the SDK as one exchange, with no
 `Mcp-Session-Id`: it has no connection, and its calls name their session.
 
@@ -29,10 +30,11 @@ from django.db import close_old_connections
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.context import ServerRequestContext
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from tools_app.api.entry_checks import entry_refusal
-from tools_app.api.mcp_server import Principal, build_server
+from tools_app.api.mcp_callers import Principal
+from tools_app.api.mcp_server import build_server
+from tools_app.api.mcp_sessions import TOKEN_ID_KEY, SharedSessions, StoredDefaults
 from tools_app.services import tokens
 
 PATHS = {"/mcp", "/mcp/"}
@@ -60,8 +62,8 @@ class McpHttp:
     """The ASGI app for `/mcp`: bearer auth, then the SDK's streamable HTTP transport."""
 
     def __init__(self) -> None:
-        self.server = build_server(principal_of)
-        self.manager: StreamableHTTPSessionManager | None = None
+        self.server = build_server(principal_of, StoredDefaults())
+        self.manager: SharedSessions | None = None
         self.running: asyncio.Task[None] | None = None
         self.starting = asyncio.Lock()
 
@@ -81,14 +83,15 @@ class McpHttp:
             "user": AuthenticatedUser(identity),  # the SDK binds each MCP session to it
             USER_KEY: user,
             SCOPE_KEY: token_scope,
+            TOKEN_ID_KEY: token_id,
         }
         manager = await self._manager()
         await manager.handle_request(authenticated, receive, send)
 
-    async def _manager(self) -> StreamableHTTPSessionManager:
+    async def _manager(self) -> SharedSessions:
         async with self.starting:
             if self.manager is None or self.running is None or self.running.done():
-                self.manager = StreamableHTTPSessionManager(
+                self.manager = SharedSessions(
                     app=self.server,
                     max_request_body_size=settings.DATA_UPLOAD_MAX_MEMORY_SIZE,
                 )
@@ -98,7 +101,7 @@ class McpHttp:
             return self.manager
 
 
-async def _run(manager: StreamableHTTPSessionManager, ready: asyncio.Event) -> None:
+async def _run(manager: SharedSessions, ready: asyncio.Event) -> None:
     async with manager.run():
         ready.set()
         await asyncio.Event().wait()  # until the process ends

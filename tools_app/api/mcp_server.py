@@ -31,16 +31,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
-from django.db import close_old_connections
 from django.http import Http404
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
@@ -48,6 +44,13 @@ from mcp.server.models import InitializationOptions
 
 from tools_app import access, services
 from tools_app.api import mcp_upstreams
+from tools_app.api.mcp_callers import (
+    DefaultSessions,
+    KeptDefaults,
+    Principal,
+    PrincipalOf,
+    db_thread,
+)
 from tools_app.core.tools.registry import core_tool_schemas
 from tools_app.core.upstreams.definitions import judged_name, split_listed
 from tools_app.live import waiting
@@ -60,7 +63,7 @@ START_SESSION = "start_session"
 AWAIT_TOOL_CALL = "await_tool_call"
 FINAL = {"succeeded", "failed", "denied", "expired", "cancelled"}
 PROGRESS_EVERY_SECONDS = 5.0  # a client that times out without news hears of the wait
-CONNECTIONS_KEPT = 10_000  # the default session of at most this many connections
+
 FACTS_KEY = "agentweb/facts"  # a result's `_meta` member with its facts (ids, status)
 
 SESSION_PROPERTY = {
@@ -110,38 +113,7 @@ class Refused(Exception):
     """A request the model should read about and correct: an `isError` result."""
 
 
-@dataclass(frozen=True)
-class Principal:
-    """Who sends a request: a Django user, the token's scope, and the connection
-    (None where the transport has none: no default session there)."""
-
-    user: Any
-    scope: str
-    connection: str | None
-
-
-PrincipalOf = Callable[[ServerRequestContext[Any, Any]], Principal]
 Report = Callable[[float, str], Awaitable[None]]
-
-
-class DefaultSessions:
-    """The last session each connection started, for calls that name none."""
-
-    def __init__(self) -> None:
-        self.sessions: OrderedDict[tuple[int, str], int] = OrderedDict()
-
-    def get(self, who: Principal) -> int | None:
-        if who.connection is None:
-            return None
-        return self.sessions.get((who.user.pk, who.connection))
-
-    def set(self, who: Principal, session_id: int) -> None:
-        if who.connection is None:
-            return
-        self.sessions[(who.user.pk, who.connection)] = session_id
-        self.sessions.move_to_end((who.user.pk, who.connection))
-        while len(self.sessions) > CONNECTIONS_KEPT:
-            self.sessions.popitem(last=False)
 
 
 class AgentwebServer(Server[Any]):
@@ -157,17 +129,18 @@ class AgentwebServer(Server[Any]):
         return super().create_initialization_options(changes, experimental_capabilities, extensions)
 
 
-def build_server(principal_of: PrincipalOf) -> Server[Any]:
-    """The MCP server; `principal_of` says who sent a request (the transport knows)."""
-    defaults = DefaultSessions()
+def build_server(principal_of: PrincipalOf, defaults: DefaultSessions | None = None) -> Server[Any]:
+    """The MCP server; `principal_of` says who sent a request (the transport knows), and
+    `defaults` keeps each connection's default session (in memory unless given)."""
+    defaults = KeptDefaults() if defaults is None else defaults
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         who = principal_of(ctx)
-        schemas = await _db(_tool_schemas)(who, defaults.get(who))
-        servers = await _db(_upstreams_of)(who, defaults.get(who))
-        listed = await mcp_upstreams.listed_tool_schemas(servers, _db)
+        schemas = await db_thread(_tool_schemas)(who, default := await defaults.get(who))
+        servers = await db_thread(_upstreams_of)(who, default)
+        listed = await mcp_upstreams.listed_tool_schemas(servers, db_thread)
         schemas += [_with_session(schema, who) for schema in listed]
         return types.ListToolsResult(tools=[_tool(schema) for schema in schemas])
 
@@ -187,7 +160,7 @@ def build_server(principal_of: PrincipalOf) -> Server[Any]:
                 return started
             if params.name == AWAIT_TOOL_CALL:
                 return await _await_call(who, _positive_int(args, "id"), report, wait)
-            session_id = _session_of(who, args, defaults)
+            session_id = _session_of(who, args, await defaults.get(who))
             return await _tool_call(who, session_id, _judged(params.name), args, report, wait)
         except Refused as exc:
             return _result(str(exc), error=True)
@@ -221,7 +194,7 @@ def _upstream_handlers(principal_of: PrincipalOf, defaults: DefaultSessions) -> 
 
     async def servers(ctx: ServerRequestContext[Any, Any]) -> list[mcp_upstreams.Reachable]:
         who = principal_of(ctx)
-        return list(await _db(_upstreams_of)(who, defaults.get(who)))
+        return list(await db_thread(_upstreams_of)(who, await defaults.get(who)))
 
     return mcp_upstreams.passthrough_handlers(servers)
 
@@ -248,21 +221,6 @@ def waited_for(meta: Mapping[str, Any] | None) -> float:
     if token is None:
         return wait_seconds()
     return max(wait_seconds(), float(settings.AGENTWEB_MCP_PROGRESS_WAIT_SECONDS))
-
-
-def _db(function: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
-    """Run ORM work off the event loop, on a connection that is still usable, and give
-    it back after, as the end of a request does: MCP's work shares one thread, which
-    would otherwise keep a pooled connection from its last call on."""
-
-    def fresh(*args: Any) -> Any:
-        close_old_connections()
-        try:
-            return function(*args)
-        finally:
-            close_old_connections()
-
-    return sync_to_async(fresh)
 
 
 # --- tools/list -------------------------------------------------------------------------
@@ -328,17 +286,16 @@ def _positive_int(args: dict[str, Any], name: str) -> int:
     return value
 
 
-def _session_of(who: Principal, args: dict[str, Any], defaults: DefaultSessions) -> int:
+def _session_of(who: Principal, args: dict[str, Any], default: int | None) -> int:
     """The `session` argument (taken out of `args`), else the connection's default."""
     if "session" in args:
         return _positive_int({"session": args.pop("session")}, "session")
-    session_id = defaults.get(who)
-    if session_id is None:
+    if default is None:
         raise Refused(
             "No session: call start_session {task, repo} first, or pass `session` "
             "with the id of a session you started."
         )
-    return session_id
+    return default
 
 
 async def _start_session(
@@ -349,8 +306,8 @@ async def _start_session(
         raise Refused(f"start_session takes task, repo and policy; not {', '.join(unknown)}.")
     task, repo = _string(args, "task"), _string(args, "repo")
     policy = _string(args, "policy", "default")
-    session_id = await _db(_session_start)(who, task, repo, policy)
-    defaults.set(who, session_id)
+    session_id = await db_thread(_session_start)(who, task, repo, policy)
+    await defaults.set(who, session_id)
     started = time.monotonic()
 
     async def cloning(session: dict[str, Any]) -> None:
@@ -358,7 +315,7 @@ async def _start_session(
 
     async with waiting.listening(session_id) as listener:
         session = await listener.settle(
-            lambda: _db(_session_read)(who, session_id),
+            lambda: db_thread(_session_read)(who, session_id),
             wait=wait_seconds(),
             done=lambda read: read["status"] != "queued",
             wakes=_session_moved,
@@ -416,14 +373,14 @@ async def _tool_call(
 ) -> types.CallToolResult:
     """Store the call and answer once it is final, or when the wait runs out."""
     async with waiting.listening(session_id) as listener:  # before the call exists
-        call_id = await _db(_receive)(who, session_id, tool, args)
+        call_id = await db_thread(_receive)(who, session_id, tool, args)
         return await _answer(who, call_id, listener, report, wait, joined_before_the_call=True)
 
 
 async def _await_call(
     who: Principal, call_id: int, report: Report, wait: float
 ) -> types.CallToolResult:
-    call = await _db(_call_read)(who, call_id)
+    call = await db_thread(_call_read)(who, call_id)
     async with waiting.listening(call["session"]) as listener:
         return await _answer(who, call_id, listener, report, wait)
 
@@ -445,7 +402,7 @@ async def _answer(
         await report(time.monotonic() - started, f"call {call_id}: {_said(call['status'])}")
 
     call = await listener.settle(
-        lambda: _db(_call_read)(who, call_id),
+        lambda: db_thread(_call_read)(who, call_id),
         wait=wait,
         done=lambda read: read["status"] in FINAL,
         wakes=waiting.call_event(call_id),

@@ -49,7 +49,7 @@ class Reachable:
 
 
 def reachable(user: Any, session: AgentSession | None) -> list[Reachable]:
-    """The servers the caller may use, each with its endpoint (ORM work: call via `_db`)."""
+    """The servers the caller may use, each with its endpoint (ORM work: call via `db_thread`)."""
     servers = access.usable_upstreams(user, session)
     return [Reachable(s.pk, s.name, upstreams.upstream_endpoint(s)) for s in servers]
 

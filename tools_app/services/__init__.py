@@ -21,6 +21,7 @@ from tools_app.services.maintenance import (
     tool_call_recover_interrupted,
     tool_call_requeue_orphans,
 )
+from tools_app.services.mcp_connections import mcp_connection_prune
 from tools_app.services.policies import (
     load_policy_or_denial,
     policy_bump_version,
@@ -62,6 +63,7 @@ __all__ = [
     "audit_prune",
     "audit_record",
     "load_policy_or_denial",
+    "mcp_connection_prune",
     "policy_bump_version",
     "policy_evaluate",
     "policy_import",

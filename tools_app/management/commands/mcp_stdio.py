@@ -20,7 +20,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from mcp.server.runner import serve_dual_era_loop
 from mcp.server.stdio import stdio_server
 
-from tools_app.api.mcp_server import Principal, build_server
+from tools_app.api.mcp_callers import Principal
+from tools_app.api.mcp_server import build_server
 from tools_app.models import ApiToken
 from tools_app.services import tokens
 

@@ -1,0 +1,181 @@
+"""MCP sessions that every web process serves, whichever one opened them.
+
+The SDK's session manager keeps each MCP session (`Mcp-Session-Id`) in the memory of the
+process whose `initialize` made it, and answers 404 for one it does not hold. Behind a
+proxy that spreads requests over several web processes (deploy/), a client's next
+request would then find its session only on every other try. So a session is also
+stored (`McpConnection`) as its `initialize` is answered; a process that does not hold a
+stored session takes it up (born ready: its handshake was made elsewhere) for the
+request's own token, and one that holds a session the store no longer has (closed by a
+DELETE sent to another process, or unused for a week) lets it go. A process forgets a
+session unused for the SDK's idle time (30 minutes) and takes it up again when it comes
+back, so its memory holds the connections in use, not every one ever opened.
+
+What a process holds of a session is its own: a notification sent on a session's own
+stream (`tools/list_changed`) reaches the client only from the process holding that
+stream; a client that missed it lists the tools when it next asks.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import anyio
+from anyio.abc import TaskStatus
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
+from mcp.server.connection import Connection
+from mcp.server.runner import serve_connection
+from mcp.server.streamable_http import StreamableHTTPServerTransport
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
+from mcp_types import DEFAULT_NEGOTIATED_VERSION, INVALID_REQUEST, ErrorData, JSONRPCError
+
+from tools_app.api.mcp_callers import Principal, db_thread
+from tools_app.services import mcp_connections
+
+logger = logging.getLogger(__name__)
+
+SESSION_HEADER = b"mcp-session-id"
+VERSION_HEADER = b"mcp-protocol-version"
+TOKEN_ID_KEY = "agentweb.token_id"  # noqa: S105 - the scope key of the request's token id
+
+
+def _header(scope: dict[str, Any], name: bytes) -> str | None:
+    value = next((v for k, v in scope.get("headers") or [] if k == name), None)
+    return value.decode("latin-1") if value is not None else None
+
+
+class SharedSessions(StreamableHTTPSessionManager):
+    """The SDK's stateful session manager, with its sessions stored for every process."""
+
+    async def _handle_stateful_request(self, scope: Any, receive: Any, send: Any) -> None:
+        key = _header(scope, SESSION_HEADER)
+        token_id: int = scope[TOKEN_ID_KEY]
+        if key is None:  # an `initialize` opens one: stored before its answer leaves
+            await super()._handle_stateful_request(scope, receive, _storing(send, token_id))
+            return
+        stored = await db_thread(mcp_connections.mcp_connection_find)(session_key=key)
+        if stored is None:
+            await self._let_go(key)
+        if stored is None or stored.token_id != token_id:  # as if it did not exist
+            await _not_found(scope, receive, send)
+            return
+        if key not in self._server_instances:
+            await self._take_up(key, scope)
+        closing = scope["method"] == "DELETE"
+        await super()._handle_stateful_request(
+            scope, receive, _closing(send, key, token_id) if closing else send
+        )
+
+    async def _take_up(self, key: str, scope: Any) -> None:
+        """Serve here a session another process opened, for the request's credential."""
+        async with self._session_creation_lock:
+            if key in self._server_instances:  # a concurrent request took it up
+                return
+            transport = StreamableHTTPServerTransport(
+                mcp_session_id=key,
+                is_json_response_enabled=self.json_response,
+                event_store=self.event_store,
+                security_settings=self.security_settings,
+                retry_interval=self.retry_interval,
+                idle_timeout=self.session_idle_timeout,
+            )
+            user = scope.get("user")
+            if isinstance(user, AuthenticatedUser):
+                self._session_owners[key] = authorization_context(user)
+            self._server_instances[key] = transport
+        version = _header(scope, VERSION_HEADER) or DEFAULT_NEGOTIATED_VERSION
+        assert self._task_group is not None
+        await self._task_group.start(self._serve_taken_up, key, transport, version)
+
+    async def _serve_taken_up(
+        self,
+        key: str,
+        transport: StreamableHTTPServerTransport,
+        version: str,
+        *,
+        task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """What the SDK runs for a session it opened, with a connection born ready."""
+        async with transport.connect() as (read_stream, write_stream):
+            task_status.started()
+            try:
+                with transport.idle_scope or anyio.CancelScope():
+                    dispatcher: JSONRPCDispatcher[Any] = JSONRPCDispatcher(
+                        read_stream, write_stream, inline_methods=frozenset({"initialize"})
+                    )
+                    connection = Connection.for_loop(
+                        dispatcher, session_id=key, protocol_version_hint=version
+                    )
+                    connection.initialized.set()  # its handshake was made on another process
+                    await serve_connection(
+                        self.app,
+                        dispatcher,
+                        connection=connection,
+                        lifespan_state=self._lifespan_state,
+                    )
+            except Exception:
+                logger.exception("MCP session %s crashed", key[:8])
+            finally:
+                await self._discard_session(key, transport)
+
+    async def _let_go(self, key: str) -> None:
+        transport = self._server_instances.get(key)
+        if transport is not None:
+            await self._discard_session(key, transport)
+
+
+def _storing(send: Any, token_id: int) -> Any:
+    """`send`, storing the session an answer opens before the client can learn its id."""
+
+    async def storing(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start" and message["status"] < 400:
+            key = _header(message, SESSION_HEADER)
+            if key is not None:
+                await db_thread(mcp_connections.mcp_connection_open)(
+                    session_key=key, token_id=token_id
+                )
+        await send(message)
+
+    return storing
+
+
+def _closing(send: Any, key: str, token_id: int) -> Any:
+    """`send`, closing the stored session once the SDK has accepted its DELETE."""
+
+    async def closing(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start" and message["status"] < 300:
+            await db_thread(mcp_connections.mcp_connection_close)(
+                session_key=key, token_id=token_id
+            )
+        await send(message)
+
+    return closing
+
+
+async def _not_found(scope: Any, receive: Any, send: Any) -> None:
+    """The SDK's answer for a session it does not know: the client opens a new one."""
+    body = JSONRPCError(
+        jsonrpc="2.0", id=None, error=ErrorData(code=INVALID_REQUEST, message="Session not found")
+    ).model_dump_json(by_alias=True, exclude_unset=True)
+    headers = [(b"content-type", b"application/json")]
+    headers.append((b"content-length", str(len(body)).encode()))
+    await send({"type": "http.response.start", "status": 404, "headers": headers})
+    await send({"type": "http.response.body", "body": body.encode()})
+
+
+class StoredDefaults:
+    """Each connection's default session, in its stored `McpConnection`."""
+
+    async def get(self, who: Principal) -> int | None:
+        if who.connection is None:
+            return None
+        found = db_thread(mcp_connections.mcp_connection_default)
+        default: int | None = await found(session_key=who.connection, user_id=who.user.pk)
+        return default
+
+    async def set(self, who: Principal, session_id: int) -> None:
+        if who.connection is not None:
+            remember = db_thread(mcp_connections.mcp_connection_remember)
+            await remember(session_key=who.connection, user_id=who.user.pk, session_id=session_id)
