@@ -277,16 +277,21 @@ def test_nothing_up_started_outlives_it(migrated: tuple[Path, int], signum: int)
     var, port = migrated
     terminal = signum == signal.SIGHUP
     json_logs = signum == signal.SIGTERM
-    up = Up(up_env(var, AGENTWEB_DEMO="0", **(JSON_LOGS if json_logs else {})), port, terminal)
+    webs = 2 if signum == signal.SIGKILL else 1  # AGENTWEB_WEB_PROCESSES: one port, two
+    env = up_env(var, AGENTWEB_DEMO="0", AGENTWEB_WEB_PROCESSES=str(webs))
+    up = Up(env | (JSON_LOGS if json_logs else {}), port, terminal)
     try:
         up.wait_running()
         deadline = time.monotonic() + 60  # the tool worker forks its pool and beat: wait
-        while len(pids := up.started()) < 7 and time.monotonic() < deadline:
+        while len(pids := up.started()) < 6 + webs and time.monotonic() < deadline:
             time.sleep(0.2)
         lines = [command_line(pid) for pid in pids]
         for role in ("redis-server", "--beat", "notify@", "daphne", "tools_app.core.supervision"):
             assert any(role in line for line in lines), (role, lines)
-        assert len(pids) >= 7, lines  # the tool worker's pool process and its beat too
+        assert len(pids) >= 6 + webs, lines  # the tool worker's pool process and its beat too
+        daphnes = [pid for pid in pids if "daphne" in command_line(pid)]
+        assert len(daphnes) == webs, lines
+        assert_webs_share_the_port(up, daphnes)
         if json_logs:
             assert_json_log_lines(up)
     finally:
@@ -296,6 +301,33 @@ def test_nothing_up_started_outlives_it(migrated: tuple[Path, int], signum: int)
         else:
             up.kill(signum)
     assert_all_gone(up, pids, var / "redis.sock")
+
+
+def assert_webs_share_the_port(up: Up, webs: list[int]) -> None:
+    """Each daphne process holds some of 24 connections kept open to `up`'s one port."""
+    with contextlib.ExitStack() as kept:
+        clients = [kept.enter_context(httpx.Client(timeout=10)) for _ in range(24)]
+        for client in clients:
+            assert client.get(f"http://127.0.0.1:{up.port}/healthz").status_code == 200
+        held = [len(established(pid, up.port)) for pid in webs]
+    assert sum(held) == 24 and all(held), held
+
+
+def established(pid: int, port: int) -> set[int]:
+    """The inodes of the connections `pid` holds on its listening `port` (from /proc)."""
+    own = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            if (target := os.readlink(fd)).startswith("socket:["):
+                own.add(int(target[8:-1]))
+    found = set()
+    for table in ("tcp", "tcp6"):
+        for row in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
+            fields = row.split()
+            local_port = int(fields[1].rsplit(":", 1)[1], 16)
+            if local_port == port and fields[3] == "01" and int(fields[9]) in own:
+                found.add(int(fields[9]))
+    return found
 
 
 # Every log line of daphne, the workers and the clock one JSON object; the libraries'

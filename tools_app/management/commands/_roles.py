@@ -9,6 +9,7 @@ safe to start twice by agentweb/clock.py).
 
 from __future__ import annotations
 
+import socket
 import sys
 
 from django.conf import settings
@@ -21,15 +22,23 @@ CELERY = [sys.executable, "-m", "celery", "-A", "agentweb", "--quiet"]
 
 
 def web_command(
-    *, host: str, port: int, proxy_headers: bool = False, access_log: bool = True
+    *,
+    host: str,
+    port: int,
+    proxy_headers: bool = False,
+    access_log: bool = True,
+    listener: socket.socket | None = None,
 ) -> list[str]:
-    """daphne on HOST:PORT; behind a reverse proxy, its X-Forwarded-For/-Proto are read.
-    Without `access_log` (`up`'s terminal), no line per request on stdout."""
+    """daphne on HOST:PORT, or on `listener` (an IPv4 socket bound there, passed to it); behind a
+    reverse proxy, its X-Forwarded-For/-Proto are read. Without `access_log` (`up`'s
+    terminal), no line per request on stdout."""
     proxy = ["--proxy-headers"] if proxy_headers else []
     quiet = [] if access_log else ["-v", "0"]
+    where = ["-b", host, "-p", str(port)]
+    if listener is not None:  # IPv4 only: daphne adopts a socket as AF_INET
+        where = ["--fd", str(listener.fileno())]
     return [
-        sys.executable, "-m", "daphne", "-b", host, "-p", str(port), *proxy, *quiet,
-        "agentweb.asgi:application",
+        sys.executable, "-m", "daphne", *where, *proxy, *quiet, "agentweb.asgi:application",
     ]  # fmt: skip
 
 

@@ -29,6 +29,7 @@ from tools_app.ops import metrics
 from tools_app.runtime import demo
 
 Child = supervision.Child
+MOST_WEBS = 32
 
 
 class Command(BaseCommand):
@@ -44,12 +45,28 @@ class Command(BaseCommand):
         parser.add_argument(
             "--concurrency", type=int, default=int(os.environ.get("AGENTWEB_CONCURRENCY", "4"))
         )
+        parser.add_argument(
+            "--webs",
+            type=int,
+            default=settings.AGENTWEB_WEB_PROCESSES,
+            help="daphne processes on the one port, the kernel spreading the connections "
+            f"over them (default: AGENTWEB_WEB_PROCESSES, else 1; at most {MOST_WEBS})",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         # SIGINT too: a shell starts a background job with SIGINT ignored; SIGHUP: its
         # terminal closed.
         for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(signum, _raise_interrupt)
+        if not 1 <= options["webs"] <= MOST_WEBS:
+            raise CommandError(
+                f"--webs (AGENTWEB_WEB_PROCESSES) must be 1 to {MOST_WEBS}, not {options['webs']}"
+            )
+        if options["webs"] > 1 and _family(options["host"]) == socket.AF_INET6:
+            raise CommandError(
+                "--webs above 1 needs an IPv4 address to bind (daphne takes its listening "
+                f"socket as IPv4), not {options['host']}"
+            )
         _require_free_port(options["host"], options["port"])
         stack = supervision.Supervisor(leftovers=_leftovers())
         try:
@@ -59,10 +76,8 @@ class Command(BaseCommand):
             metrics.counts_reset()
             stack.start(_roles.worker_command(concurrency=options["concurrency"], beat=True))
             stack.start(_roles.notify_command())
-            web = stack.start(
-                _roles.web_command(host=options["host"], port=options["port"], access_log=False)
-            )
-            _await_port(options["host"], options["port"], web)
+            webs = _start_webs(stack, options["host"], options["port"], options["webs"])
+            _await_port(options["host"], options["port"], webs)
             self._announce(site_url(options["port"]), options["host"])
             self._demo(site_url(options["port"]))
             self._log_in(password)
@@ -171,11 +186,38 @@ def _require_free_port(host: str, port: int) -> None:
             ) from exc
 
 
-def _await_port(host: str, port: int, web: Child, timeout: float = 120) -> None:
+def _start_webs(stack: supervision.Supervisor, host: str, port: int, count: int) -> list[Child]:
+    """One daphne on HOST:PORT; or `count` of them, each on a listening socket of its own
+    on that port (SO_REUSEPORT): the kernel spreads the connections over them, and each
+    process's interpreter works on its own core."""
+    if count == 1:
+        return [stack.start(_roles.web_command(host=host, port=port, access_log=False))]
+    webs = []
+    for _ in range(count):
+        with _listener(host, port) as listener:  # the child's copy stays open, not ours
+            command = _roles.web_command(host=host, port=port, access_log=False, listener=listener)
+            webs.append(stack.start(command, pass_fds=(listener.fileno(),)))
+    return webs
+
+
+def _listener(host: str, port: int) -> socket.socket:
+    listener = socket.socket(_family(host))
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        listener.bind((host.strip("[]"), port))
+        listener.listen(socket.SOMAXCONN)
+    except OSError as exc:
+        listener.close()
+        raise CommandError(f"{host}:{port} cannot be listened on ({exc.strerror}).") from exc
+    return listener
+
+
+def _await_port(host: str, port: int, webs: list[Child], timeout: float = 120) -> None:
     """Until daphne accepts connections: only then is agentweb running."""
     target = (_connectable(host), port)
     deadline = time.monotonic() + timeout
-    while web.poll() is None and time.monotonic() < deadline:
+    while all(web.poll() is None for web in webs) and time.monotonic() < deadline:
         try:
             with socket.create_connection(target, timeout=1):
                 return
