@@ -41,7 +41,7 @@ from tools_app.api.mcp_callers import Principal
 from tools_app.api.mcp_server import FACTS_KEY, build_server
 from tools_app.core.tools import sandbox_user
 from tools_app.core.upstreams.pinned import pinned_client
-from tools_app.core.upstreams.pool import Endpoint
+from tools_app.core.upstreams.pool import Endpoint, Pool
 from tools_app.models import Policy, PolicyRule, Project, ToolCall, UpstreamServer, UpstreamTool
 from tools_app.services import upstreams
 
@@ -365,6 +365,27 @@ def test_a_server_reaches_the_hosts_its_entry_names_and_no_other(
     assert refused.is_error and "403" in text(refused), text(refused)
     direct = call(creator, session, "netprobe__reach", host="127.0.0.1", port=web_server)
     assert direct.is_error and text(direct) != "connected"
+
+    # Stopped (as after AGENTWEB_MCP_UPSTREAM_IDLE_SECONDS unused) and started again: its
+    # proxy takes a socket again where the last one was, and one more pool of servers (as
+    # another process on this host keeps: daphne's for listings, a worker's for calls)
+    # starts its own copy beside this one; each reaches the host.
+    upstreams.upstreams_close()
+    assert list((home / "upstreams" / "netprobe.egress").iterdir()) == []  # its socket gone
+    again = call(creator, session, "netprobe__get", url="http://allowed.test/")
+    assert not again.is_error and text(again) == "hello from allowed.test", text(again)
+    endpoint = upstreams.upstream_endpoint(UpstreamServer.objects.get(name="netprobe"))
+    assert isinstance(endpoint, Endpoint)
+    other = Pool(idle_seconds=60, start_seconds=30)
+    try:
+        fetched = other.run(
+            endpoint, lambda c: c.call_tool("get", {"url": "http://allowed.test/"}), timeout=30
+        )
+    finally:
+        other.close()
+    assert text(fetched) == "hello from allowed.test"
+    beside = call(creator, session, "netprobe__get", url="http://allowed.test/")
+    assert not beside.is_error and text(beside) == "hello from allowed.test", text(beside)
 
 
 @pytest.fixture(scope="module")

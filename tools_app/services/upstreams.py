@@ -111,10 +111,12 @@ def _scratch(name: str) -> Path:
 
 
 def _egress_dir(name: str) -> Path:
-    """Where the server's egress proxy puts its socket, outside the server's view."""
-    folder = Path(settings.AGENTWEB_VAR) / "upstreams" / f"{name}.egress"
-    folder.mkdir(mode=0o755, parents=True, exist_ok=True)
-    return folder
+    """Where the server's egress proxy puts its socket, outside the server's view: a
+    folder of this process's own, since each process on the host that talks to the
+    server (daphne for listings, each worker for calls) runs its own copy of it."""
+    servers = Path(settings.AGENTWEB_VAR) / "upstreams" / f"{name}.egress"
+    servers.mkdir(mode=0o755, parents=True, exist_ok=True)
+    return servers / str(os.getpid())  # made and removed with the proxy (`pool._client`)
 
 
 def hide_credential(server: UpstreamServer, text: str) -> str:

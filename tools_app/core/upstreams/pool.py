@@ -142,7 +142,7 @@ def _client(endpoint: Endpoint, stack: AsyncExitStack, refusals: list[int]) -> C
     stack.callback(errlog.close)
     if endpoint.egress is not None:  # started first: the sandbox binds its socket
         owner = sandbox_user.sandbox_ids() if sandbox_user.worker_is_root() else None
-        socket_path = Path(endpoint.egress_dir) / egress_sandbox.SOCKET_NAME
+        socket_path = _own_socket(Path(endpoint.egress_dir), stack)
         stack.enter_context(proxy.serving(endpoint.egress, socket_path, owner))
     params = StdioServerParameters(
         command=endpoint.argv[0],
@@ -151,6 +151,23 @@ def _client(endpoint: Endpoint, stack: AsyncExitStack, refusals: list[int]) -> C
         cwd=endpoint.cwd or None,
     )
     return Client(stdio_client(params, errlog=errlog), cache=None)
+
+
+def _own_socket(folder: Path, stack: AsyncExitStack) -> Path:
+    """Where this process's proxy for a server listens: its folder is this process's own
+    (each process on the host runs its own copy of the server), so what may be there is
+    only a socket left by a dead process that had its pid. Removed after the proxy stops."""
+    folder.mkdir(mode=0o755, exist_ok=True)
+    socket_path = folder / egress_sandbox.SOCKET_NAME
+    socket_path.unlink(missing_ok=True)
+    stack.callback(_remove, folder)
+    return socket_path
+
+
+def _remove(folder: Path) -> None:
+    with suppress(OSError):
+        (folder / egress_sandbox.SOCKET_NAME).unlink(missing_ok=True)
+        folder.rmdir()
 
 
 class Pool:
