@@ -94,8 +94,7 @@ CSRF_TRUSTED_ORIGINS = _site.trusted_origins
 AGENTWEB_WEBSOCKET_ORIGINS = _site.websocket_origins
 # The address `up` binds daphne to: loopback unless set (0.0.0.0 or one interface's address).
 AGENTWEB_BIND = os.environ.get("AGENTWEB_BIND") or "127.0.0.1"
-# How many daphne processes `up` starts on its one port (the kernel spreads connections).
-AGENTWEB_WEB_PROCESSES = envint("AGENTWEB_WEB_PROCESSES", 1)
+AGENTWEB_WEB_PROCESSES = envint("AGENTWEB_WEB_PROCESSES", 1)  # `up`'s daphnes on its one port
 # Cookies are Secure only when the deployment says it serves HTTPS.
 AGENTWEB_HTTPS = envbool("AGENTWEB_HTTPS", False)
 SESSION_COOKIE_SECURE = AGENTWEB_HTTPS
