@@ -4,13 +4,13 @@ Django's middleware does not run here, so `/mcp` checks what it would (`entry_ch
 `Host` outside DJANGO_ALLOWED_HOSTS is a 400 and a browser's `Origin` that is not the
 site's a 403, as the MCP specification asks of a server (DNS rebinding). Then every
 request needs `Authorization: Bearer TOKEN` (an API token, as for the REST API); without
-one, or with a bad one, the answer is 401 before any MCP is spoken. The SDK's
-session manager keeps each MCP session (its `Mcp-Session-Id`) bound to the token that
-opened it, stored so that every web process serves it (`mcp_sessions`), and this
-module's `Principal` names that session as the connection whose last `start_session` is
-the default session. A 2026-07-28 request (its
-`MCP-Protocol-Version` header says so) is served by the SDK as one exchange, with no
-`Mcp-Session-Id`: it has no connection, and its calls name their session.
+one, or with a bad one, the answer is 401 before any MCP is spoken. The SDK's session
+manager keeps each MCP session (its `Mcp-Session-Id`) bound to the token that opened it,
+stored so that every web process serves it (`mcp_sessions`), and this module's
+`Principal` names that session as the connection whose last `start_session` is the
+default session. A 2026-07-28 request (its `MCP-Protocol-Version` header says so) is
+served by the SDK as one exchange, with no `Mcp-Session-Id`: it has no connection, and
+its calls name their session.
 
 daphne does not run ASGI lifespan events, so the session manager (a task group that
 lives as long as the process) is started by the first request, on daphne's loop.

@@ -14,6 +14,11 @@ back, so its memory holds the connections in use, not every one ever opened.
 What a process holds of a session is its own: a notification sent on a session's own
 stream (`tools/list_changed`) reaches the client only from the process holding that
 stream; a client that missed it lists the tools when it next asks.
+
+`SharedSessions` extends the SDK's manager through its own parts (its table of sessions,
+their owners, its task group) and runs a session as the manager does, with a connection
+made ready. So pyproject keeps the SDK to its 2.3 series, and
+`tests/integration/test_mcp_web_processes.py` checks all of it against the SDK installed.
 """
 
 from __future__ import annotations
