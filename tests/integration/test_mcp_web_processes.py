@@ -92,7 +92,7 @@ def test_an_sdk_client_whose_requests_alternate_between_web_processes_keeps_its_
     assert facts(listed)["session"] == facts(read)["session"] == session_id  # the default
     assert text(read).startswith("1 | # Title")
     assert names[:2] == ["start_session", "await_tool_call"]
-    assert ("DELETE", turns.sent[-1][1]) == turns.sent[-1]  # the client closed it …
+    assert turns.sent[-1][0] == "DELETE"  # the client closed it …
     assert not McpConnection.objects.exists()  # … on whichever process: closed for both
 
 
@@ -106,22 +106,15 @@ def mcp_rpc(url: str, token: str, body: dict[str, Any], key: str = "") -> httpx.
 
 
 def mcp_open(url: str, token: str) -> str:
-    params = {
-        "protocolVersion": VERSION,
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    }
-    opened = mcp_rpc(
-        url, token, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
-    )
+    """An MCP session opened on `url` by the handshake; its `Mcp-Session-Id`."""
+    client = {"name": "t", "version": "1"}
+    params = {"protocolVersion": VERSION, "capabilities": {}, "clientInfo": client}
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}
+    opened = mcp_rpc(url, token, initialize)
     assert opened.status_code == 200, opened.text
     key = opened.headers["mcp-session-id"]
-    assert (
-        mcp_rpc(
-            url, token, {"jsonrpc": "2.0", "method": "notifications/initialized"}, key
-        ).status_code
-        == 202
-    )
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert mcp_rpc(url, token, initialized, key).status_code == 202
     return key
 
 
