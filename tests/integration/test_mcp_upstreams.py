@@ -330,6 +330,24 @@ def test_the_sandbox_keeps_the_server_from_the_host_and_its_credential_from_the_
     assert CREDENTIAL not in stored  # (the arguments hold what the agent itself sent)
 
 
+def test_a_server_that_cannot_start_is_reported_with_its_own_output_and_keeps_the_log(
+    creator: User, workspace: Path, home: Path
+) -> None:
+    """Every process on a host that talks to a server runs its own copy, all writing one
+    stderr file: a start appends to it, and its error quotes only what it wrote."""
+    failing = "import sys; sys.stderr.write('crashy: no config file'); sys.exit(3)"
+    register({"name": "crashy", "command": ["/usr/bin/python3", "-c", failing]})
+    log = home / "upstreams" / "crashy.stderr"
+    log.parent.mkdir(exist_ok=True)
+    log.write_text("another copy: still serving\n")  # as another process's copy writes
+    start(creator, workspace)
+    mcp(creator, ("list", {}))
+    error = UpstreamServer.objects.get(name="crashy").last_error
+    assert "its last output: crashy: no config file" in error, error
+    assert "another copy" not in error
+    assert log.read_text().startswith("another copy: still serving\ncrashy: no config file")
+
+
 @pytest.fixture
 def web_server() -> Iterator[int]:
     """A page on 127.0.0.1 that the egress proxy serves as `allowed.test` (its test

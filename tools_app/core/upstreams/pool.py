@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from tools_app.core.egress import proxy
 from tools_app.core.egress import sandbox as egress_sandbox
@@ -48,7 +48,8 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 Operation = Callable[["Client"], Awaitable[T]]
-STDERR_TAIL = 2000  # characters of a server's stderr an error names
+STDERR_TAIL = 2000  # bytes of a server's stderr an error names (the end of its start's)
+STDERR_KEPT = 1 << 20  # bytes of a server's stderr file before it is moved to NAME.stderr.1
 
 
 class UpstreamUnavailable(Exception):
@@ -100,13 +101,14 @@ class _Connection:
         self.last_used = time.monotonic()
         self.started_at: float | None = None  # wall-clock time it answered first
         self.refusals: list[int] = []  # an http server's error statuses (the SDK drops them)
+        self.output_from = 0  # where this start's stderr begins in its file
         self.task: asyncio.Task[None] | None = None
 
     async def own(self) -> None:
         """Start the server, keep it while it is used, stop it when idle or told."""
         try:
             async with AsyncExitStack() as stack:
-                client = _client(self.endpoint, stack, self.refusals)
+                client = _client(self, stack)
                 self.client = await stack.enter_async_context(client)
                 self.started_at = time.time()
                 self.ready.set()
@@ -122,12 +124,27 @@ class _Connection:
             self.client = None
             self.ready.set()
 
+    def output(self) -> str:
+        """What this start of a stdio server wrote to its stderr (the end of it), as the
+        end of an error message."""
+        if not self.endpoint.stderr:
+            return ""
+        try:
+            with open(self.endpoint.stderr, "rb") as log:
+                log.seek(max(self.output_from, log.seek(0, os.SEEK_END) - STDERR_TAIL))
+                data = log.read()
+        except OSError:
+            return ""
+        text = data.decode("utf-8", "replace").strip()
+        return f"; its last output: {text}" if text else ""
 
-def _client(endpoint: Endpoint, stack: AsyncExitStack, refusals: list[int]) -> Client:
+
+def _client(connection: _Connection, stack: AsyncExitStack) -> Client:
     from mcp.client import Client
     from mcp.client.stdio import StdioServerParameters, stdio_client
     from mcp.client.streamable_http import streamable_http_client
 
+    endpoint, refusals = connection.endpoint, connection.refusals
     if endpoint.url:
         http = pinned_client(endpoint.url, endpoint.addresses, dict(endpoint.headers))
         stack.push_async_callback(http.aclose)
@@ -138,8 +155,9 @@ def _client(endpoint: Endpoint, stack: AsyncExitStack, refusals: list[int]) -> C
 
         http.event_hooks["response"].append(noted)
         return Client(streamable_http_client(endpoint.url, http_client=http), cache=None)
-    errlog = open(endpoint.stderr or os.devnull, "w", encoding="utf-8")  # noqa: SIM115
+    errlog = _output_log(endpoint.stderr)
     stack.callback(errlog.close)
+    connection.output_from = errlog.tell()
     if endpoint.egress is not None:  # started first: the sandbox binds its socket
         owner = sandbox_user.sandbox_ids() if sandbox_user.worker_is_root() else None
         socket_path = _own_socket(Path(endpoint.egress_dir), stack)
@@ -151,6 +169,18 @@ def _client(endpoint: Endpoint, stack: AsyncExitStack, refusals: list[int]) -> C
         cwd=endpoint.cwd or None,
     )
     return Client(stdio_client(params, errlog=errlog), cache=None)
+
+
+def _output_log(path: str) -> TextIO:
+    """The server's stderr file, appended to: each process on the host that runs the
+    server writes there, and none may empty it under another. Past STDERR_KEPT bytes it
+    is moved aside first (to PATH.1; a copy still writing keeps writing there)."""
+    if not path:
+        return open(os.devnull, "w", encoding="utf-8")
+    with suppress(OSError):
+        if os.path.getsize(path) > STDERR_KEPT:
+            os.replace(path, f"{path}.1")
+    return open(path, "a", encoding="utf-8")
 
 
 def _own_socket(folder: Path, stack: AsyncExitStack) -> Path:
@@ -275,14 +305,14 @@ class Pool:
             connection.stop.set()
             raise UpstreamUnavailable(
                 f"the MCP server {endpoint.name!r} did not start within {self.start_seconds:g} s"
-                + _stderr_tail(endpoint)
+                + connection.output()
             ) from None
         if connection.client is None:
             self.connections.pop(key, None)
             raise UpstreamUnavailable(
                 f"the MCP server {endpoint.name!r} did not start: {_said(connection.error)}"
                 + (f" (HTTP {connection.refusals[-1]})" if connection.refusals else "")
-                + _stderr_tail(endpoint)
+                + connection.output()
             )
         return connection
 
@@ -304,14 +334,3 @@ def _said(error: BaseException | None) -> str:
         return "it ended"
     text = str(error) or type(error).__name__
     return " ".join(text.split())[:500]
-
-
-def _stderr_tail(endpoint: Endpoint) -> str:
-    if not endpoint.stderr:
-        return ""
-    try:
-        data = Path(endpoint.stderr).read_bytes()[-STDERR_TAIL:]
-    except OSError:
-        return ""
-    text = data.decode("utf-8", "replace").strip()
-    return f"; its last output: {text}" if text else ""
