@@ -90,9 +90,13 @@ class SharedSessions(StreamableHTTPSessionManager):
             if isinstance(user, AuthenticatedUser):
                 self._session_owners[key] = authorization_context(user)
             self._server_instances[key] = transport
-        version = _header(scope, VERSION_HEADER) or DEFAULT_NEGOTIATED_VERSION
-        assert self._task_group is not None
-        await self._task_group.start(self._serve_taken_up, key, transport, version)
+            version = _header(scope, VERSION_HEADER) or DEFAULT_NEGOTIATED_VERSION
+            assert self._task_group is not None
+            try:  # under the lock: no request reaches the transport before it is served
+                await self._task_group.start(self._serve_taken_up, key, transport, version)
+            except BaseException:
+                await self._discard_session(key, transport)
+                raise
 
     async def _serve_taken_up(
         self,
