@@ -34,11 +34,16 @@ from mcp.server.context import ServerRequestContext
 from tools_app.api.entry_checks import entry_refusal
 from tools_app.api.mcp_callers import Principal
 from tools_app.api.mcp_server import build_server
-from tools_app.api.mcp_sessions import TOKEN_ID_KEY, SharedSessions, StoredDefaults
+from tools_app.api.mcp_sessions import (
+    SESSION_HEADER,
+    TOKEN_ID_KEY,
+    SharedSessions,
+    StoredDefaults,
+    header,
+)
 from tools_app.services import tokens
 
 PATHS = {"/mcp", "/mcp/"}
-SESSION_HEADER = "mcp-session-id"
 USER_KEY = "agentweb.user"
 SCOPE_KEY = "agentweb.scope"
 NO_TOKEN = "Authentication required: send `Authorization: Bearer TOKEN` with an API token."  # noqa: S105
@@ -50,12 +55,8 @@ def principal_of(ctx: ServerRequestContext[Any, Any]) -> Principal:
     scope = ctx.request.scope if ctx.request is not None else {}
     if USER_KEY not in scope:  # only requests that passed `McpHttp` reach the server
         raise PermissionError("an MCP request without an authenticated user")
-    connection = dict(scope.get("headers") or []).get(SESSION_HEADER.encode())
-    return Principal(
-        user=scope[USER_KEY],
-        scope=scope[SCOPE_KEY],
-        connection=connection.decode("latin-1") if connection else None,
-    )
+    connection = header(scope, SESSION_HEADER)
+    return Principal(user=scope[USER_KEY], scope=scope[SCOPE_KEY], connection=connection or None)
 
 
 class McpHttp:
@@ -109,8 +110,7 @@ async def _run(manager: SharedSessions, ready: asyncio.Event) -> None:
 
 async def _authenticate(scope: dict[str, Any]) -> tuple[Any, str, int] | str:
     """(user, token scope, token id), or why not."""
-    header = dict(scope.get("headers") or []).get(b"authorization", b"")
-    kind, _, token = header.decode("latin-1").partition(" ")
+    kind, _, token = (header(scope, b"authorization") or "").partition(" ")
     if kind.lower() != "bearer" or not token.strip():
         return NO_TOKEN
     found = await sync_to_async(_token)(token.strip())

@@ -16,8 +16,8 @@ stream (`tools/list_changed`) reaches the client only from the process holding t
 stream; a client that missed it lists the tools when it next asks.
 
 `SharedSessions` extends the SDK's manager through its own parts (its table of sessions,
-their owners, its task group) and runs a session as the manager does, with a connection
-made ready. So pyproject keeps the SDK to its 2.3 series, and
+their owners, its task group, its 404) and runs a session as the manager does, with a
+connection made ready. So pyproject keeps the SDK to its 2.3 series, and
 `tests/integration/test_mcp_web_processes.py` checks all of it against the SDK installed.
 """
 
@@ -32,9 +32,9 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorizat
 from mcp.server.connection import Connection
 from mcp.server.runner import serve_connection
 from mcp.server.streamable_http import StreamableHTTPServerTransport
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager, _error_response
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
-from mcp_types import DEFAULT_NEGOTIATED_VERSION, INVALID_REQUEST, ErrorData, JSONRPCError
+from mcp_types import DEFAULT_NEGOTIATED_VERSION
 
 from tools_app.api.mcp_callers import Principal, db_thread
 from tools_app.services import mcp_connections
@@ -46,7 +46,8 @@ VERSION_HEADER = b"mcp-protocol-version"
 TOKEN_ID_KEY = "agentweb.token_id"  # noqa: S105 - the scope key of the request's token id
 
 
-def _header(scope: dict[str, Any], name: bytes) -> str | None:
+def header(scope: dict[str, Any], name: bytes) -> str | None:
+    """An ASGI scope's (or response start's) header, or None."""
     value = next((v for k, v in scope.get("headers") or [] if k == name), None)
     return value.decode("latin-1") if value is not None else None
 
@@ -55,16 +56,16 @@ class SharedSessions(StreamableHTTPSessionManager):
     """The SDK's stateful session manager, with its sessions stored for every process."""
 
     async def _handle_stateful_request(self, scope: Any, receive: Any, send: Any) -> None:
-        key = _header(scope, SESSION_HEADER)
+        key = header(scope, SESSION_HEADER)
         token_id: int = scope[TOKEN_ID_KEY]
         if key is None:  # an `initialize` opens one: stored before its answer leaves
             await super()._handle_stateful_request(scope, receive, _storing(send, token_id))
             return
-        stored = await db_thread(mcp_connections.mcp_connection_find)(session_key=key)
-        if stored is None:
+        owner = await db_thread(mcp_connections.mcp_connection_owner)(session_key=key)
+        if owner is None:
             await self._let_go(key)
-        if stored is None or stored.token_id != token_id:  # as if it did not exist
-            await _not_found(scope, receive, send)
+        if owner != token_id:  # as if it did not exist
+            await _error_response("Session not found", 404)(scope, receive, send)
             return
         if key not in self._server_instances:
             await self._take_up(key, scope)
@@ -90,7 +91,7 @@ class SharedSessions(StreamableHTTPSessionManager):
             if isinstance(user, AuthenticatedUser):
                 self._session_owners[key] = authorization_context(user)
             self._server_instances[key] = transport
-            version = _header(scope, VERSION_HEADER) or DEFAULT_NEGOTIATED_VERSION
+            version = header(scope, VERSION_HEADER) or DEFAULT_NEGOTIATED_VERSION
             assert self._task_group is not None
             try:  # under the lock: no request reaches the transport before it is served
                 await self._task_group.start(self._serve_taken_up, key, transport, version)
@@ -140,7 +141,7 @@ def _storing(send: Any, token_id: int) -> Any:
 
     async def storing(message: dict[str, Any]) -> None:
         if message["type"] == "http.response.start" and message["status"] < 400:
-            key = _header(message, SESSION_HEADER)
+            key = header(message, SESSION_HEADER)
             if key is not None:
                 await db_thread(mcp_connections.mcp_connection_open)(
                     session_key=key, token_id=token_id
@@ -161,17 +162,6 @@ def _closing(send: Any, key: str, token_id: int) -> Any:
         await send(message)
 
     return closing
-
-
-async def _not_found(scope: Any, receive: Any, send: Any) -> None:
-    """The SDK's answer for a session it does not know: the client opens a new one."""
-    body = JSONRPCError(
-        jsonrpc="2.0", id=None, error=ErrorData(code=INVALID_REQUEST, message="Session not found")
-    ).model_dump_json(by_alias=True, exclude_unset=True)
-    headers = [(b"content-type", b"application/json")]
-    headers.append((b"content-length", str(len(body)).encode()))
-    await send({"type": "http.response.start", "status": 404, "headers": headers})
-    await send({"type": "http.response.body", "body": body.encode()})
 
 
 class StoredDefaults:

@@ -4,7 +4,6 @@ client's DELETE or after `IDLE` unused (`mcp_connection_prune`, on the clock's s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import timedelta
 
 from django.utils import timezone
@@ -15,36 +14,30 @@ IDLE = timedelta(days=7)  # a connection unused this long is closed: the client 
 TOUCH_EVERY = timedelta(minutes=10)  # `last_used_at` is that coarse: no write per request
 
 
-@dataclass(frozen=True)
-class Connection:
-    token_id: int
-    default_session_id: int | None
-
-
 def mcp_connection_open(*, session_key: str, token_id: int) -> None:
     McpConnection.objects.create(
         session_key=session_key, token_id=token_id, last_used_at=timezone.now()
     )
 
 
-def mcp_connection_find(*, session_key: str) -> Connection | None:
-    """The open connection of `session_key` (marked used), or None: never opened, closed,
-    or unused for `IDLE`."""
+def mcp_connection_owner(*, session_key: str) -> int | None:
+    """The id of the token that opened the connection of `session_key` (marked used), or
+    None: never opened, closed, or unused for `IDLE`."""
     row = (
         McpConnection.objects.filter(session_key=session_key)
-        .values_list("pk", "token_id", "default_session_id", "last_used_at")
+        .values_list("pk", "token_id", "last_used_at")
         .first()
     )
     if row is None:
         return None
-    pk, token_id, default_session_id, last_used_at = row
+    pk, token_id, last_used_at = row
     now = timezone.now()
     if last_used_at <= now - IDLE:
         McpConnection.objects.filter(pk=pk, last_used_at=last_used_at).delete()
         return None
     if last_used_at <= now - TOUCH_EVERY:
         McpConnection.objects.filter(pk=pk).update(last_used_at=now)
-    return Connection(token_id=token_id, default_session_id=default_session_id)
+    return int(token_id)
 
 
 def mcp_connection_default(*, session_key: str, user_id: int) -> int | None:
