@@ -39,16 +39,31 @@ def _load_dotenv(path: Path) -> None:
 _load_dotenv(BASE_DIR / ".env")
 
 
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
 def envbool(name: str, default: bool = False) -> bool:
-    value = os.environ.get(name)
-    if value is None or value == "":
+    """A yes/no setting; a value that is neither (a typo such as "ture") is refused, so
+    that it is never quietly taken for no."""
+    value = os.environ.get(name, "").strip().lower()
+    if not value:
         return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
+    if value in _TRUE | _FALSE:
+        return value in _TRUE
+    raise ImproperlyConfigured(
+        f"{name} is {os.environ[name]!r}: use 1, true, yes or on, or 0, false, no or off"
+    )
 
 
 def envint(name: str, default: int) -> int:
-    value = os.environ.get(name, "")
-    return int(value) if value.strip() else default
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} is {value!r}: it must be a whole number") from None
 
 
 def envlist(name: str, default: str) -> list[str]:
