@@ -18,6 +18,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from agentweb.environment import envbool, envint, envlist, load_dotenv
 from agentweb.site_names import site_names
+from tools_app.core.addresses import trusted_networks
 
 # Lets the typed generics of django-stubs (ModelAdmin[Policy], …) run.
 django_stubs_ext.monkeypatch()
@@ -455,6 +456,18 @@ AGENTWEB_SSO = bool(
 # Passwords on the login page; off, only superusers' still work, at /admin/login/ (the
 # break-glass for when the provider is down or misconfigured).
 AGENTWEB_PASSWORD_LOGIN = envbool("AGENTWEB_PASSWORD_LOGIN", True)
+# Failed passwords one account may have from one address (four times as many over all
+# accounts from one address) before password sign-in from there shuts for the window.
+AGENTWEB_SIGN_IN_ATTEMPTS = max(1, envint("AGENTWEB_SIGN_IN_ATTEMPTS", 5))
+AGENTWEB_SIGN_IN_LOCK_MINUTES = max(1, envint("AGENTWEB_SIGN_IN_LOCK_MINUTES", 15))
+# The proxies whose X-Forwarded-For names the client (`core/addresses.py`): by default the
+# ones on this host, as deploy/'s nginx or Caddy.
+try:
+    AGENTWEB_TRUSTED_PROXIES = trusted_networks(
+        envlist("AGENTWEB_TRUSTED_PROXIES", "127.0.0.0/8,::1")
+    )
+except ValueError as exc:
+    raise ImproperlyConfigured(str(exc)) from exc
 AUTHENTICATION_BACKENDS = ["tools_app.web.sso.PasswordBackend"]
 if AGENTWEB_SSO:
     AUTHENTICATION_BACKENDS.append("tools_app.web.sso_oidc.OidcBackend")

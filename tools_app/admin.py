@@ -33,6 +33,7 @@ from tools_app.models import (
     Policy,
     PolicyRule,
     PullRequest,
+    SignInFailure,
     Skill,
     SkillTool,
     ToolCall,
@@ -49,6 +50,7 @@ from tools_app.web.admin_forms import (
     PolicyRuleForm,
     TryCallForm,
 )
+from tools_app.web.sign_in_forms import AdminSignInForm
 
 ADMIN = AuditEntry.Via.ADMIN  # the audit trail's "from where"
 
@@ -414,6 +416,24 @@ class UserAdmin(DjangoUserAdmin[User]):
 
 admin.site.unregister(User)
 admin.site.register(User, UserAdmin)
+admin.site.login_form = AdminSignInForm  # the admin's passwords count against the same limits
+
+
+@admin.register(SignInFailure)
+class SignInFailureAdmin(admin.ModelAdmin[SignInFailure]):
+    """Failed passwords of the last AGENTWEB_SIGN_IN_LOCK_MINUTES: deleting an account's
+    rows opens password sign-in for it again at once."""
+
+    list_display = ("username", "address", "at")
+    search_fields = ("username", "address")
+    ordering = ("-at",)
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
 
 # channels and deliveries, and projects: admins of their own modules
 from tools_app.web import notify_admin, project_admin, upstream_admin  # noqa: E402,F401

@@ -477,6 +477,7 @@ from tools_app.tables.decisions import Decision as Decision  # noqa: E402
 from tools_app.tables.mcp_connections import McpConnection as McpConnection  # noqa: E402
 from tools_app.tables.projects import Project as Project  # noqa: E402
 from tools_app.tables.pull_requests import PullRequest as PullRequest  # noqa: E402
+from tools_app.tables.sign_in import SignInFailure as SignInFailure  # noqa: E402
 from tools_app.tables.tokens import ApiToken as ApiToken  # noqa: E402
 from tools_app.tables.upstreams import UpstreamServer as UpstreamServer  # noqa: E402
 from tools_app.tables.upstreams import UpstreamTool as UpstreamTool  # noqa: E402

@@ -64,6 +64,7 @@ def _sweep() -> None:
     services.agent_requeue_stalled()
     services.audit_prune()
     services.mcp_connection_prune()
+    services.sign_in_prune()
     notifications.notify_sweep()
 
 

@@ -33,6 +33,7 @@ def manage(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProces
         ("AGENTWEB_WEB_PROCESSES", "two", f"AGENTWEB_WEB_PROCESSES is 'two': {WHOLE}"),
         ("AGENTWEB_HTTPS", "ture", "AGENTWEB_HTTPS is 'ture': use 1, true, yes or on, or 0"),
         ("AGENTWEB_LOG_FORMAT", "xml", "AGENTWEB_LOG_FORMAT is 'xml': text or json"),
+        ("AGENTWEB_TRUSTED_PROXIES", "lb.internal", "AGENTWEB_TRUSTED_PROXIES has 'lb.internal'"),
     ],
 )
 @pytest.mark.parametrize("command", [("check",), ("up", "--port", "1")])

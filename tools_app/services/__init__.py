@@ -37,6 +37,7 @@ from tools_app.services.sessions import (
     session_requeue_unprepared,
     session_start,
 )
+from tools_app.services.sign_in import sign_in_prune
 from tools_app.services.slack import slack_deny_form_open
 from tools_app.services.tokens import api_token_authenticate, api_token_create
 from tools_app.services.tool_calls import (
@@ -76,6 +77,7 @@ __all__ = [
     "session_prepare",
     "session_requeue_unprepared",
     "session_start",
+    "sign_in_prune",
     "slack_deny_form_open",
     "tool_call_decide",
     "tool_call_evaluate",

@@ -22,6 +22,7 @@ from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.forms import AuthenticationForm
+from django.core.exceptions import NON_FIELD_ERRORS
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
@@ -32,6 +33,7 @@ from tools_app.core.sso import (
     discovery_url,
     endpoints_from_discovery,
 )
+from tools_app.web.sign_in_forms import SHUT, SignInForm
 
 log = logging.getLogger(__name__)
 LOGIN_TEMPLATE = "registration/login.html"
@@ -120,7 +122,16 @@ def sign_in_refused(request: HttpRequest, reason: str, status: int) -> HttpRespo
 
 class LoginView(auth_views.LoginView):
     """Django's login page, with the SSO button; password POSTs are refused while
-    AGENTWEB_PASSWORD_LOGIN is off."""
+    AGENTWEB_PASSWORD_LOGIN is off, and counted against sign-in's limits while it is on."""
+
+    authentication_form = SignInForm
+
+    def form_invalid(self, form: Any) -> HttpResponse:
+        response = super().form_invalid(form)
+        if form.has_error(NON_FIELD_ERRORS, SHUT):  # too many failures: say so to scripts too
+            response.status_code = 429
+            response["Retry-After"] = str(max(1, round(form.shut_seconds)))
+        return response
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         return {**super().get_context_data(**kwargs), **login_context(self.request)}

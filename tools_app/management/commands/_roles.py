@@ -25,20 +25,19 @@ def web_command(
     *,
     host: str,
     port: int,
-    proxy_headers: bool = False,
     access_log: bool = True,
     listener: socket.socket | None = None,
 ) -> list[str]:
-    """daphne on HOST:PORT, or on `listener` (an IPv4 socket bound there, passed to it); behind a
-    reverse proxy, its X-Forwarded-For/-Proto are read. Without `access_log` (`up`'s
-    terminal), no line per request on stdout."""
-    proxy = ["--proxy-headers"] if proxy_headers else []
+    """daphne on HOST:PORT, or on `listener` (an IPv4 socket bound there, passed to it).
+    Without `access_log` (`up`'s terminal), no line per request on stdout. Not daphne's
+    --proxy-headers: it takes X-Forwarded-For's first address, which the client writes;
+    agentweb reads the header itself, through the proxies it trusts (`core/addresses.py`)."""
     quiet = [] if access_log else ["-v", "0"]
     where = ["-b", host, "-p", str(port)]
     if listener is not None:  # IPv4 only: daphne adopts a socket as AF_INET
         where = ["--fd", str(listener.fileno())]
     return [
-        sys.executable, "-m", "daphne", *where, *proxy, *quiet, "agentweb.asgi:application",
+        sys.executable, "-m", "daphne", *where, *quiet, "agentweb.asgi:application",
     ]  # fmt: skip
 
 

@@ -19,7 +19,7 @@ from tools_app.management.commands import _roles
 Options = dict[str, Any]
 
 COMMANDS: dict[str, Callable[[Options], list[str]]] = {
-    "web": lambda o: _roles.web_command(host=o["host"], port=o["port"], proxy_headers=True),
+    "web": lambda o: _roles.web_command(host=o["host"], port=o["port"]),
     "worker": lambda o: _roles.worker_command(concurrency=o["concurrency"]),
     "notify": lambda o: _roles.notify_command(),
     "clock": lambda o: _roles.clock_command(),
