@@ -7,7 +7,11 @@ database."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import json
+import threading
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -149,6 +153,66 @@ def test_a_session_closed_on_one_web_process_is_gone_from_the_other(
         404,
         404,
     )
+
+
+class Stream:
+    """A client's own stream (its GET) of an MCP session, read on a thread: the methods
+    of the messages it brings."""
+
+    def __init__(self, url: str, token: str, key: str) -> None:
+        self.heard: list[str] = []
+        self.open, self.changed = threading.Event(), threading.Event()
+        self.http = httpx.Client(timeout=httpx.Timeout(30, read=None))
+        headers = {
+            "Authorization": f"Bearer {token}",
+            "Accept": "text/event-stream",
+            "Mcp-Session-Id": key,
+            "MCP-Protocol-Version": VERSION,
+        }
+        self.reading = threading.Thread(target=self._read, args=(url, headers), daemon=True)
+        self.reading.start()
+        assert self.open.wait(30), "the stream did not open"
+
+    def _read(self, url: str, headers: dict[str, str]) -> None:
+        with (
+            contextlib.suppress(httpx.HTTPError),
+            self.http.stream("GET", url, headers=headers) as got,
+        ):
+            assert got.status_code == 200
+            self.open.set()
+            for line in got.iter_lines():
+                if line.startswith("data:"):
+                    self.heard.append(json.loads(line[5:]).get("method", ""))
+                    if self.heard[-1] == "notifications/tools/list_changed":
+                        self.changed.set()
+
+    def close(self) -> None:
+        self.http.close()
+
+
+@pytest.mark.parametrize("stream_on", [1, 0])
+def test_a_started_session_is_told_once_on_the_stream_whichever_process_holds_it(
+    webs: list[str], creator: User, workspace: Path, stream_on: int
+) -> None:
+    """The client's `start_session` is served by the first process. With the client's
+    stream on the second, the first tells it and it writes `tools/list_changed` to the
+    stream; with the stream on the first, the first writes it, and only once."""
+    token = services.api_token_create(user=creator, scope="agent")
+    key = mcp_open(webs[0], token)
+    stream = Stream(webs[stream_on], token, key)
+    try:
+        call = {
+            "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": {"name": "start_session", "arguments": {"task": "t", "repo": str(workspace)}},
+        }  # fmt: skip
+        started = mcp_rpc(webs[0], token, call, key)
+        assert started.status_code == 200 and '"isError":false' in started.text, started.text
+        assert stream.changed.wait(20), stream.heard
+        time.sleep(1)  # a second one would have come by now
+        assert stream.heard == ["notifications/tools/list_changed"]
+    finally:
+        stream.close()
+    assert mcp_close(webs[0], token, key) == 200
 
 
 def test_another_token_never_takes_up_a_session_and_its_owner_keeps_it(

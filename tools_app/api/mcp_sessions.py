@@ -11,30 +11,38 @@ DELETE sent to another process, or unused for a week) lets it go. A process forg
 session unused for the SDK's idle time (30 minutes) and takes it up again when it comes
 back, so its memory holds the connections in use, not every one ever opened.
 
-What a process holds of a session is its own: a notification sent on a session's own
-stream (`tools/list_changed`) reaches the client only from the process holding that
-stream; a client that missed it lists the tools when it next asks.
+A notification on a session's own stream (`tools/list_changed`, when a `start_session`
+changes the default session and its skill tools) reaches the client only from the process
+holding that stream (its GET), which need not be the one that served the call. So the
+change is also announced over the channel layer, and every other process that serves the
+session writes the notification to its stream (`_hear_tools_changed`); a process without
+the client's stream drops it, as the SDK does.
 
 `SharedSessions` extends the SDK's manager through its own parts (its table of sessions,
-their owners, its task group, its 404) and runs a session as the manager does, with a
-connection made ready. So pyproject keeps the SDK to its 2.3 series, and
+their owners, its task group, its 404, a transport's write stream) and runs a session as
+the manager does, with a connection made ready. So pyproject keeps the SDK to its 2.3 series, and
 `tests/integration/test_mcp_web_processes.py` checks all of it against the SDK installed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import secrets
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 from anyio.abc import TaskStatus
+from channels.layers import get_channel_layer
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
 from mcp.server.connection import Connection
 from mcp.server.runner import serve_connection
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager, _error_response
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
-from mcp_types import DEFAULT_NEGOTIATED_VERSION
+from mcp.shared.message import SessionMessage
+from mcp_types import DEFAULT_NEGOTIATED_VERSION, JSONRPCNotification
 
 from tools_app.api.mcp_callers import Principal, db_thread
 from tools_app.services import mcp_connections
@@ -44,6 +52,11 @@ logger = logging.getLogger(__name__)
 SESSION_HEADER = b"mcp-session-id"
 VERSION_HEADER = b"mcp-protocol-version"
 TOKEN_ID_KEY = "agentweb.token_id"  # noqa: S105 - the scope key of the request's token id
+TOOLS_CHANGED_GROUP = "mcp-tools-changed"  # every web process's MCP sessions, one group
+TOOLS_CHANGED = "mcp.tools_changed"
+PROCESS = secrets.token_hex(8)  # this process's mark on what it announces
+RETRY_SECONDS = 2.0  # after the channel layer failed, before listening again
+JOIN_SECONDS = 5.0  # the most the first request waits for the listening to start
 
 
 def header(scope: dict[str, Any], name: bytes) -> str | None:
@@ -54,6 +67,48 @@ def header(scope: dict[str, Any], name: bytes) -> str | None:
 
 class SharedSessions(StreamableHTTPSessionManager):
     """The SDK's stateful session manager, with its sessions stored for every process."""
+
+    @contextlib.asynccontextmanager
+    async def run(self) -> AsyncIterator[None]:
+        async with super().run():
+            assert self._task_group is not None
+            await self._task_group.start(self._hear_tools_changed)
+            yield
+
+    async def _hear_tools_changed(
+        self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Tell the clients of this process's streams that another process changed their
+        tools; listens as long as the manager runs, again after the layer fails. The
+        manager serves once this listens (or once the layer has failed a first time)."""
+        while True:
+            try:
+                layer = get_channel_layer()
+                if layer is None:
+                    task_status.started()
+                    return
+                with anyio.fail_after(JOIN_SECONDS):  # Redis away: serve, and try again
+                    channel = await layer.new_channel()
+                    await layer.group_add(TOOLS_CHANGED_GROUP, channel)
+                task_status.started()
+                while True:
+                    message = await layer.receive(channel)
+                    if message.get("type") == TOOLS_CHANGED and message.get("origin") != PROCESS:
+                        await self._tell_tools_changed(str(message.get("session_key")))
+            except Exception as exc:
+                logger.debug("MCP: listening for tools changed failed (%r)", exc)
+                with contextlib.suppress(RuntimeError):  # started already
+                    task_status.started()
+                await anyio.sleep(RETRY_SECONDS)
+
+    async def _tell_tools_changed(self, key: str) -> None:
+        transport = self._server_instances.get(key)
+        stream = getattr(transport, "_write_stream", None)
+        if stream is None:
+            return
+        notification = JSONRPCNotification(jsonrpc="2.0", method="notifications/tools/list_changed")
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await stream.send(SessionMessage(notification))
 
     async def _handle_stateful_request(self, scope: Any, receive: Any, send: Any) -> None:
         key = header(scope, SESSION_HEADER)
@@ -178,3 +233,17 @@ class StoredDefaults:
         if who.connection is not None:
             remember = db_thread(mcp_connections.mcp_connection_remember)
             await remember(session_key=who.connection, user_id=who.user.pk, session_id=session_id)
+            await announce_tools_changed(who.connection)
+
+
+async def announce_tools_changed(key: str) -> None:
+    """Tell the other web processes that the session of `key` lists other tools now (the
+    one serving the call tells its own stream itself)."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    message = {"type": TOOLS_CHANGED, "session_key": key, "origin": PROCESS}
+    try:
+        await layer.group_send(TOOLS_CHANGED_GROUP, message)
+    except Exception as exc:  # the client lists the tools again when it next asks
+        logger.debug("MCP: tools changed not announced (%r)", exc)
