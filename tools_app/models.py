@@ -187,6 +187,9 @@ class AgentSession(models.Model):
     tokens_out = models.PositiveIntegerField(default=0)
     summary = models.TextField(blank=True)
     files_changed = models.JSONField(default=list, blank=True)
+    # The tracked paths its policy calls secret, found by the worker host after the clone:
+    # what the pages say when the workspace is on another host than theirs.
+    tracked_secrets = models.JSONField(default=list, blank=True)
     # The agent runtime (sessions with a `model`): the conversation lives in AgentMessage.
     system_prompt = models.TextField(blank=True)
     # The skills the task activated at the start: [{"skill": NAME, "words": [TRIGGER, ...]}].

@@ -8,6 +8,7 @@ import json
 import subprocess
 from io import StringIO
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -222,6 +223,28 @@ def test_the_evaluate_api_notes_a_tracked_secret_for_a_session(
     answer = response.json()
     assert (answer["decision"], answer["rule"]) == ("require_approval", "builtin:command-secret")
     assert ".env" in answer["note"]
+
+
+def test_a_workspace_on_a_worker_host_is_still_flagged_on_the_web_host(
+    tracked: Path, superuser: User, tmp_path: Path, settings: Any
+) -> None:
+    """The worker host that clones the repository records what it tracks; a web host
+    without the workspace (another machine) says so from that record."""
+    settings.AGENTWEB_WORKSPACES = tmp_path / "workspaces"
+    started = services.session_start(user=superuser, task="tidy", repo=str(tracked))
+    session = services.session_prepare(session_id=started.pk, queue="host.worker-1")
+    assert session.status == "running" and session.tracked_secrets == [".env"]
+    Path(session.workspace).rename(tmp_path / "on-the-worker-host")  # not on this web host
+    client = Client()
+    client.force_login(superuser)
+    page = client.get(f"/sessions/{session.pk}/").content.decode()
+    assert "Tracked secrets" in page and ".env" in page
+    body = {"tool": "read_file", "args": {"path": "README.md"}, "session": session.pk}
+    response = client.post("/api/policies/default/evaluate", body, content_type="application/json")
+    assert ".env" in response.json()["note"]
+    other = Policy.objects.create(name="other")  # recorded for its own policy only
+    response = client.post("/api/policies/other/evaluate", body, content_type="application/json")
+    assert other.pk and response.json()["note"] is None
 
 
 def test_a_commit_recording_a_secret_file_waits_for_a_person(

@@ -298,13 +298,13 @@ def policy_evaluate(request: HttpRequest, name: str, body: EvaluateIn) -> dict[s
     if policy is None:
         raise services.NotFound(f"There is no policy named {name!r}.")
     workspace, counters = Path(settings.AGENTWEB_WORKSPACES) / "dry-run", SessionCounters()
-    if body.session is not None:
-        session = _session_for(request, body.session)
+    session = _session_for(request, body.session) if body.session is not None else None
+    if session is not None:
         workspace, counters = Path(session.workspace), services.session_counters(session)
     verdict = services.policy_evaluate(
         policy=policy, tool=body.tool, args=body.args, workspace=workspace, counters=counters
     )
-    note = records.tracked_secrets_note(policy, workspace) if body.session else ""
+    note = records.session_tracked_secrets_note(session, policy) if session else ""
     return {**verdict.as_dict(), **({"note": note} if note else {})}
 
 

@@ -395,12 +395,28 @@ def _matches(spec: PolicySpec, facts: CallFacts) -> bool:
         return False
 
 
-def tracked_secrets_note(policy: Policy, workspace: Path) -> str:
-    """A warning when the workspace's repository tracks paths the policy calls secret:
-    they are in git's objects, out of the sandbox's reach ("" when none, or no repo)."""
+def tracked_secrets(policy: Policy, workspace: Path) -> list[str]:
+    """The paths the workspace's repository tracks that the policy calls secret: they are
+    in git's objects, out of the sandbox's reach (none when no repo, or no policy)."""
     try:
-        spec = policy_spec(policy)
-        paths = git_runner.tracked_secrets(workspace, spec.secret_paths)
+        return git_runner.tracked_secrets(workspace, policy_spec(policy).secret_paths)
     except (PolicyInvalid, ToolError, OSError):
-        return ""
-    return git_runner.tracked_secrets_note(paths)
+        return []
+
+
+def tracked_secrets_note(policy: Policy, workspace: Path) -> str:
+    """A warning when the workspace tracks secret paths ("" when none, or no repo)."""
+    return git_runner.tracked_secrets_note(tracked_secrets(policy, workspace))
+
+
+def session_tracked_secrets_note(session: AgentSession, policy: Policy | None = None) -> str:
+    """The warning for a session's workspace under `policy` (its own by default): read in
+    the workspace when it is on this host; else, for its own policy, what its worker host
+    found after the clone (a web host apart from the workers has no workspaces)."""
+    policy = policy or session.policy
+    workspace = Path(session.workspace)
+    if workspace.is_dir():
+        return tracked_secrets_note(policy, workspace)
+    if policy.pk == session.policy_id:
+        return git_runner.tracked_secrets_note(session.tracked_secrets)
+    return ""

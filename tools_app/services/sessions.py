@@ -16,6 +16,7 @@ from django.utils import timezone
 from tools_app.errors import ServiceError, Unavailable
 from tools_app.live import events
 from tools_app.models import AgentSession, Policy, ToolCall
+from tools_app.selectors import records
 from tools_app.services import workspaces
 from tools_app.services.audit import Action, Via, audit_record
 from tools_app.services.lifecycle import (
@@ -128,6 +129,8 @@ def session_prepare(*, session_id: int, queue: str) -> AgentSession:
         workspaces.clone(session.repo, workspace)
     except workspaces.WorkspaceError as exc:
         return session_finish(session_id=session.pk, status=SessionStatus.FAILED, summary=str(exc))
+    found = records.tracked_secrets(session.policy, workspace)  # here: the clone is on this host
+    AgentSession.objects.filter(pk=session.pk).update(tracked_secrets=found)
     session_move(
         session.pk, "start", by=WORKER, event={**_payload(session), "status": SessionStatus.RUNNING}
     )

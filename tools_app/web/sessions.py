@@ -6,7 +6,6 @@ fragment and its cancel), every change goes through one service.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from django.contrib import messages
@@ -79,9 +78,7 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
     context = _live_context(request, session)
     context["drive"] = drive_help(request, session)
     if session.workspace:  # asked once per page, not on every live refresh
-        context["tracked_secrets"] = records.tracked_secrets_note(
-            session.policy, Path(session.workspace)
-        )
+        context["tracked_secrets"] = records.session_tracked_secrets_note(session)
     return render(request, "tools_app/session.html", context)
 
 
