@@ -11,11 +11,13 @@ import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
+from io import StringIO
 from pathlib import Path
 
 import httpx
 import pytest
 from django.contrib.auth.models import User
+from django.core.management import CommandError, call_command
 from django.test import Client
 from django.utils import timezone
 
@@ -149,6 +151,20 @@ def test_the_sweep_forgets_failures_past_the_window(rosa: User) -> None:
     )
     assert services.sign_in_prune() == 1
     assert SignInFailure.objects.count() == 1
+
+
+def test_the_command_opens_an_account_or_an_address_at_once(client: Client, rosa: User) -> None:
+    fail(client, 5)
+    fail(client, 5, address=ELSEWHERE)
+    out = StringIO()
+    call_command("sign_in_clear", "ROSA", "--address", HOME, stdout=out)
+    assert out.getvalue().strip() == "Forgot 5 failed sign-ins."
+    assert sign_in(client, "rosa", PASSWORD, HOME).status_code == 302
+    assert sign_in(Client(), "rosa", PASSWORD, ELSEWHERE).status_code == 429
+    call_command("sign_in_clear", "rosa", stdout=out)
+    assert not SignInFailure.objects.exists()
+    with pytest.raises(CommandError, match="Name an account"):
+        call_command("sign_in_clear")
 
 
 @pytest.fixture

@@ -110,3 +110,18 @@ def sign_in_prune(*, now: datetime | None = None) -> int:
     before = (now or timezone.now()) - limits().window
     deleted, _ = SignInFailure.objects.filter(at__lte=before).delete()
     return deleted
+
+
+def sign_in_clear(*, username: str = "", address: str = "") -> int:
+    """Forget the failures of an account (from every address), of an address, or of the
+    pair: password sign-in opens for them at once. Returns how many were forgotten."""
+    if not username and not address:
+        raise ValueError("name an account, an address, or both")
+    failures = SignInFailure.objects.all()
+    if username:
+        failures = failures.filter(username=account_key(username))
+    if address:
+        failures = failures.filter(address=address_key(address))
+    deleted, _ = failures.delete()
+    log.info("sign-in failures cleared: %d (account %r, address %r)", deleted, username, address)
+    return deleted
