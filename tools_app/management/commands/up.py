@@ -120,7 +120,8 @@ class Command(BaseCommand):
         self.stdout.write("\n".join([
             "", rule, "  First run: agentweb made an admin account.",
             "    username  admin", f"    password  {password}",
-            f"  Shown only this once. To set another: {reset}", rule,
+            "  Shown only this once. Change it after logging in (Password, in the",
+            f"  menu), or here: {reset}", rule,
         ]))  # fmt: skip
 
     def _announce(self, url: str, host: str) -> None:
