@@ -115,6 +115,10 @@ PAGES = [
         {"name": "laptop", "scope": "agent", "expires": "30"}),
     Row("tokens", "POST", "/settings/tokens/", expect(200, 200, 200, 200, 302),  # a form error
         {"name": "laptop", "scope": "review", "expires": "30"}),  # for all but reviewers
+    Row("password_change", "GET", "/settings/password/", EVERYONE_LOGGED_IN),
+    Row("password_change", "POST", "/settings/password/", expect(403, 200, 403, 200, 302),
+        {"old_password": "wrong", "new_password1": "a-new-one", "new_password2": "a-new-one"}),
+    # (a form error for Rita and Sam; Alice and Charlie have no password of their own)
     Row("token_revoke", "POST", "/settings/tokens/{token}/revoke/",
         expect(302, 404, 404, 302, 302), {"confirm": "yes"}),  # Alice's: she and staff only
     Row("connect", "GET", "/connect/", EVERYONE_LOGGED_IN),
