@@ -6,11 +6,15 @@ import gc
 import os
 from pathlib import Path
 
-from django.core.asgi import get_asgi_application
+import django
 from django.urls import get_resolver
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentweb.settings")
-django_application = get_asgi_application()  # before anything imports models
+django.setup(set_prefix=False)  # as get_asgi_application does, before anything imports models
+
+from tools_app.web.site_handler import SiteHandler  # noqa: E402
+
+django_application = SiteHandler()  # the site's chain on one thread, in one hop
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
