@@ -38,6 +38,7 @@ SCRIPTS = (
     "bench_held_waits.py",
     "bench_hook_load.py",
     "bench_sqlite_writers.py",
+    "bench_site_requests.py",
     "bench_sqlite_checkpoints.py",
 )
 COST_SCRIPTS = ("bench_fanout.py", "bench_cost.py")
