@@ -104,7 +104,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Static files from STATIC_ROOT once `collectstatic` ran; before, agentweb/asgi.py
     # serves them from the source folders.
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "tools_app.web.static_files.StaticFiles",  # WhiteNoise, able to run async too
     "tools_app.web.middleware.body_size_limit",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

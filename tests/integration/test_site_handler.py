@@ -1,22 +1,31 @@
-"""The site's pages and REST API through agentweb's ASGI application, whose Django chain is
-built as WSGI builds it (`web/site_handler.py`): sync from end to end, entered on the
-request's thread once. Sessions, CSRF, login and an async REST view (called back on the
-loop from that thread) work through it as through Django's own handler."""
+"""The site's pages and REST API through agentweb's ASGI application (`web/site_handler.py`):
+a sync view's request gets the chain as WSGI builds it, an async view's Django's async
+chain. Sessions, CSRF, login and the REST API work through both, and held `?wait`s hold
+no thread while they wait."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import threading
+from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 from asgiref.sync import async_to_sync, iscoroutinefunction
 from channels.testing import HttpCommunicator
 from django.contrib.auth.models import User
+from django.http import HttpResponse
+from django.test import RequestFactory
+from django.utils import timezone
 
 from agentweb.asgi import application
 from tools_app import services
+from tools_app.models import AgentSession, Policy, ToolCall
 from tools_app.web.site_handler import SiteHandler
+from tools_app.web.static_files import StaticFiles
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
@@ -41,8 +50,10 @@ def cookies(answer: dict[str, Any]) -> dict[str, str]:
     return found
 
 
-def test_the_sites_chain_is_sync_from_end_to_end() -> None:
-    assert not iscoroutinefunction(SiteHandler()._middleware_chain)
+def test_a_sync_view_gets_a_sync_chain_and_an_async_view_an_async_one() -> None:
+    handler = SiteHandler()
+    assert not iscoroutinefunction(getattr(handler, "_middleware_chain"))  # noqa: B009
+    assert iscoroutinefunction(getattr(handler.async_views, "_middleware_chain"))  # noqa: B009
 
 
 def test_a_person_signs_in_and_reads_a_page_through_the_asgi_app() -> None:
@@ -73,3 +84,67 @@ def test_an_async_rest_view_answers_through_the_sync_chain() -> None:
     assert json.loads(missing["body"])["detail"]
     assert http("GET", "/api/sessions", headers=bearer)["status"] == 200
     assert http("GET", "/api/sessions")["status"] == 401
+
+
+def test_held_waits_hold_no_thread_while_they_wait(workspace: Path, creator: User) -> None:
+    session = AgentSession.objects.create(
+        task="work", repo=str(workspace), workspace=str(workspace), creator=creator,
+        status=AgentSession.Status.RUNNING, policy=Policy.objects.get(name="default"),
+    )  # fmt: skip
+    waiting = {
+        "tool": "write_file", "args": {"path": ".env", "content": "A=1\n"},
+        "status": ToolCall.Status.AWAITING_APPROVAL, "verdict": "require_approval",
+        "expires_at": timezone.now() + timedelta(hours=1),
+    }  # fmt: skip
+    calls = [ToolCall.objects.create(session=session, **waiting) for _ in range(12)]
+    token = services.api_token_create(user=creator, scope="agent")
+    bearer = (b"authorization", f"Bearer {token}".encode())
+
+    async def hold() -> tuple[int, list[Any]]:
+        paths = [f"/api/tool-calls/{call.pk}?wait=4" for call in calls]
+        talks = [HttpCommunicator(application, "GET", p, b"", [HOST, bearer]) for p in paths]
+        answers = [asyncio.ensure_future(talk.get_response(timeout=30)) for talk in talks]
+        await asyncio.sleep(2)  # every wait is held now
+        held = threading.active_count()
+        return held, await asyncio.gather(*answers)
+
+    before = threading.active_count()
+    held, answers = async_to_sync(hold)()
+    statuses = {(a["status"], json.loads(a["body"])["status"]) for a in answers}
+    assert statuses == {(200, "awaiting_approval")}
+    assert held - before <= 4, f"{held - before} threads more while 12 waits were held"
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_static_files_are_served_in_either_chain(tmp_path: Path, settings: Any, mode: str) -> None:
+    (tmp_path / "agentweb").mkdir()
+    (tmp_path / "agentweb" / "app.css").write_text("body { color: teal }\n")
+    settings.STATIC_ROOT = tmp_path
+    settings.WHITENOISE_AUTOREFRESH = False
+    passed: list[str] = []
+
+    def sync_next(request: Any) -> Any:
+        passed.append(request.path)
+        return HttpResponse("the view")
+
+    async def async_next(request: Any) -> Any:
+        return sync_next(request)
+
+    middleware = StaticFiles(sync_next if mode == "sync" else async_next)
+    assert middleware.async_mode is (mode == "async")
+
+    def ask(path: str) -> Any:
+        answer = middleware(RequestFactory().get(path))
+        if mode == "sync":
+            return answer
+
+        async def awaited() -> Any:
+            return await answer
+
+        return async_to_sync(awaited)()
+
+    served = ask("/static/agentweb/app.css")
+    assert served.status_code == 200
+    assert b"".join(served.streaming_content) == b"body { color: teal }\n"
+    assert served["Content-Type"].startswith("text/css")
+    assert ask("/sessions/").content == b"the view" and passed == ["/sessions/"]
