@@ -8,10 +8,12 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
-from django.test import Client
+from django.http import HttpResponse
+from django.test import Client, RequestFactory
 from django.utils import timezone
 
 from tools_app.models import AgentSession, Policy, ToolCall
+from tools_app.web.static_files import StaticFiles
 
 pytestmark = pytest.mark.django_db
 
@@ -91,7 +93,10 @@ def test_collectstatic_gathers_the_assets_for_whitenoise(tmp_path: Path, setting
     for name in ("app.css", "live.js", "session.js"):
         assert (tmp_path / "static" / "agentweb" / name).is_file()
         assert (tmp_path / "static" / "agentweb" / f"{name}.gz").is_file()
-    assert "whitenoise.middleware.WhiteNoiseMiddleware" in settings.MIDDLEWARE
+    assert "tools_app.web.static_files.StaticFiles" in settings.MIDDLEWARE  # WhiteNoise's
+    request = RequestFactory().get("/static/agentweb/app.css", HTTP_ACCEPT_ENCODING="gzip")
+    served = StaticFiles(lambda request: HttpResponse(status=404))(request)
+    assert (served.status_code, served["Content-Encoding"]) == (200, "gzip")
 
 
 def test_daphne_serves_the_assets_without_collectstatic() -> None:
