@@ -41,6 +41,7 @@ from tools_app.models import (
 from tools_app.selectors import records
 from tools_app.services.credentials import egress_credential_delete, egress_credential_save
 from tools_app.services.policies import policy_changed, policy_delete
+from tools_app.services.sign_in import sign_in_failures_delete
 from tools_app.services.skills import skill_audit
 from tools_app.services.tokens import api_tokens_revoke_all
 from tools_app.web.admin_forms import (
@@ -433,6 +434,12 @@ class SignInFailureAdmin(admin.ModelAdmin[SignInFailure]):
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+    def delete_model(self, request: HttpRequest, obj: SignInFailure) -> None:
+        sign_in_failures_delete(SignInFailure.objects.filter(pk=obj.pk), by=request.user, via=ADMIN)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[SignInFailure]) -> None:
+        sign_in_failures_delete(queryset, by=request.user, via=ADMIN)
 
 
 # channels and deliveries, and projects: admins of their own modules

@@ -117,7 +117,14 @@ def test_the_admin_login_counts_the_same_failures(client: Client) -> None:
     listing = admin.get("/admin/tools_app/signinfailure/")
     assert listing.status_code == 200
     assert "5 sign in failures" in listing.content.decode()
-    SignInFailure.objects.filter(username="sam").delete()
+    ids = list(SignInFailure.objects.filter(username="sam").values_list("pk", flat=True))
+    deleted = admin.post(
+        "/admin/tools_app/signinfailure/",
+        {"action": "delete_selected", "_selected_action": ids, "post": "yes"},
+    )
+    assert deleted.status_code == 302 and not SignInFailure.objects.exists()
+    entry = AuditEntry.objects.get(action="sign_in.clear")
+    assert (entry.via, entry.actor_name, entry.object_repr) == ("admin", "sam", f"sam from {HOME}")
     assert sign_in(client, "sam", PASSWORD, HOME).status_code == 302
 
 
@@ -163,6 +170,11 @@ def test_the_command_opens_an_account_or_an_address_at_once(client: Client, rosa
     assert sign_in(Client(), "rosa", PASSWORD, ELSEWHERE).status_code == 429
     call_command("sign_in_clear", "rosa", stdout=out)
     assert not SignInFailure.objects.exists()
+    cleared = list(AuditEntry.objects.filter(action="sign_in.clear").order_by("id"))
+    assert [(e.via, e.object_repr, e.reason) for e in cleared] == [
+        ("cli", f"rosa from {HOME}", "5 failed sign-ins forgotten"),
+        ("cli", f"rosa from {ELSEWHERE}", "5 failed sign-ins forgotten"),
+    ]
     with pytest.raises(CommandError, match="Name an account"):
         call_command("sign_in_clear")
 

@@ -15,8 +15,10 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -112,7 +114,8 @@ def sign_in_prune(*, now: datetime | None = None) -> int:
     return deleted
 
 
-def sign_in_clear(*, username: str = "", address: str = "") -> int:
+def sign_in_clear(*, username: str = "", address: str = "", by: Any = None,
+                  via: str = Via.CLI) -> int:  # fmt: skip
     """Forget the failures of an account (from every address), of an address, or of the
     pair: password sign-in opens for them at once. Returns how many were forgotten."""
     if not username and not address:
@@ -122,6 +125,21 @@ def sign_in_clear(*, username: str = "", address: str = "") -> int:
         failures = failures.filter(username=account_key(username))
     if address:
         failures = failures.filter(address=address_key(address))
-    deleted, _ = failures.delete()
-    log.info("sign-in failures cleared: %d (account %r, address %r)", deleted, username, address)
-    return deleted
+    return sign_in_failures_delete(failures, by=by, via=via)
+
+
+def sign_in_failures_delete(failures: QuerySet[SignInFailure], *, by: Any, via: str) -> int:
+    """Delete these failures, and say so in the audit trail: who opened the door, for
+    which accounts and addresses (the admin's delete, `sign_in_clear`)."""
+    with transaction.atomic():
+        pairs = sorted(set(failures.values_list("username", "address")))
+        deleted, _ = failures.delete()
+        if deleted:
+            audit_record(
+                action=Action.SIGN_IN_CLEAR, via=via, actor=by, object_type="sign-in",
+                object_repr=", ".join(f"{who} from {where}" for who, where in pairs)[:300],
+                reason=f"{deleted} failed sign-in{'s' if deleted != 1 else ''} forgotten",
+                details={"failures": deleted, "pairs": [list(pair) for pair in pairs[:100]]},
+            )  # fmt: skip
+    log.info("sign-in failures cleared: %d (%s)", deleted, pairs[:10])
+    return int(deleted)

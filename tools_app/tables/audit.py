@@ -52,6 +52,7 @@ class AuditEntry(models.Model):
         TOKEN_REVOKE = "token.revoke", "token revoked"
         ACCOUNT_GROUPS = "account.groups", "groups set at sign-in"
         SIGN_IN_LOCK = "sign_in.lock", "password sign-in shut after failures"
+        SIGN_IN_CLEAR = "sign_in.clear", "sign-in failures cleared"
         ACCOUNT_PASSWORD = "account.password", "password changed"
         SESSION_CANCEL = "session.cancel", "session cancelled"
         CREDENTIAL_CHANGE = "credential.change", "credential change"
