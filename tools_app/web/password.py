@@ -11,28 +11,18 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import PasswordChangeForm
-from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse_lazy
 
 from tools_app.services.audit import Action, Via, audit_record
-from tools_app.services.sign_in import SignInShut, sign_in_attempt
-from tools_app.web.sign_in_forms import request_address
+from tools_app.web.sign_in_forms import counted
 
 
 class CountedPasswordChangeForm(PasswordChangeForm):
     request: HttpRequest | None = None
 
     def clean_old_password(self) -> str:
-        username = self.user.get_username()
-        try:
-            with sign_in_attempt(
-                username=username, address=request_address(self.request)
-            ) as attempt:
-                old: str = super().clean_old_password()
-                attempt.succeeded()
-        except SignInShut as shut:
-            raise ValidationError(str(shut), code="sign_in_shut") from None
+        old: str = counted(self.request, self.user.get_username(), super().clean_old_password)
         return old
 
 

@@ -22,7 +22,6 @@ from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.forms import AuthenticationForm
-from django.core.exceptions import NON_FIELD_ERRORS
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
@@ -33,7 +32,7 @@ from tools_app.core.sso import (
     discovery_url,
     endpoints_from_discovery,
 )
-from tools_app.web.sign_in_forms import SHUT, SignInForm
+from tools_app.web.sign_in_forms import SignInForm, shut_seconds
 
 log = logging.getLogger(__name__)
 LOGIN_TEMPLATE = "registration/login.html"
@@ -128,9 +127,10 @@ class LoginView(auth_views.LoginView):
 
     def form_invalid(self, form: Any) -> HttpResponse:
         response = super().form_invalid(form)
-        if form.has_error(NON_FIELD_ERRORS, SHUT):  # too many failures: say so to scripts too
+        seconds = shut_seconds(form)
+        if seconds is not None:  # too many failures: say so to scripts too
             response.status_code = 429
-            response["Retry-After"] = str(max(1, round(form.shut_seconds)))
+            response["Retry-After"] = str(max(1, round(seconds)))
         return response
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
