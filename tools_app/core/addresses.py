@@ -30,14 +30,21 @@ def trusted_networks(spec: Iterable[str]) -> tuple[Network, ...]:
     return tuple(networks)
 
 
-def _trusted(address: str, networks: Sequence[Network]) -> bool:
+def parsed_address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """An address as the host it names: an IPv6 zone left out, an IPv4-mapped IPv6
+    address (an IPv4 client on a dual-stack socket) as IPv4; None for anything else."""
     try:
-        parsed = ipaddress.ip_address(address.split("%")[0])
+        parsed = ipaddress.ip_address(text.strip().split("%")[0])
     except ValueError:
-        return False
+        return None
     if isinstance(parsed, ipaddress.IPv6Address) and parsed.ipv4_mapped is not None:
-        parsed = parsed.ipv4_mapped
-    return any(parsed in network for network in networks)
+        return parsed.ipv4_mapped
+    return parsed
+
+
+def _trusted(address: str, networks: Sequence[Network]) -> bool:
+    parsed = parsed_address(address)
+    return parsed is not None and any(parsed in network for network in networks)
 
 
 def client_address(peer: str, forwarded_for: str, trusted: Sequence[Network]) -> str:

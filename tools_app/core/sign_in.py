@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from tools_app.core.addresses import parsed_address
+
 # One address may fail this many times the pair's limit, over every account, in a window.
 ADDRESS_FACTOR = 4
 
@@ -27,13 +29,10 @@ def account_key(username: str) -> str:
 def address_key(address: str) -> str:
     """The address as counted: an IPv4 address itself (an IPv4-mapped IPv6 one as IPv4); an
     IPv6 address its /64, which one host commonly holds whole."""
-    try:
-        parsed = ipaddress.ip_address(address.strip().split("%")[0])
-    except ValueError:
+    parsed = parsed_address(address)
+    if parsed is None:
         return address.strip()[:45]
     if isinstance(parsed, ipaddress.IPv6Address):
-        if parsed.ipv4_mapped is not None:
-            return str(parsed.ipv4_mapped)
         return str(ipaddress.IPv6Network(f"{parsed}/64", strict=False))
     return str(parsed)
 
