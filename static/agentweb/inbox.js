@@ -224,6 +224,8 @@
     const body = new FormData(form);
     if (event.submitter && event.submitter.name) body.set(event.submitter.name, event.submitter.value);
     form.querySelectorAll("button").forEach((button) => { button.disabled = true; });
+    // The keyboard goes back to the list at once: j/k work while the answer is on its way.
+    if (card.contains(document.activeElement)) card.focus({ preventScroll: true });
     try {
       const answer = await fetch(form.getAttribute("action"), {
         method: "POST", body, credentials: "same-origin",
@@ -231,8 +233,8 @@
       });
       const fresh = parseOne(await answer.text(), "article.card");
       if (!fresh) throw new Error(`the server answered ${answer.status}`);
-      put(fresh, true);
-      fresh.focus();
+      put(fresh, true);  // keeps the focus on the card if it is still there
+      if (document.activeElement === document.body) fresh.focus({ preventScroll: true });
     } catch (error) {
       showError(card, "Could not send the decision: " + error.message);
       form.querySelectorAll("button").forEach((button) => { button.disabled = false; });

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, expect
 
 from tests.browser import inbox
 from tests.browser.server import Agent
@@ -89,6 +89,35 @@ def test_j_goes_on_into_the_next_page_and_d_denies_there(
     page.keyboard.press("k")
     expect(page.locator(f"#call-{ids[PAGE_SIZE - 1]}")).to_be_focused()
     assert inbox.not_reloaded(page)
+
+
+def test_the_keys_move_on_while_a_decision_is_sent_and_its_answer_leaves_the_focus_be(
+    log_in: Any, reviewer: User, session: dict[str, Any]
+) -> None:
+    """The reviewer denies with d, Enter and at once presses k: the keyboard is back on the
+    list before the server answers, and the answer does not pull the focus back."""
+    ids = hold(session, 3)
+    page: Page = log_in(reviewer)
+    inbox.open_inbox(page)
+    held: list[Route] = []
+    page.route("**/tool-calls/*/decide", lambda route: held.append(route))  # held for the test
+    page.locator("body").click(position={"x": 5, "y": 5})
+    page.keyboard.press("j")
+    page.keyboard.press("j")
+    middle = page.locator(f"#call-{ids[1]}")
+    expect(middle).to_be_focused()
+    page.keyboard.press("d")
+    page.keyboard.type("later")
+    page.keyboard.press("Enter")
+    # Each evaluate lets Playwright hand the test the request it holds.
+    until(lambda: page.evaluate("1") == 1 and bool(held), "the decision was not sent")
+    page.keyboard.press("k")
+    first = page.locator(f"#call-{ids[0]}")
+    expect(first).to_be_focused()
+    held[0].continue_()
+    expect(middle).to_contain_text("Decided by rita: denied (later)")
+    expect(first).to_be_focused()
+    assert ToolCall.objects.get(pk=ids[1]).status == "denied"
 
 
 def test_live_changes_on_loaded_and_unloaded_pages_keep_the_count_exact(
