@@ -11,9 +11,10 @@ entered on the request's thread once: the middleware and the view run there as p
 calls.
 
 A request whose view is async (the REST API's `?wait`, which may wait minutes for a
-person) gets Django's async chain: its round trips are few beside its wait, and between
-them it holds no thread (`live/waiting.py` ends the request's idle thread while it
-waits). Through the sync chain the thread would wait with it, one per held `?wait`.
+person) gets Django's async chain, and holds no thread while it waits (`live/waiting.py`
+ends the request's idle thread). Through the sync chain the thread would wait with it, one
+per held `?wait`. In that chain the middleware's methods that do no I/O run on the loop
+(`web/middleware_on_loop.py`), so such a request enters a thread only for what needs one.
 Every middleware runs either way (`web/static_files.py` for WhiteNoise's).
 
 The hook URLs and `/mcp` have lean handlers of their own (`api/hook_handler.py`,
@@ -25,18 +26,61 @@ from __future__ import annotations
 from typing import Any
 
 from asgiref.sync import iscoroutinefunction, sync_to_async
+from django.conf import settings
+from django.core.exceptions import MiddlewareNotUsed
 from django.core.handlers.asgi import ASGIHandler
 from django.core.handlers.base import BaseHandler
+from django.core.handlers.exception import convert_exception_to_response
 from django.http import HttpRequest, HttpResponseBase
 from django.urls import Resolver404, get_resolver
+from django.utils.module_loading import import_string
+
+from tools_app.web.middleware_on_loop import on_loop, view_method
 
 
 class AsyncChain(BaseHandler):
-    """Django's chain as its ASGI handler builds it, for the requests of async views."""
+    """Django's chain as its ASGI handler builds it, for the requests of async views, with
+    the middleware's methods that do no I/O called on the loop (`middleware_on_loop`)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.load_middleware(is_async=True)
+
+    def load_middleware(self, is_async: bool = True) -> None:
+        """`BaseHandler.load_middleware(is_async=True)`, each class made by `on_loop` and
+        each `process_view` by `view_method`."""
+        self._view_middleware: list[Any] = []
+        self._template_response_middleware: list[Any] = []
+        self._exception_middleware: list[Any] = []
+        inner = self._get_response_async  # type: ignore[attr-defined]  # not in the stubs
+        handler: Any = convert_exception_to_response(inner)
+        handler_is_async = True
+        for path in reversed(settings.MIDDLEWARE):
+            factory = on_loop(import_string(path))
+            can_sync = getattr(factory, "sync_capable", True)
+            runs_async = getattr(factory, "async_capable", False) and (
+                handler_is_async or not can_sync
+            )
+            adapted = self.adapt_method_mode(
+                runs_async, handler, handler_is_async, name=f"middleware {path}"
+            )
+            try:
+                instance = factory(adapted)
+            except MiddlewareNotUsed:
+                continue
+            self._add_methods(instance)
+            handler, handler_is_async = convert_exception_to_response(instance), runs_async
+        self._middleware_chain = self.adapt_method_mode(True, handler, handler_is_async)
+
+    def _add_methods(self, instance: Any) -> None:
+        if hasattr(instance, "process_view"):
+            self._view_middleware.insert(0, view_method(instance))
+        if hasattr(instance, "process_template_response"):
+            method = instance.process_template_response
+            self._template_response_middleware.append(self.adapt_method_mode(True, method))
+        if hasattr(instance, "process_exception"):  # always sync, as Django has it
+            method = instance.process_exception
+            self._exception_middleware.append(self.adapt_method_mode(False, method))
 
 
 class SiteHandler(ASGIHandler):
