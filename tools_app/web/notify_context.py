@@ -7,12 +7,11 @@ from typing import Any
 
 from django.http import HttpRequest
 
-from tools_app import access
 from tools_app.selectors.channels import channels_failing
+from tools_app.web.context_processors import reviewer_browsing
 
 
 def failing_channels(request: HttpRequest) -> dict[str, Any]:
-    user = getattr(request, "user", None)
-    if user is None or not user.is_authenticated or not access.may_review(user, access.BROWSER):
+    if not reviewer_browsing(request):
         return {"failing_channels": []}
     return {"failing_channels": [channel.name for channel in channels_failing()]}
