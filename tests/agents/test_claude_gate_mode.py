@@ -48,5 +48,7 @@ def test_git_diff_runs_unseen_narrowed_and_never_shows_the_secret(
     call = ToolCall.objects.get()
     assert (call.status, call.rule) == ("succeeded", "gateway:proven")
     assert call.native_input["command"].startswith(
-        "git -c safe.bareRepository=explicit diff ':(top,exclude,icase,glob)"
+        "git --no-pager --no-optional-locks -c safe.bareRepository=explicit"
+        " -c core.fsmonitor=false -c core.hooksPath=/dev/null"
+        " diff --no-ext-diff --no-textconv ':(top,exclude,icase,glob)"
     )

@@ -107,7 +107,9 @@ def test_a_narrowed_command_is_the_one_the_agent_is_told_to_run(
     answer = bash(claude, machine, "git diff")
     runs = answer["updatedInput"]["command"]
     assert runs.startswith(
-        "git -c safe.bareRepository=explicit diff ':(top,exclude,icase,glob)**/.env'"
+        "git --no-pager --no-optional-locks -c safe.bareRepository=explicit"
+        " -c core.fsmonitor=false -c core.hooksPath=/dev/null"
+        " diff --no-ext-diff --no-textconv ':(top,exclude,icase,glob)**/.env'"
     )
     call = ToolCall.objects.get()
     assert call.native_input == {"command": runs}

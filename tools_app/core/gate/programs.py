@@ -17,9 +17,10 @@ from typing import Literal
 __all__ = ["GIT_SUBCOMMANDS", "PROGRAMS", "Kind", "Program"]
 
 # What a word is to the program: a flag takes nothing; `num` a count; `word` a short
-# keyword; `text` data it never opens nor runs (a pattern, a format); `path` a file or
-# directory it reads, checked against the session's directory and the policy.
-Kind = Literal["flag", "num", "word", "text", "path"]
+# keyword; `text` data it never opens nor runs (a pattern); `format` git's pretty format,
+# text but for `%G` (a signature check runs gpg); `path` a file or directory it reads,
+# checked against the session's directory and the policy.
+Kind = Literal["flag", "num", "word", "text", "format", "path"]
 Operands = Literal["paths", "text", "pattern_then_paths", "revisions_or_paths", "none"]
 
 
@@ -29,8 +30,11 @@ class Program:
 
     short: dict[str, Kind] = field(default_factory=dict)
     long: dict[str, Kind] = field(default_factory=dict)
-    # Long options whose value is optional and only given after `=` (`--color[=WHEN]`).
+    # Long options whose value is optional and only given after `=` (`--color[=WHEN]`):
+    # the next word is never theirs.
     optional: dict[str, Kind] = field(default_factory=dict)
+    # Short options whose value is optional and only given attached (git's `-U5`).
+    attached: dict[str, Kind] = field(default_factory=dict)
     operands: Operands = "paths"  # GNU getopt: options may also follow operands
     max_operands: int | None = None
     numeric_option: bool = False  # `head -20`: the old spelling of `-n 20`
@@ -191,27 +195,35 @@ _DIFF_FORMAT = _flags("--stat", "--numstat", "--shortstat", "--name-only", "--na
 _DIFF_FORMAT |= _flags("--summary", "--no-color", "--minimal", "--patience", "--histogram")
 _DIFF_FORMAT |= _flags("--ignore-all-space", "--ignore-space-change", "--check", "--raw")
 _DIFF_FORMAT |= _flags("--no-renames", "--patch", "--no-patch", "--full-index", "--binary")
-_DIFF_FORMAT |= {"--unified": "num", "--word-diff": "word", "--diff-filter": "word"}
-_DIFF_SHORT: dict[str, Kind] = _flags("p", "w", "b", "s", "M", "R") | {"U": "num"}
+_DIFF_FORMAT |= {"--diff-filter": "word"}
+_DIFF_SHORT: dict[str, Kind] = _flags("p", "w", "b", "s", "M", "R")
+# git takes these values only attached (`--unified=3`, `-U3`, `--pretty=oneline`): given
+# as the next word, that word is an operand, so a proof reading it as the value would
+# let a revision or path (`--output=FILE` even) through unchecked.
+_DIFF_OPTIONAL: dict[str, Kind] = {"--unified": "num", "--word-diff": "word", "--color": "word"}
+_DIFF_ATTACHED: dict[str, Kind] = {"U": "num"}
+_PRETTY: dict[str, Kind] = {"--format": "format", "--pretty": "format", "--decorate": "word"}
 GIT_SUBCOMMANDS: dict[str, Program] = {
-    "status": Program(
-        short=_flags("s", "b", "v", "z"),
-        long=_flags("--short", "--branch", "--long", "--verbose", "--ignored", "--show-stash")
+    "status": Program(  # not -v: it prints the staged diff, unnarrowed
+        short=_flags("s", "b", "z"),
+        long=_flags("--short", "--branch", "--long", "--ignored", "--show-stash")
         | _flags("--ahead-behind", "--no-ahead-behind", "--renames", "--no-renames"),
         optional={"--porcelain": "word", "--untracked-files": "word", "--column": "word"},
     ),
     "diff": Program(
         short=_DIFF_SHORT,
         long=_DIFF_FORMAT | _flags("--cached", "--staged", "--merge-base", "--exit-code"),
-        optional={"--color": "word", "--dirstat": "word", "--find-renames": "word"},
+        optional=_DIFF_OPTIONAL | {"--dirstat": "word", "--find-renames": "word"},
+        attached=_DIFF_ATTACHED,
         operands="revisions_or_paths",
     ),
     "show": Program(
         short=_DIFF_SHORT,
         long=_DIFF_FORMAT
         | _flags("--oneline", "--abbrev-commit", "--no-abbrev-commit")
-        | {"--format": "text", "--pretty": "text", "--date": "word"},
-        optional={"--color": "word", "--decorate": "word"},
+        | {"--date": "word"},
+        optional=_DIFF_OPTIONAL | _PRETTY,
+        attached=_DIFF_ATTACHED,
         operands="revisions_or_paths",
     ),
     "log": Program(
@@ -222,8 +234,9 @@ GIT_SUBCOMMANDS: dict[str, Program] = {
         | _flags("--branches", "--tags", "--remotes", "--left-right", "--cherry-pick")
         | {"--max-count": "num", "--skip": "num", "--since": "text", "--until": "text"}
         | {"--after": "text", "--before": "text", "--author": "text", "--committer": "text"}
-        | {"--grep": "text", "--format": "text", "--pretty": "text", "--date": "word"},
-        optional={"--color": "word", "--decorate": "word"},
+        | {"--grep": "text", "--date": "word"},
+        optional=_DIFF_OPTIONAL | _PRETTY,
+        attached=_DIFF_ATTACHED,
         operands="revisions_or_paths",
         numeric_option=True,
     ),

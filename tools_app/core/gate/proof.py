@@ -50,6 +50,22 @@ __all__ = ["Fence", "Proof", "any_case", "anywhere", "fold", "prove_command"]
 _NUMBER = re.compile(r"[+-]?\d+[A-Za-z]{0,3}")
 _KEYWORD = re.compile(r"[A-Za-z0-9_.,:+=-]+")
 _OBJECT_ID = re.compile(r"[0-9a-fA-F]{4,64}")
+_DESCRIBED = re.compile(r"-g[0-9a-fA-F]+$")  # git reads `ANY-gHEX` as the object HEX
+# Settings that stop a repository's config from running programs (fsmonitor, hooks of
+# an index write, a pager), and git from taking a bare repository the agent could have
+# written (git 2.38 and later).
+_GIT_SAFE_SETTINGS = (
+    " --no-pager --no-optional-locks -c safe.bareRepository=explicit"
+    " -c core.fsmonitor=false -c core.hooksPath=/dev/null"
+)
+_GIT_NO_SIGNATURES = " -c log.showSignature=false"
+# Diff drivers a repository's .gitattributes may name, with commands in its config.
+_GIT_DIFFS = {
+    "diff": " --no-ext-diff --no-textconv",
+    "show": " --no-ext-diff --no-textconv",
+    "log": " --no-ext-diff --no-textconv",
+    "blame": " --no-textconv",
+}
 _REVISION = re.compile(r"[A-Za-z0-9_@+-][A-Za-z0-9_@+.~^/-]*")
 _MACHINE_SECRETS = re.compile(
     "|".join(re.escape("/" + p.removeprefix("~/").rstrip("/")) + "(/|$)" for p in HOME_SECRET_PATHS)
@@ -118,7 +134,9 @@ class _Prover:
         for simple in read_script(self.command).commands:
             self._simple(simple)
         narrowed = self.command
-        for at, text in sorted(self.insertions, reverse=True):
+        # From the end back; at one place, the last added first, so they read in order.
+        ordered = sorted(enumerate(self.insertions), key=lambda i: (i[1][0], i[0]), reverse=True)
+        for _, (at, text) in ordered:
             narrowed = narrowed[:at] + text + narrowed[at:]
         changed = narrowed if narrowed != self.command else ""
         return Proof(True, "", changed, tuple(dict.fromkeys(self.notes)))
@@ -203,6 +221,10 @@ class _Prover:
     def _short(self, name: str, spec: Program, word: str, words: Iterable[str]) -> None:
         for at, letter in enumerate(word[1:], start=1):
             self.given.add(f"-{letter}")
+            if letter in spec.attached:  # its value, if any, is the rest of this word
+                if word[at + 1 :]:
+                    self._value(spec.attached[letter], word[at + 1 :], f"{name} -{letter}")
+                return
             kind = spec.short.get(letter)
             if kind is None:
                 raise Unproven(
@@ -218,6 +240,8 @@ class _Prover:
             raise Unproven(f"`{option}` takes a number, got `{value}`")
         if kind == "word" and not _KEYWORD.fullmatch(value):
             raise Unproven(f"`{option}` takes a plain keyword, got `{value}`")
+        if kind == "format" and "%G" in value:
+            raise Unproven(f"`{option}` with `%G` checks signatures: git runs gpg")
         if kind == "path":
             self._path(value, "reads")
 
@@ -234,6 +258,11 @@ class _Prover:
         if spec.operands == "pattern_then_paths" and not self.given & PATTERN_OPTIONS:
             paths = paths[1:]
         for path in paths:
+            if path.startswith("+"):
+                raise Unproven(
+                    f"`{name} {path}`: a word starting with `+` is an option to some "
+                    "programs (`tail +f` follows a file forever)"
+                )
             self._path(path, "reads")
         if spec.recursive and "--files" not in self.given:  # names are not contents
             self._narrow_search(simple)
@@ -256,17 +285,15 @@ class _Prover:
                 raise Unproven(f"`find {word}` is not a test gate mode has proven to only read")
 
     def _git(self, args: list[str], simple: Simple) -> None:
-        while args and args[0] in GIT_GLOBAL:
-            args = args[1:]
+        at = 1
+        while at < len(args) + 1 and args[at - 1] in GIT_GLOBAL:
+            at += 1
+        args = args[at - 1 :]
         if not args or args[0] not in GIT_SUBCOMMANDS:
             what = f"`git {args[0]}`" if args else "`git` alone"
             raise Unproven(f"{what} is not a git command gate mode has proven to only read")
         sub, spec = args[0], GIT_SUBCOMMANDS[args[0]]
-        # A directory the agent wrote HEAD, config, objects/ and refs/ into is a bare
-        # repository to git, whose config may run programs: git is told to take only the
-        # repository it finds by its `.git` (git 2.38 and later).
-        self.insertions.append((simple.program_end, " -c safe.bareRepository=explicit"))
-        self.notes.append("git takes no bare repository (-c safe.bareRepository=explicit)")
+        self._harden_git(sub, simple, sub_end=simple.word_ends[at])
         operands = self._options(f"git {sub}", spec, args[1:])
         for value, after_dashes in operands:
             if not after_dashes and spec.operands == "revisions_or_paths":
@@ -278,6 +305,20 @@ class _Prover:
         shows = sub in GIT_SHOWS_CONTENT or bool(self.given - GIT_LOG_NAMES_ONLY)
         if shows and spec.operands == "revisions_or_paths":
             self._narrow_git(sub, simple)
+
+    def _harden_git(self, sub: str, simple: Simple, sub_end: int) -> None:
+        """What a repository's own config or attributes could make git run, switched off
+        in the command the agent is told to run: the repository may have come from
+        anywhere (a clone, an unpacked archive), and its config from whoever wrote it."""
+        settings = _GIT_SAFE_SETTINGS + (_GIT_NO_SIGNATURES if sub in {"log", "show"} else "")
+        self.insertions.append((simple.program_end, settings))
+        self.notes.append(
+            "git takes no bare repository, runs no fsmonitor, hook, pager or signature "
+            "check, and writes no index (-c settings, --no-optional-locks)"
+        )
+        if sub in _GIT_DIFFS:
+            self.insertions.append((sub_end, _GIT_DIFFS[sub]))
+            self.notes.append(f"git {sub} runs no external diff or textconv driver")
 
     # --- paths --------------------------------------------------------------------------
 
@@ -310,12 +351,14 @@ class _Prover:
     # --- narrowing ------------------------------------------------------------------------
 
     def _narrow_search(self, simple: Simple) -> None:
+        """The exclusions go right after `rg`, before any `--` (after it they would be
+        paths), and as globs they outrank the repository's ignore files (a `.ignore`
+        of `!.env` or `!.git/` brings nothing back)."""
         patterns = [p for p in self.fence.secret if p.strip() and not p.startswith("#")]
-        if not patterns:
-            return
-        globs = " ".join(f"--iglob {shlex.quote('!' + anywhere(p))}" for p in patterns)
-        self.insertions.append((simple.end, " " + globs))
-        self.notes.append("rg leaves out the policy's secret files (--iglob '!PATTERN')")
+        excluded = [*patterns, ".git"]
+        globs = " ".join(f"--iglob {shlex.quote('!' + anywhere(p))}" for p in excluded)
+        self.insertions.append((simple.program_end, " " + globs))
+        self.notes.append("rg leaves out .git and the policy's secret files (--iglob '!PATTERN')")
 
     def _narrow_git(self, sub: str, simple: Simple) -> None:
         """`:(exclude)` pathspecs at the end; without `--` git takes a word starting
@@ -341,11 +384,12 @@ def _within(path: str, root: str) -> bool:
 
 
 def _revision(sub: str, value: str) -> None:
-    """A revision a proof can vouch for: not `REV:PATH` (a file's content at REV), not a
-    bare object id (which may name a blob, printed whole)."""
+    """A revision a proof can vouch for: not `REV:PATH` (a file's content at REV), not an
+    object id, bare or as `git describe` writes it (`NAME-gID`): either may name a blob,
+    printed whole."""
     if ":" in value:
         raise Unproven(f"`git {sub} {value}` names a file at a revision (`REV:PATH`)")
-    if _OBJECT_ID.fullmatch(value):
+    if _OBJECT_ID.fullmatch(value) or _DESCRIBED.search(value):
         raise Unproven(f"`git {sub} {value}` names an object by its id, which may be a file's")
     if not _REVISION.fullmatch(value):
         raise Unproven(f"`git {sub} {value}` is not a plain revision or path")

@@ -44,14 +44,19 @@ class Redirect:
 
 @dataclass
 class Simple:
-    """One simple command: its words' values, where its program's word and its whole text
-    end in the command (insertion points for the proof's narrowing), its redirections,
-    and the joiner before it."""
+    """One simple command: its words' values, where each word and its whole text end in
+    the command (insertion points for the proof's narrowing), its redirections, and the
+    joiner before it."""
 
     words: list[str] = field(default_factory=list)
     redirects: list[Redirect] = field(default_factory=list)
-    program_end: int = 0
+    word_ends: list[int] = field(default_factory=list)
     end: int = 0
+
+    @property
+    def program_end(self) -> int:
+        return self.word_ends[0]
+
     joined_by: str = ""
 
 
@@ -144,8 +149,7 @@ class _Reader:
         if bare_digits and self.at < len(self.text) and self.text[self.at] in "<>":
             self._redirect(fd=value)
             return
-        if not self.current.words:
-            self.current.program_end = self.at
+        self.current.word_ends.append(self.at)
         self.current.words.append(value)
 
     def _value_with_kind(self) -> tuple[str, bool]:

@@ -1,0 +1,127 @@
+"""Gate mode against a second red team (8 December): spellings whose words the proof
+misread, and a repository whose own config, attributes and ignore files try to make a
+proven command run a program or print a secret. Each hostile setup is shown to work on
+the command as the agent sent it, and to do nothing on the command as agentweb narrows
+it; the scratch project is looked at afterwards, not the verdict alone."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.unit.gate_scratch import CREDENTIALS, SECRET, Scratch
+from tools_app.core.gate import Fence, prove_command
+from tools_app.core.policy.defaults import DEFAULT_PROTECTED_PATHS, DEFAULT_SECRET_PATHS
+
+ROOT = "/home/alice/project"
+FENCE = Fence(ROOT, DEFAULT_PROTECTED_PATHS, DEFAULT_SECRET_PATHS)
+
+REFUSED = [
+    # git takes these values attached only: the next word is an operand or an option
+    ("git log -1 --pretty --output=x --format=tformat:x", "`git log --output`"),
+    ("git log --pretty --output=.git/config", "`git log --output`"),
+    ("git show --pretty HEAD:.env", "`REV:PATH`"),
+    ("git show --word-diff :.env", "`REV:PATH`"),
+    ("git show -U 7fcc", "names an object by its id"),
+    ("git show --unified 7fcc", "names an object by its id"),
+    ("git log --format --output=x", "`git log --output`"),
+    # `git describe`'s spelling names any object, blobs included
+    ("git show x-gad55712", "names an object by its id"),
+    ("git diff v1-3-g0123abc", "names an object by its id"),
+    # prints the staged diff, unnarrowed
+    ("git status -v", "`git status -v`"),
+    ("git status --verbose", "`git status --verbose`"),
+    # GNU tail's old `+Nf` spelling follows the file forever
+    ("tail +f README.md", "`tail +f`"),
+    ("tail +1f README.md", "`tail +1f`"),
+    ("head +5 README.md", "`head +5`"),
+    # a signature check runs gpg (`gpg.program` may be the repository's)
+    ("git log --format=%GS", "runs gpg"),
+    ("git show --pretty=format:%GK", "runs gpg"),
+]
+
+
+@pytest.mark.parametrize(("command", "reason"), REFUSED)
+def test_the_red_team_s_spellings_are_refused_naming_why(command: str, reason: str) -> None:
+    proof = prove_command(command, ROOT, FENCE)
+    assert not proof.proven, proof
+    assert reason in proof.reason, proof.reason
+
+
+@pytest.mark.parametrize(
+    "command", ["git log -U3", "git show --pretty=oneline", "git diff --unified=2", "git log -1"]
+)
+def test_attached_values_still_read(command: str) -> None:
+    assert prove_command(command, ROOT, FENCE).proven
+
+
+def narrowed(scratch: Scratch, command: str) -> str:
+    fence = Fence(str(scratch.project), DEFAULT_PROTECTED_PATHS, DEFAULT_SECRET_PATHS)
+    proof = prove_command(command, str(scratch.project), fence)
+    assert proof.proven, proof.reason
+    assert proof.narrowed, "a command gate mode must harden was left as sent"
+    return proof.narrowed
+
+
+def git_config(scratch: Scratch, *settings: str) -> None:
+    for setting in settings:
+        key, _, value = setting.partition("=")
+        subprocess.run(["git", "-C", str(scratch.project), "config", key, value], check=True)
+
+
+def ran(scratch: Scratch) -> Path:
+    """The file the hostile program writes when it runs (outside the project)."""
+    return scratch.root / "PWNED"
+
+
+@pytest.mark.parametrize(
+    ("command", "settings", "attributes"),
+    [
+        ("git status --short", ["core.fsmonitor=touch {pwned}; false"], ""),
+        ("git diff --stat", ["core.fsmonitor=touch {pwned}; false"], ""),
+        ("git ls-files -m", ["core.fsmonitor=touch {pwned}; false"], ""),
+        ("git diff", ["diff.external=touch {pwned}; false"], ""),
+        ("git diff", ["diff.evil.textconv=touch {pwned}; cat"], "*.py diff=evil\n"),
+        ("git log -p -1", ["diff.evil.textconv=touch {pwned}; cat"], "*.md diff=evil\n"),
+        ("git diff", ["diff.evil.command=touch {pwned}; false"], "*.py diff=evil\n"),
+        ("git blame README.md", ["diff.evil.textconv=touch {pwned}; cat"], "*.md diff=evil\n"),
+        ("git status --short", ["core.hooksPath={hooks}"], ""),
+    ],
+)
+def test_a_repository_s_own_config_runs_nothing_through_a_proven_git(
+    scratch: Scratch, command: str, settings: list[str], attributes: str
+) -> None:
+    hooks = scratch.root / "hooks"
+    hooks.mkdir()
+    hook = hooks / "post-index-change"
+    hook.write_text(f"#!/bin/sh\ntouch {ran(scratch)}\n")
+    hook.chmod(0o755)
+    values = {"pwned": str(ran(scratch)), "hooks": str(hooks)}
+    git_config(scratch, *(s.format(**values) for s in settings))
+    if attributes:
+        (scratch.project / ".git/info/attributes").write_text(attributes)
+    (scratch.project / "README.md").write_text("# Demo, changed\n")
+    scratch.run(command)
+    assert ran(scratch).exists(), "the hostile setup did not run on the command as sent"
+    ran(scratch).unlink()
+    scratch.run(narrowed(scratch, command))
+    assert not ran(scratch).exists(), f"{command} ran the repository's program"
+
+
+def test_a_repository_s_ignore_file_brings_no_secret_or_git_file_back_to_rg(
+    scratch: Scratch,
+) -> None:
+    (scratch.project / ".ignore").write_text("!.env\n!.git/\n")
+    git_config(scratch, f"remote.origin.url=https://user:{CREDENTIALS}@example.invalid/r")
+    scratch.before = scratch.snapshot()
+    for command, leaked in (
+        ("rg -e SECRET -- .", SECRET),
+        ("rg canary -- .", None),
+        ("rg -i url", CREDENTIALS),
+    ):
+        if leaked is not None:
+            assert leaked in scratch.run(command), command
+        output = scratch.run(narrowed(scratch, command))
+        assert scratch.harm(output) == [], (command, output)
