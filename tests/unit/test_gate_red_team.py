@@ -6,12 +6,14 @@ it; the scratch project is looked at afterwards, not the verdict alone."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.unit.gate_scratch import CREDENTIALS, SECRET, Scratch
+from tests.unit.gate_scratch import AWS, CREDENTIALS, KEY, SECRET, Scratch
 from tools_app.core.gate import Fence, prove_command
 from tools_app.core.policy.defaults import DEFAULT_PROTECTED_PATHS, DEFAULT_SECRET_PATHS
 
@@ -125,3 +127,73 @@ def test_a_repository_s_ignore_file_brings_no_secret_or_git_file_back_to_rg(
             assert leaked in scratch.run(command), command
         output = scratch.run(narrowed(scratch, command))
         assert scratch.harm(output) == [], (command, output)
+
+
+def plant_links(scratch: Scratch) -> None:
+    """What a cloned repository or an approved command could leave in the project."""
+    project = scratch.project
+    (scratch.home / ".ssh/config").write_text(f"IdentityFile {KEY}\n")
+    (project / "notes.txt").symlink_to(".env")
+    (project / "keys").symlink_to(scratch.home / ".ssh")
+    (project / "docs").mkdir()
+    (project / "docs/readme.txt").symlink_to(scratch.home / ".aws/credentials")
+    (project / "zero.txt").symlink_to("/dev/zero")
+    os.mkfifo(project / "pipe.txt")
+    scratch.before = scratch.snapshot()
+
+
+@pytest.mark.parametrize(
+    ("command", "as_sent"),
+    [
+        ("cat notes.txt", SECRET),
+        ("grep -a SECRET notes.txt", SECRET),
+        ("cd keys && cat config", KEY),
+        ("rg -e KEY keys", KEY),
+        ("ls -la keys/", "id_rsa"),
+        ("cat docs/readme.txt", AWS),
+        ("cat src/../keys/config", KEY),
+        ("wc -c zero.txt", "hangs"),
+        ("cat pipe.txt", "hangs"),
+    ],
+)
+def test_a_link_or_a_special_file_in_the_project_stops_a_proven_command(
+    scratch: Scratch, command: str, as_sent: str
+) -> None:
+    """The proof reads names; the command it narrows first checks, on the agent's machine,
+    that no path it walks through is a symbolic link or a device, FIFO or socket."""
+    plant_links(scratch)
+    if as_sent == "hangs":
+        with pytest.raises(subprocess.TimeoutExpired):
+            scratch.run(command, timeout=2)
+    else:
+        assert as_sent in scratch.run(command), "the planted link did not work as sent"
+    output = scratch.run(narrowed(scratch, command), timeout=5)
+    assert scratch.harm(output) == [], output
+    assert "is a symbolic link or a special file" in output, output
+    assert "id_rsa" not in output
+
+
+def test_plain_files_and_directories_pass_the_check(scratch: Scratch) -> None:
+    plant_links(scratch)
+    output = scratch.run(narrowed(scratch, "cat README.md && cd src && wc -l app.py"))
+    assert "# Demo" in output and "2 app.py" in output, output
+    assert scratch.harm(output) == []
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "sh"])
+def test_the_check_is_the_same_in_the_agents_shells(scratch: Scratch, shell: str) -> None:
+    """Claude Code runs commands in the user's shell (zsh on a Mac), Codex in bash or sh."""
+    if shutil.which(shell) is None:
+        pytest.skip(f"{shell} is not installed here")
+    plant_links(scratch)
+
+    def run(command: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [shell, "-c", narrowed(scratch, command)], cwd=scratch.project,
+            capture_output=True, text=True, timeout=10, check=False,
+        )  # fmt: skip
+
+    plain, linked = run("cat README.md"), run("cat notes.txt")
+    assert (plain.returncode, plain.stdout) == (0, "# Demo\nfoo in the readme\n")
+    assert linked.returncode != 0 and SECRET not in linked.stdout + linked.stderr
+    assert "notes.txt is a symbolic link or a special file" in linked.stderr

@@ -123,6 +123,7 @@ class _Prover:
     insertions: list[tuple[int, str]] = field(default_factory=list)
     given: set[str] = field(default_factory=set)  # the options of the command being read
     notes: list[str] = field(default_factory=list)
+    walked: list[str] = field(default_factory=list)  # what the agent's machine checks first
 
     def prove(self, where: str) -> Proof:
         self.fence = self.fence.folded()
@@ -131,6 +132,7 @@ class _Prover:
         if not _within(start, root):
             raise Unproven(f"it runs in {where}, outside the session's directory {root}")
         self.dirs = {start}
+        self._walk(root, posixpath.relpath(start, root))
         for simple in read_script(self.command).commands:
             self._simple(simple)
         narrowed = self.command
@@ -138,6 +140,12 @@ class _Prover:
         ordered = sorted(enumerate(self.insertions), key=lambda i: (i[1][0], i[0]), reverse=True)
         for _, (at, text) in ordered:
             narrowed = narrowed[:at] + text + narrowed[at:]
+        if self.walked:
+            narrowed = _only_plain_files(list(dict.fromkeys(self.walked)), narrowed)
+            self.notes.append(
+                "it runs only if no path it names is a symbolic link or a special file "
+                "(checked on the agent's machine first)"
+            )
         changed = narrowed if narrowed != self.command else ""
         return Proof(True, "", changed, tuple(dict.fromkeys(self.notes)))
 
@@ -299,7 +307,7 @@ class _Prover:
             if not after_dashes and spec.operands == "revisions_or_paths":
                 _revision(sub, value)
             if spec.operands != "text":
-                self._path(value, "reads")
+                self._path(value, "reads", walks=False)  # git reads a link as a link
         if spec.operands == "none" and operands:
             raise Unproven(f"`git {sub}` is proven only without operands")
         shows = sub in GIT_SHOWS_CONTENT or bool(self.given - GIT_LOG_NAMES_ONLY)
@@ -322,8 +330,23 @@ class _Prover:
 
     # --- paths --------------------------------------------------------------------------
 
-    def _path(self, value: str, verb: str, base: str = "") -> list[str]:
-        """The absolute places `value` may name (one per possible current directory)."""
+    def _walk(self, directory: str, value: str) -> None:
+        """The places the machine walks through to reach `value` from `directory`, as
+        the kernel walks them (`a/../b` goes through `a`): the proof reads names only,
+        so each must turn out to be no symbolic link (which could lead to a secret or
+        out of the session's directory) and no device, FIFO or socket (which may never
+        end) before the command runs."""
+        walked = directory
+        for part in value.split("/"):
+            if part in {"", "."}:
+                continue
+            walked = posixpath.join(walked, part)
+            if part != "..":
+                self.walked.append(walked)
+
+    def _path(self, value: str, verb: str, base: str = "", walks: bool = True) -> list[str]:
+        """The absolute places `value` may name (one per possible current directory);
+        `walks`: the program follows a link it names (git does not)."""
         if not value:
             raise Unproven(f"an empty path is not a plain path to {verb.rstrip('s')}")
         if value == "-":
@@ -337,6 +360,8 @@ class _Prover:
                 raise Unproven(f"it {verb} `{value}`, outside the session's directory{secret}")
             self._covered(value, verb, posixpath.relpath(full, root))
             places.append(full)
+            if walks:
+                self._walk(directory, value)
         return places
 
     def _covered(self, value: str, verb: str, relative: str) -> None:
@@ -370,6 +395,20 @@ class _Prover:
         excludes = " ".join(shlex.quote(magic + anywhere(p)) for p in patterns)
         self.insertions.append((simple.end, f" {excludes}"))
         self.notes.append(f"git {sub} leaves out the policy's secret files (:(exclude) pathspecs)")
+
+
+def _only_plain_files(walked: list[str], command: str) -> str:
+    """`command`, run only when none of the `walked` places is a symbolic link or a
+    special file: shell builtins alone, the same in bash and zsh, as one compound
+    command (a `cd DIR &&` in front of it still guards all of it)."""
+    places = " ".join(shlex.quote(place) for place in walked)
+    odd = " || ".join(f'test -{kind} "$agentweb_path"' for kind in "LpcbS")
+    return (
+        f"{{ for agentweb_path in {places}; do if {odd}; then "
+        'echo "agentweb: $agentweb_path is a symbolic link or a special file, which gate '
+        'mode does not read unseen" >&2; break; fi; agentweb_path=; done; '
+        f'if test -z "$agentweb_path"; then {command}\nelse false; fi; }}'
+    )
 
 
 def _next(words: Iterable[str], option: str) -> str:
