@@ -172,17 +172,23 @@ def test_what_reads_a_whole_tree_is_narrowed_to_leave_secrets_out() -> None:
     assert rg.narrowed.endswith(" --iglob '!**/.git' foo | head")
     diff = prove_command("git diff -- src", ROOT, FENCE)
     safe = (
-        "git --no-pager --no-optional-locks -c safe.bareRepository=explicit"
-        " -c core.fsmonitor=false -c core.hooksPath=/dev/null"
+        "GIT_CEILING_DIRECTORIES=/home/alice GIT_NO_LAZY_FETCH=1 GIT_ALLOW_PROTOCOL=none"
+        " git --no-pager --no-optional-locks -c safe.bareRepository=explicit"
+        " -c core.fsmonitor=false -c core.hooksPath=/dev/null -c log.showSignature=false"
+        " -c gpg.program=false -c gpg.openpgp.program=false -c gpg.x509.program=false"
+        " -c gpg.ssh.program=false --work-tree=/home/alice/project"
     )
-    no_drivers = "--no-ext-diff --no-textconv"
+    no_drivers = "--no-ext-diff --no-textconv --submodule=short"
+    exclude = ":(top,exclude,icase,glob)"
     assert diff.narrowed.startswith(
-        f"{safe} diff {no_drivers} -- src ':(top,exclude,icase,glob)**/.env' "
+        f"{safe} diff {no_drivers} -- src '{exclude}**/.env' '{exclude}**/.env/**' "
     )
     assert prove_command("git log --oneline", ROOT, FENCE).narrowed == (
-        f"{safe} -c log.showSignature=false log {no_drivers} --oneline"
+        f"{safe} log {no_drivers} --oneline"
     )
     assert prove_command("git status", ROOT, FENCE).narrowed == f"{safe} status"
+    blame = prove_command("git blame -f README.md", ROOT, FENCE).narrowed
+    assert blame == f"{safe} blame --no-textconv --no-ignore-revs-file -f README.md"
     for content in ("-p", "--binary", "--check", "-U3", "--word-diff=plain"):
         assert "':(top,exclude" in prove_command(f"git log {content}", ROOT, FENCE).narrowed
     assert prove_command("rg --files", ROOT, FENCE).narrowed == ""

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.gate_scratch import AWS, CREDENTIALS, KEY, SECRET, Scratch
+from tests.unit.gate_scratch import AWS, CANARY_TEXT, CREDENTIALS, KEY, SECRET, Scratch
 from tools_app.core.gate import Fence, prove_command
 from tools_app.core.policy.defaults import DEFAULT_PROTECTED_PATHS, DEFAULT_SECRET_PATHS
 
@@ -42,6 +42,13 @@ REFUSED = [
     # a signature check runs gpg (`gpg.program` may be the repository's)
     ("git log --format=%GS", "runs gpg"),
     ("git show --pretty=format:%GK", "runs gpg"),
+    ("git log --format=%+GS", "runs gpg"),
+    ("git log '--format=% G?'", "runs gpg"),
+    # a backreference makes a backtracking matcher take forever
+    ("grep -E '(.*)(.*)\\2\\1x' README.md", "a backreference"),
+    ("grep -e '\\(a\\)\\1' README.md", "a backreference"),
+    ("find . -regex '.*\\(.*\\)\\1z'", "a backreference"),
+    ("git log --grep='\\(.*\\)\\1'", "a backreference"),
 ]
 
 
@@ -105,6 +112,8 @@ def test_a_repository_s_own_config_runs_nothing_through_a_proven_git(
     if attributes:
         (scratch.project / ".git/info/attributes").write_text(attributes)
     (scratch.project / "README.md").write_text("# Demo, changed\n")
+    later = (scratch.project / "aws_credentials.txt").stat().st_mtime + 60
+    os.utime(scratch.project / "aws_credentials.txt", (later, later))  # git status refreshes
     scratch.run(command)
     assert ran(scratch).exists(), "the hostile setup did not run on the command as sent"
     ran(scratch).unlink()
@@ -197,3 +206,55 @@ def test_the_check_is_the_same_in_the_agents_shells(scratch: Scratch, shell: str
     assert (plain.returncode, plain.stdout) == (0, "# Demo\nfoo in the readme\n")
     assert linked.returncode != 0 and SECRET not in linked.stdout + linked.stderr
     assert "notes.txt is a symbolic link or a special file" in linked.stderr
+
+
+def test_git_stays_in_the_session_s_directory_and_its_repository(scratch: Scratch) -> None:
+    """A repository whose config moves its work tree (`core.worktree`) or a directory
+    inside a bigger repository (a dotfiles home) would let git read outside; a
+    blame.ignoreRevsFile prints a file's first line; a directory named like a secret
+    holds secrets too; CDPATH takes `cd` elsewhere."""
+    kube = scratch.home / ".kube"
+    kube.mkdir()
+    (kube / "config").write_text(f"token: {CANARY_TEXT}\n")
+    project = scratch.project
+    (project / "deploy/.env").mkdir(parents=True)
+    (project / "deploy/.env/prod").write_text("A=1\n")
+    subprocess.run(["git", "-C", str(project), "add", "deploy"], check=True)
+    (project / "deploy/.env/prod").write_text(f"A={SECRET}\n")
+    git_config(scratch, f"blame.ignoreRevsFile={scratch.home}/.ssh/id_rsa")
+    scratch.before = scratch.snapshot()
+    for command in ("git diff deploy", "git blame README.md", "git log -p -1"):
+        output = scratch.run(narrowed(scratch, command))
+        assert scratch.harm(output) == [], (command, output)
+    assert KEY in scratch.run("git blame README.md")
+    git_config(scratch, f"core.worktree={scratch.home}")
+    scratch.before = scratch.snapshot()
+    assert "kube" in scratch.run("git status --short --untracked-files=all")
+    output = scratch.run(narrowed(scratch, "git status --short --untracked-files=all"))
+    assert ".kube" not in output and scratch.harm(output) == [], output
+
+
+def test_a_directory_inside_a_bigger_repository_gives_git_nothing_outside(
+    scratch: Scratch,
+) -> None:
+    home = scratch.home
+    subprocess.run(["git", "-C", str(home), "init", "-q"], check=True)
+    (home / "work").mkdir()
+    (home / "work/notes.md").write_text("notes\n")
+    fence = Fence(str(home / "work"), DEFAULT_PROTECTED_PATHS, DEFAULT_SECRET_PATHS)
+    proof = prove_command("git status --short", str(home / "work"), fence)
+
+    def run(command: str) -> str:
+        done = subprocess.run(
+            ["bash", "-c", command], cwd=home / "work", capture_output=True, text=True,
+            env={"HOME": str(home), "PATH": "/usr/bin:/bin", "CDPATH": str(home)}, check=False,
+        )  # fmt: skip
+        return done.stdout + done.stderr
+
+    assert ".ssh/" in run("git status --short")
+    assert ".ssh" not in run(proof.narrowed)
+    cd_away = prove_command("cd .ssh && cat known_hosts", str(home / "work"), fence)
+    assert cd_away.proven
+    (home / ".ssh/known_hosts").write_text(f"{KEY}\n")
+    assert KEY in run("cd .ssh && cat known_hosts")  # CDPATH finds ~/.ssh
+    assert KEY not in run(cd_away.narrowed)

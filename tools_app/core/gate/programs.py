@@ -17,10 +17,12 @@ from typing import Literal
 __all__ = ["GIT_SUBCOMMANDS", "PROGRAMS", "Kind", "Program"]
 
 # What a word is to the program: a flag takes nothing; `num` a count; `word` a short
-# keyword; `text` data it never opens nor runs (a pattern); `format` git's pretty format,
+# keyword; `text` data it never opens nor runs; `regex` a pattern for a backtracking
+# matcher (text, but no backreference: `(.*)(.*)\2\1` may never end); `format` git's
+# pretty format,
 # text but for `%G` (a signature check runs gpg); `path` a file or directory it reads,
 # checked against the session's directory and the policy.
-Kind = Literal["flag", "num", "word", "text", "format", "path"]
+Kind = Literal["flag", "num", "word", "text", "regex", "format", "path"]
 Operands = Literal["paths", "text", "pattern_then_paths", "revisions_or_paths", "none"]
 
 
@@ -77,13 +79,13 @@ _WC = Program(
 )
 _GREP = Program(
     short=_flags(*"nivwxclLoqshHEFGIabTZz")
-    | {"e": "text", "A": "num", "B": "num", "C": "num", "m": "num"},
+    | {"e": "regex", "A": "num", "B": "num", "C": "num", "m": "num"},
     long=_flags("--line-number", "--ignore-case", "--invert-match", "--word-regexp")
     | _flags("--line-regexp", "--count", "--files-with-matches", "--files-without-match")
     | _flags("--only-matching", "--quiet", "--silent", "--no-messages", "--no-filename")
     | _flags("--with-filename", "--extended-regexp", "--fixed-strings", "--basic-regexp")
     | _flags("--byte-offset", "--initial-tab", "--null", "--null-data", "--no-ignore-case")
-    | {"--regexp": "text", "--after-context": "num", "--before-context": "num"}
+    | {"--regexp": "regex", "--after-context": "num", "--before-context": "num"}
     | {"--context": "num", "--max-count": "num", "--label": "text"},
     optional={"--color": "word", "--colour": "word"},
     operands="pattern_then_paths",
@@ -113,8 +115,8 @@ FIND_PRIMARIES: dict[str, Kind] = {
     "-ipath": "text",
     "-wholename": "text",
     "-iwholename": "text",
-    "-regex": "text",
-    "-iregex": "text",
+    "-regex": "regex",
+    "-iregex": "regex",
     "-type": "word",
     "-maxdepth": "num",
     "-mindepth": "num",
@@ -233,8 +235,8 @@ GIT_SUBCOMMANDS: dict[str, Program] = {
         | _flags("--no-merges", "--abbrev-commit", "--follow", "--date-order", "--topo-order")
         | _flags("--branches", "--tags", "--remotes", "--left-right", "--cherry-pick")
         | {"--max-count": "num", "--skip": "num", "--since": "text", "--until": "text"}
-        | {"--after": "text", "--before": "text", "--author": "text", "--committer": "text"}
-        | {"--grep": "text", "--date": "word"},
+        | {"--after": "text", "--before": "text", "--author": "regex", "--committer": "regex"}
+        | {"--grep": "regex", "--date": "word"},
         optional=_DIFF_OPTIONAL | _PRETTY,
         attached=_DIFF_ATTACHED,
         operands="revisions_or_paths",

@@ -56,16 +56,25 @@ _DESCRIBED = re.compile(r"-g[0-9a-fA-F]+$")  # git reads `ANY-gHEX` as the objec
 # written (git 2.38 and later).
 _GIT_SAFE_SETTINGS = (
     " --no-pager --no-optional-locks -c safe.bareRepository=explicit"
-    " -c core.fsmonitor=false -c core.hooksPath=/dev/null"
+    " -c core.fsmonitor=false -c core.hooksPath=/dev/null -c log.showSignature=false"
+    " -c gpg.program=false -c gpg.openpgp.program=false -c gpg.x509.program=false"
+    " -c gpg.ssh.program=false"
 )
-_GIT_NO_SIGNATURES = " -c log.showSignature=false"
-# Diff drivers a repository's .gitattributes may name, with commands in its config.
+# No repository above the session's directory (a dotfiles home, a monorepo around it),
+# and no fetch of a missing object (a partial clone's promisor remote runs its command).
+_GIT_ENVIRONMENT = "GIT_CEILING_DIRECTORIES={ceiling} GIT_NO_LAZY_FETCH=1 GIT_ALLOW_PROTOCOL=none "
+# Diff drivers a repository's .gitattributes may name, with commands in its config; a
+# submodule's own diff (diff.submodule=diff), which takes none of these options; and
+# blame's ignore-revs file, whose first line it prints in its error.
+_GIT_DIFF_OPTIONS = " --no-ext-diff --no-textconv --submodule=short"
 _GIT_DIFFS = {
-    "diff": " --no-ext-diff --no-textconv",
-    "show": " --no-ext-diff --no-textconv",
-    "log": " --no-ext-diff --no-textconv",
-    "blame": " --no-textconv",
+    "diff": _GIT_DIFF_OPTIONS,
+    "show": _GIT_DIFF_OPTIONS,
+    "log": _GIT_DIFF_OPTIONS,
+    "blame": " --no-textconv --no-ignore-revs-file",
 }
+_SIGNATURE = re.compile(r"%[-+ ]?G")  # `%G?`, `%+GS`: a signature, checked by gpg
+_BACKREFERENCE = re.compile(r"\\[1-9]")
 _REVISION = re.compile(r"[A-Za-z0-9_@+-][A-Za-z0-9_@+.~^/-]*")
 _MACHINE_SECRETS = re.compile(
     "|".join(re.escape("/" + p.removeprefix("~/").rstrip("/")) + "(/|$)" for p in HOME_SECRET_PATHS)
@@ -160,7 +169,7 @@ class _Prover:
         if "/" in program:
             raise Unproven(f"`{program}` runs a program by its path, not one gate mode knows")
         if program == "cd":
-            self._cd(args)
+            self._cd(args, simple)
         elif program == "find":
             self._find(args)
         elif program == "git":
@@ -181,11 +190,14 @@ class _Prover:
         elif target != _HARMLESS_OUTPUT:
             raise Unproven(f"`{fd}{op} {target}` writes a file")
 
-    def _cd(self, args: list[str]) -> None:
+    def _cd(self, args: list[str], simple: Simple) -> None:
         if len(args) != 1 or args[0].startswith("-"):
             raise Unproven("`cd` is proven only with one directory inside the session's")
         for directory in list(self.dirs):
             self.dirs.add(self._path(args[0], "enters", base=directory)[0])
+        if not args[0].startswith(("/", "./", "../")) and args[0] not in {".", ".."}:
+            # `cd NAME` looks in CDPATH's directories first; `cd ./NAME` only here
+            self.insertions.append((simple.word_starts[1], "./"))
 
     # --- options and operands -----------------------------------------------------------
 
@@ -248,8 +260,10 @@ class _Prover:
             raise Unproven(f"`{option}` takes a number, got `{value}`")
         if kind == "word" and not _KEYWORD.fullmatch(value):
             raise Unproven(f"`{option}` takes a plain keyword, got `{value}`")
-        if kind == "format" and "%G" in value:
+        if kind == "format" and _SIGNATURE.search(value):
             raise Unproven(f"`{option}` with `%G` checks signatures: git runs gpg")
+        if kind == "regex" and _BACKREFERENCE.search(value):
+            raise Unproven(f"`{option}` with a backreference (`\\1`) may take forever to match")
         if kind == "path":
             self._path(value, "reads")
 
@@ -264,6 +278,8 @@ class _Prover:
             return
         paths = [value for value, _ in operands]
         if spec.operands == "pattern_then_paths" and not self.given & PATTERN_OPTIONS:
+            if paths:  # the pattern, read as `-e`'s value is
+                self._value(spec.short.get("e", "text"), paths[0], f"{name}'s pattern")
             paths = paths[1:]
         for path in paths:
             if path.startswith("+"):
@@ -311,18 +327,23 @@ class _Prover:
         if spec.operands == "none" and operands:
             raise Unproven(f"`git {sub}` is proven only without operands")
         shows = sub in GIT_SHOWS_CONTENT or bool(self.given - GIT_LOG_NAMES_ONLY)
-        if shows and spec.operands == "revisions_or_paths":
+        if shows and sub in {"diff", "show", "log"}:  # blame's operands are checked paths
             self._narrow_git(sub, simple)
 
     def _harden_git(self, sub: str, simple: Simple, sub_end: int) -> None:
         """What a repository's own config or attributes could make git run, switched off
         in the command the agent is told to run: the repository may have come from
         anywhere (a clone, an unpacked archive), and its config from whoever wrote it."""
-        settings = _GIT_SAFE_SETTINGS + (_GIT_NO_SIGNATURES if sub in {"log", "show"} else "")
-        self.insertions.append((simple.program_end, settings))
+        root = posixpath.normpath(self.fence.root or "/")
+        ceiling = shlex.quote(posixpath.dirname(root))
+        self.insertions.append((simple.word_starts[0], _GIT_ENVIRONMENT.format(ceiling=ceiling)))
+        # not `-c core.worktree`: git reads that from the repository's config file alone
+        worktree = f" --work-tree={shlex.quote(root)}"
+        self.insertions.append((simple.program_end, _GIT_SAFE_SETTINGS + worktree))
         self.notes.append(
-            "git takes no bare repository, runs no fsmonitor, hook, pager or signature "
-            "check, and writes no index (-c settings, --no-optional-locks)"
+            "git takes only the repository of the session's directory, with that directory "
+            "as its work tree; runs no fsmonitor, hook, pager, signature check or fetch; "
+            "and writes no index (environment, -c settings, --no-optional-locks)"
         )
         if sub in _GIT_DIFFS:
             self.insertions.append((sub_end, _GIT_DIFFS[sub]))
@@ -392,7 +413,9 @@ class _Prover:
         if not patterns:
             return
         magic = ":(top,exclude,icase,glob)"
-        excludes = " ".join(shlex.quote(magic + anywhere(p)) for p in patterns)
+        # A pattern names a file or a directory: `.env` and `.env/x` alike.
+        globs = [glob for p in patterns for glob in (anywhere(p), anywhere(p) + "/**")]
+        excludes = " ".join(shlex.quote(magic + glob) for glob in globs)
         self.insertions.append((simple.end, f" {excludes}"))
         self.notes.append(f"git {sub} leaves out the policy's secret files (:(exclude) pathspecs)")
 

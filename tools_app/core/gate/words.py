@@ -50,6 +50,7 @@ class Simple:
 
     words: list[str] = field(default_factory=list)
     redirects: list[Redirect] = field(default_factory=list)
+    word_starts: list[int] = field(default_factory=list)
     word_ends: list[int] = field(default_factory=list)
     end: int = 0
 
@@ -145,10 +146,12 @@ class _Reader:
         return True
 
     def _word(self) -> None:
+        start = self.at
         value, bare_digits = self._value_with_kind()
         if bare_digits and self.at < len(self.text) and self.text[self.at] in "<>":
             self._redirect(fd=value)
             return
+        self.current.word_starts.append(start)
         self.current.word_ends.append(self.at)
         self.current.words.append(value)
 
