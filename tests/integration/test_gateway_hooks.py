@@ -336,9 +336,11 @@ def test_post_tool_use_records_the_real_patch_and_flags_a_changed_input(claude: 
 
 
 def test_post_tool_use_failure_fails_the_call(claude: Hook) -> None:
-    claude.pre("Bash", {"command": "ls nowhere"})
+    answer = claude.pre("Bash", {"command": "ls nowhere"})
+    ran = answer["updatedInput"]  # as Claude Code reports it: what it was told to run
+    assert ran["command"].endswith("then ls nowhere\nelse false; fi; }"), ran
     claude.event(
-        "PostToolUseFailure", "Bash", {"command": "ls nowhere"}, tool_use_id="toolu_1",
+        "PostToolUseFailure", "Bash", ran, tool_use_id="toolu_1",
         error="ls: cannot access 'nowhere'",
     )  # fmt: skip
     call = ToolCall.objects.get()
