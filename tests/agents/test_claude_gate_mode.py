@@ -51,3 +51,21 @@ def test_git_diff_runs_unseen_narrowed_and_never_shows_the_secret(
     assert ran.startswith("GIT_CEILING_DIRECTORIES=") and " git --no-pager " in ran, ran
     assert " -c safe.bareRepository=explicit -c core.fsmonitor=false " in ran, ran
     assert " diff --no-ext-diff --no-textconv --submodule=short ':(top,exclude,icase,glob)" in ran
+
+
+def test_a_proven_read_runs_unseen_and_a_link_stops_it(
+    agentweb: str, token: str, repo: Path
+) -> None:
+    """Claude Code runs the command with agentweb's disk check in front: a plain file is
+    read; a link is not followed (this one leads to a plain file, so that only the check,
+    on the agent's machine, can stop it), and the model reads why."""
+    with FakeAnthropic("Bash", {"command": "cat src/app.py", "description": "read"}) as fake:
+        finished(run_claude(repo, agentweb, token, fake))
+        assert "still from the environment" in " ".join(fake.tool_results())
+    (repo / "notes.txt").symlink_to("src/app.py")
+    with FakeAnthropic("Bash", {"command": "cat notes.txt", "description": "read"}) as fake:
+        finished(run_claude(repo, agentweb, token, fake))
+        results = " ".join(fake.tool_results())
+    assert "notes.txt is a symbolic link or a special file" in results, results
+    assert "from the environment" not in results
+    assert [c.rule for c in ToolCall.objects.order_by("pk")] == ["gateway:proven"] * 2
