@@ -309,15 +309,16 @@ class _Prover:
                 raise Unproven(f"`find {word}` is not a test gate mode has proven to only read")
 
     def _git(self, args: list[str], simple: Simple) -> None:
-        at = 1
-        while at < len(args) + 1 and args[at - 1] in GIT_GLOBAL:
-            at += 1
-        args = args[at - 1 :]
+        globals_given = 0
+        while globals_given < len(args) and args[globals_given] in GIT_GLOBAL:
+            globals_given += 1
+        args = args[globals_given:]
         if not args or args[0] not in GIT_SUBCOMMANDS:
             what = f"`git {args[0]}`" if args else "`git` alone"
             raise Unproven(f"{what} is not a git command gate mode has proven to only read")
         sub, spec = args[0], GIT_SUBCOMMANDS[args[0]]
-        self._harden_git(sub, simple, sub_end=simple.word_ends[at])
+        # the subcommand is the word after `git` and its global options
+        self._harden_git(sub, simple, sub_end=simple.word_ends[1 + globals_given])
         operands = self._options(f"git {sub}", spec, args[1:])
         for value, after_dashes in operands:
             if not after_dashes and spec.operands == "revisions_or_paths":
